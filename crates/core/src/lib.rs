@@ -1,0 +1,13 @@
+pub mod api;
+pub mod defaults;
+pub mod labels;
+pub mod manifest;
+pub mod quantity;
+pub mod rbac;
+pub mod schema;
+pub mod sim;
+pub mod status;
+pub mod store;
+pub mod trace;
+pub mod validation;
+pub mod admission;

@@ -1,0 +1,211 @@
+//! The etcd model: one global revision, objects per resource, and the watch history.
+//!
+//! Like etcd behind the API server, every write takes the next revision, which becomes
+//! the object's `resourceVersion`; an update that names a stale `resourceVersion` fails;
+//! the history of changes can be replayed from any revision still held, and compaction
+//! drops old revisions so that a watch from before them gets `410 Expired`
+//! (`k8s.io/apiserver/pkg/storage/etcd3/store.go`, `.../cacher/watch_cache.go`).
+
+use crate::api::{resource_version, Object, ObjectKey, ResourceId, RESOURCES};
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as a watch delivers it.
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    pub revision: u64,
+    pub kind: EventType,
+    pub object: Object,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    NotFound,
+    AlreadyExists,
+    /// The caller's `resourceVersion` is not the stored one.
+    Conflict,
+    /// A watch or list from a compacted revision: `(asked, oldest held - 1)`.
+    Expired(u64, u64),
+}
+
+/// Objects of one resource, keyed by (namespace, name), and their change history.
+#[derive(Debug, Default, Clone)]
+struct Partition {
+    objects: BTreeMap<(String, String), Object>,
+    history: VecDeque<WatchEvent>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    revision: u64,
+    compacted: u64,
+    partitions: Vec<Partition>,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()] }
+    }
+}
+
+fn with_rv(obj: Object, rev: u64) -> Object {
+    let mut v = Object::unwrap_or_clone(obj);
+    crate::api::set(&mut v, &["metadata", "resourceVersion"], rev.to_string().into());
+    Object::new(v)
+}
+
+impl Store {
+    /// The current revision (what a list returns as its `resourceVersion`).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+    pub fn compacted_revision(&self) -> u64 {
+        self.compacted
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Object> {
+        self.partitions[key.resource].objects.get(&(key.namespace.clone(), key.name.clone()))
+    }
+
+    pub fn get_by(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<&Object> {
+        self.partitions[resource].objects.get(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// Objects of a resource, in key order; all namespaces if `namespace` is `None`.
+    pub fn list<'a>(&'a self, resource: ResourceId, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Object> + 'a {
+        let p = &self.partitions[resource].objects;
+        let range: Box<dyn Iterator<Item = (&(String, String), &Object)>> = match namespace {
+            Some(ns) => Box::new(p.range((ns.to_string(), String::new())..).take_while(move |((n, _), _)| n == ns)),
+            None => Box::new(p.iter()),
+        };
+        range.map(|(_, o)| o)
+    }
+
+    pub fn count(&self, resource: ResourceId) -> usize {
+        self.partitions[resource].objects.len()
+    }
+
+    fn record(&mut self, resource: ResourceId, kind: EventType, object: Object) {
+        self.partitions[resource].history.push_back(WatchEvent { revision: self.revision, kind, object });
+    }
+
+    /// Store a new object; its `resourceVersion` becomes the new revision.
+    pub fn create(&mut self, key: &ObjectKey, obj: Object) -> Result<Object, StoreError> {
+        let k = (key.namespace.clone(), key.name.clone());
+        if self.partitions[key.resource].objects.contains_key(&k) {
+            return Err(StoreError::AlreadyExists);
+        }
+        self.revision += 1;
+        let obj = with_rv(obj, self.revision);
+        self.partitions[key.resource].objects.insert(k, obj.clone());
+        self.record(key.resource, EventType::Added, obj.clone());
+        Ok(obj)
+    }
+
+    /// Replace an object. `expected_rv`, if given, must equal the stored `resourceVersion`.
+    pub fn update(&mut self, key: &ObjectKey, obj: Object, expected_rv: Option<&str>) -> Result<Object, StoreError> {
+        let k = (key.namespace.clone(), key.name.clone());
+        let current = self.partitions[key.resource].objects.get(&k).ok_or(StoreError::NotFound)?;
+        if let Some(rv) = expected_rv {
+            if !rv.is_empty() && rv != resource_version(current) {
+                return Err(StoreError::Conflict);
+            }
+        }
+        self.revision += 1;
+        let obj = with_rv(obj, self.revision);
+        self.partitions[key.resource].objects.insert(k, obj.clone());
+        self.record(key.resource, EventType::Modified, obj.clone());
+        Ok(obj)
+    }
+
+    /// Remove an object; the watch sees it with the deletion's revision.
+    pub fn delete(&mut self, key: &ObjectKey, expected_rv: Option<&str>) -> Result<Object, StoreError> {
+        let k = (key.namespace.clone(), key.name.clone());
+        let current = self.partitions[key.resource].objects.get(&k).ok_or(StoreError::NotFound)?;
+        if let Some(rv) = expected_rv {
+            if !rv.is_empty() && rv != resource_version(current) {
+                return Err(StoreError::Conflict);
+            }
+        }
+        let old = self.partitions[key.resource].objects.remove(&k).ok_or(StoreError::NotFound)?;
+        self.revision += 1;
+        let obj = with_rv(old, self.revision);
+        self.record(key.resource, EventType::Deleted, obj.clone());
+        Ok(obj)
+    }
+
+    /// Changes to `resource` after revision `since`, oldest first.
+    pub fn events_since(&self, resource: ResourceId, since: u64) -> Result<impl Iterator<Item = &WatchEvent>, StoreError> {
+        if since < self.compacted {
+            return Err(StoreError::Expired(since, self.compacted));
+        }
+        let h = &self.partitions[resource].history;
+        // History is ordered by revision: binary search the first event after `since`.
+        let start = h.partition_point(|e| e.revision <= since);
+        Ok(h.range(start..))
+    }
+
+    /// Forget history up to and including `rev`, as etcd compaction does.
+    pub fn compact(&mut self, rev: u64) {
+        if rev <= self.compacted {
+            return;
+        }
+        self.compacted = rev.min(self.revision);
+        for p in &mut self.partitions {
+            while p.history.front().is_some_and(|e| e.revision <= rev) {
+                p.history.pop_front();
+            }
+        }
+    }
+
+    /// Every stored object, resource by resource in table order, then by key.
+    pub fn all(&self) -> impl Iterator<Item = &Object> {
+        self.partitions.iter().flat_map(|p| p.objects.values())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::rid;
+    use serde_json::json;
+
+    fn obj(name: &str) -> Object {
+        Object::new(json!({"metadata": {"name": name, "namespace": "default"}}))
+    }
+
+    #[test]
+    fn revisions_increase_and_conflicts_are_detected() {
+        let mut s = Store::default();
+        let k = ObjectKey::new(rid::CONFIGMAP, "default", "a");
+        let a = s.create(&k, obj("a")).unwrap();
+        assert_eq!(resource_version(&a), "2");
+        assert_eq!(s.create(&k, obj("a")).unwrap_err(), StoreError::AlreadyExists);
+        let b = s.update(&k, obj("a"), Some("2")).unwrap();
+        assert_eq!(resource_version(&b), "3");
+        assert_eq!(s.update(&k, obj("a"), Some("2")).unwrap_err(), StoreError::Conflict);
+        let d = s.delete(&k, None).unwrap();
+        assert_eq!(resource_version(&d), "4");
+        let kinds: Vec<_> = s.events_since(rid::CONFIGMAP, 0).unwrap().map(|e| e.kind).collect();
+        assert_eq!(kinds, vec![EventType::Added, EventType::Modified, EventType::Deleted]);
+        s.compact(3);
+        assert_eq!(s.events_since(rid::CONFIGMAP, 1).err(), Some(StoreError::Expired(1, 3)));
+        assert_eq!(s.events_since(rid::CONFIGMAP, 3).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Generate crates/core/data/schema.json from the real Kubernetes JSON schemas.
+
+The schemas come from the `kubernetes-validate` package on PyPI (the
+`v1.36.0-local-strict` set). Only the definitions reachable from the kinds
+kubeloop serves are kept, without descriptions, in a compact form that
+crates/core/src/schema.rs reads:
+
+  "s" string, "i" integer, "n" number, "b" boolean, "q" quantity,
+  "io" int-or-string, "a" anything, "#<def>" a reference,
+  {"o": {field: type}} an object with declared fields,
+  {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy} a list.
+
+Usage: python3 tools/gen-schema.py   (downloads kubernetes-validate into a
+temporary folder with pip if it is not importable)
+"""
+import json, os, subprocess, sys, tempfile, glob
+
+VERSION = "v1.36.0-local-strict"
+
+def schema_dir():
+    try:
+        import kubernetes_validate  # noqa
+        base = os.path.dirname(kubernetes_validate.__file__)
+    except ImportError:
+        tmp = tempfile.mkdtemp()
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                               "kubernetes-validate==1.37.0", "-d", tmp])
+        whl = glob.glob(os.path.join(tmp, "*.whl"))[0]
+        subprocess.check_call(["unzip", "-q", whl, "-d", tmp])
+        base = os.path.join(tmp, "kubernetes_validate")
+    return os.path.join(base, "kubernetes-json-schema", VERSION)
+
+# group/version, kind  ->  definition name
+KINDS = {}
+here = os.path.dirname(os.path.abspath(__file__))
+kinds_file = os.path.join(here, "..", "crates", "core", "src", "api.rs")
+
+def main():
+    d = schema_dir()
+    defs = json.load(open(os.path.join(d, "_definitions.json")))["$defs"]
+    # Find every definition that declares a group-version-kind.
+    gvk_map = {}
+    for name, s in defs.items():
+        for gvk in s.get("x-kubernetes-group-version-kind", []):
+            gv = gvk["version"] if not gvk["group"] else gvk["group"] + "/" + gvk["version"]
+            gvk_map[gv + "/" + gvk["kind"]] = name
+    wanted = [l.split('"')[1] for l in open(kinds_file) if l.strip().startswith("// schema:")]
+    out_defs, out_kinds = {}, {}
+    todo = []
+    for w in wanted:
+        if w not in gvk_map:
+            sys.exit(f"no schema for {w}")
+        out_kinds[w] = gvk_map[w]
+        todo.append(gvk_map[w])
+
+    def ty(s):
+        if "$ref" in s:
+            ref = s["$ref"].split("/")[-1]
+            if ref in ("io.k8s.apimachinery.pkg.util.intstr.IntOrString",):
+                return "io"
+            if ref == "io.k8s.apimachinery.pkg.api.resource.Quantity":
+                return "q"
+            if ref in ("io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"):
+                return "s"
+            todo.append(ref)
+            return "#" + ref
+        t = s.get("type")
+        if isinstance(t, list):
+            t = [x for x in t if x != "null"]
+            t = t[0] if t else None
+        if "oneOf" in s:
+            return "a"
+        if t == "object" or "properties" in s:
+            if "properties" in s:
+                return {"o": {k: ty(v) for k, v in sorted(s["properties"].items())}}
+            ap = s.get("additionalProperties")
+            if isinstance(ap, dict):
+                return {"m": ty(ap)}
+            return "a"
+        if t == "array":
+            r = {"l": ty(s.get("items", {}))}
+            if "x-kubernetes-patch-merge-key" in s:
+                r["k"] = s["x-kubernetes-patch-merge-key"]
+            if "x-kubernetes-patch-strategy" in s:
+                r["x"] = s["x-kubernetes-patch-strategy"]
+            return r
+        return {"string": "s", "integer": "i", "number": "n", "boolean": "b"}.get(t, "a")
+
+    while todo:
+        n = todo.pop()
+        if n in out_defs:
+            continue
+        out_defs[n] = None
+        out_defs[n] = ty(defs[n])
+    out = {"version": VERSION, "kinds": out_kinds, "defs": dict(sorted(out_defs.items()))}
+    path = os.path.join(here, "..", "crates", "core", "data", "schema.json")
+    with open(path, "w") as f:
+        json.dump(out, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    print(f"wrote {path}: {len(out_kinds)} kinds, {len(out_defs)} definitions")
+
+main()
