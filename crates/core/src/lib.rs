@@ -11,3 +11,5 @@ pub mod store;
 pub mod trace;
 pub mod validation;
 pub mod admission;
+pub mod apiserver;
+pub mod patch;

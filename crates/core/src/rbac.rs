@@ -154,7 +154,8 @@ pub fn authorize(store: &Store, user: &UserInfo, a: &Attributes) -> Decision {
     } else {
         errors.sort();
         errors.dedup();
-        Decision::Deny(Some(format!("RBAC: [{}]", errors.join(", "))).map(|s| if errors.len() == 1 { format!("RBAC: {}", errors[0]) } else { s }))
+        let joined = if errors.len() == 1 { errors[0].clone() } else { format!("[{}]", errors.join(", ")) };
+        Decision::Deny(Some(format!("RBAC: {joined}")))
     }
 }
 
@@ -163,7 +164,6 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
 }
 
 const READ: &[&str] = &["get", "list", "watch"];
-const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
 const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
 fn cluster_role(n: &str, rules: Vec<Value>) -> Value {
@@ -300,7 +300,6 @@ pub fn bootstrap_policy() -> Vec<Value> {
         ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];
-    let _ = (READ, WRITE);
     out.push(cluster_role_binding("cluster-admin", "cluster-admin", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"})));
     out.push(cluster_role_binding("system:kube-scheduler", "system:kube-scheduler", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"})));
     out.push(cluster_role_binding("system:basic-user", "system:basic-user", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"})));

@@ -1,0 +1,1113 @@
+//! The kube-apiserver request pipeline, one function per stage:
+//! authentication → authorization → (strict decoding) → mutating admission → name
+//! generation → validation → validating admission → storage.
+//!
+//! Requests are shaped like the REST API (verb, resource, namespace, name, subresource,
+//! body, dry-run, field manager) so that an HTTP front can map onto them unchanged. Every
+//! stage of every request leaves a trace record; a failure is a `Status` with the real
+//! code, reason and message, and nothing is written. Controllers, the scheduler and the
+//! kubelets call `handle` exactly as users do.
+
+use crate::admission::{self, CelCache, Verdict};
+use crate::api::{self, get, get_str, Object, ObjectKey, ResourceId, ResourceInfo, RESOURCES};
+use crate::rbac::{self, Attributes, Decision, UserInfo};
+use crate::sim::{rfc3339, Millis, Rng, Stream};
+use crate::status::Status;
+use crate::store::Store;
+use crate::trace::{Flow, Record, RequestLog, Trace};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/merge-patch+json`
+    Merge,
+    /// `application/strategic-merge-patch+json`
+    Strategic,
+    /// `application/json-patch+json`
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Get,
+    List,
+    Create,
+    Update,
+    Patch(PatchType),
+    Delete,
+}
+
+impl Verb {
+    /// The RBAC verb.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch(_) => "patch",
+            Verb::Delete => "delete",
+        }
+    }
+}
+
+/// Who is calling: a bearer token to authenticate, or a component already authenticated
+/// by its client certificate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Credentials {
+    Token(String),
+    User(UserInfo),
+}
+
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub verb: Verb,
+    pub resource: ResourceId,
+    pub namespace: String,
+    pub name: String,
+    pub subresource: String,
+    pub body: Option<Value>,
+    pub dry_run: bool,
+    pub field_manager: String,
+    pub credentials: Credentials,
+    /// DeleteOptions.propagationPolicy (`Background`, `Foreground`, `Orphan`).
+    pub propagation: Option<String>,
+    /// DeleteOptions.gracePeriodSeconds.
+    pub grace_period: Option<i64>,
+    /// The component making the call, for the trace (`kubectl`, `replicaset-controller`).
+    pub component: String,
+}
+
+impl Request {
+    pub fn new(verb: Verb, resource: ResourceId, namespace: &str, name: &str, credentials: Credentials) -> Self {
+        Request {
+            verb,
+            resource,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            subresource: String::new(),
+            body: None,
+            dry_run: false,
+            field_manager: String::new(),
+            credentials,
+            propagation: None,
+            grace_period: None,
+            component: "kubectl".into(),
+        }
+    }
+    pub fn create(resource: ResourceId, namespace: &str, body: Value, credentials: Credentials) -> Self {
+        let mut r = Self::new(Verb::Create, resource, namespace, "", credentials);
+        r.body = Some(body);
+        r
+    }
+    pub fn update(resource: ResourceId, namespace: &str, name: &str, body: Value, credentials: Credentials) -> Self {
+        let mut r = Self::new(Verb::Update, resource, namespace, name, credentials);
+        r.body = Some(body);
+        r
+    }
+    pub fn patch(resource: ResourceId, namespace: &str, name: &str, ty: PatchType, body: Value, credentials: Credentials) -> Self {
+        let mut r = Self::new(Verb::Patch(ty), resource, namespace, name, credentials);
+        r.body = Some(body);
+        r
+    }
+    pub fn delete(resource: ResourceId, namespace: &str, name: &str, credentials: Credentials) -> Self {
+        Self::new(Verb::Delete, resource, namespace, name, credentials)
+    }
+    pub fn sub(mut self, subresource: &str) -> Self {
+        self.subresource = subresource.to_string();
+        self
+    }
+    pub fn by(mut self, component: &str) -> Self {
+        self.component = component.to_string();
+        self
+    }
+    /// The REST path (`/apis/apps/v1/namespaces/default/deployments/web/scale`).
+    pub fn path(&self) -> String {
+        let r = &RESOURCES[self.resource];
+        let mut p = if r.group.is_empty() { format!("/api/{}", r.version) } else { format!("/apis/{}/{}", r.group, r.version) };
+        if r.namespaced && !self.namespace.is_empty() {
+            p.push_str(&format!("/namespaces/{}", self.namespace));
+        }
+        p.push('/');
+        p.push_str(r.plural);
+        if !self.name.is_empty() {
+            p.push('/');
+            p.push_str(&self.name);
+        }
+        if !self.subresource.is_empty() {
+            p.push('/');
+            p.push_str(&self.subresource);
+        }
+        p
+    }
+}
+
+/// Kinds whose `metadata.generation` tracks spec changes.
+fn has_generation(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" | "Job" | "CronJob" | "Pod" | "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" | "PodDisruptionBudget" | "HorizontalPodAutoscaler" | "Ingress" | "NetworkPolicy"
+    )
+}
+
+/// Kinds served with a `status` subresource: the main resource ignores status changes.
+fn has_status_subresource(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" | "Job" | "CronJob" | "Pod" | "Service" | "Node" | "Namespace" | "PersistentVolumeClaim" | "PersistentVolume" | "ResourceQuota" | "ValidatingAdmissionPolicy" | "PodDisruptionBudget" | "HorizontalPodAutoscaler" | "Ingress"
+    )
+}
+
+fn strip_for_generation(v: &Value) -> Value {
+    let mut c = v.clone();
+    if let Some(m) = c.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    c
+}
+
+/// The API server: the store behind it, its identities and its trace.
+pub struct ApiServer {
+    pub store: Store,
+    pub now: Millis,
+    /// Bearer tokens and the users they authenticate.
+    pub tokens: BTreeMap<String, UserInfo>,
+    /// Webhook (or webhook configuration) names whose backends are down.
+    pub webhooks_down: BTreeSet<String>,
+    pub trace: Trace,
+    /// Warnings returned with the last response.
+    pub warnings: Vec<String>,
+    rng: Rng,
+    cel: CelCache,
+    allocated_ips: BTreeSet<u32>,
+    allocated_node_ports: BTreeSet<i64>,
+}
+
+/// 10.96.0.0/16, kind's service range.
+const SERVICE_NET: u32 = (10 << 24) | (96 << 16);
+const SERVICE_SIZE: u32 = 1 << 16;
+
+pub fn ip_string(ip: u32) -> String {
+    format!("{}.{}.{}.{}", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255)
+}
+
+fn parse_ip(s: &str) -> Option<u32> {
+    let parts: Vec<u32> = s.split('.').map(|p| p.parse().ok()).collect::<Option<Vec<u32>>>()?;
+    (parts.len() == 4 && parts.iter().all(|p| *p < 256)).then(|| (parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3])
+}
+
+/// What a request is about, for trace records.
+struct Ctx {
+    user: String,
+    verb: &'static str,
+    object: String,
+    component: String,
+    request: usize,
+}
+
+impl ApiServer {
+    pub fn new(seed: u64, trace: bool) -> Self {
+        ApiServer {
+            store: Store::default(),
+            now: 0,
+            tokens: BTreeMap::new(),
+            webhooks_down: BTreeSet::new(),
+            trace: Trace::new(trace),
+            warnings: vec![],
+            rng: Rng::new(seed, Stream::ApiServer),
+            cel: CelCache::default(),
+            allocated_ips: BTreeSet::new(),
+            allocated_node_ports: BTreeSet::new(),
+        }
+    }
+
+    fn record(&mut self, c: &Ctx, flow: Flow, stage: &'static str, result: &'static str, rv: &str, message: String) {
+        if !self.trace.enabled {
+            return;
+        }
+        self.trace.push(Record {
+            t: self.now,
+            flow,
+            stage,
+            component: c.component.clone(),
+            user: c.user.clone(),
+            verb: c.verb.to_string(),
+            object: c.object.clone(),
+            resource_version: rv.to_string(),
+            result,
+            message,
+            request: Some(c.request),
+        });
+    }
+
+    fn log(&mut self, c: &Ctx, code: u16, status: Option<&Status>) {
+        if !self.trace.enabled {
+            return;
+        }
+        self.trace.requests.push(RequestLog {
+            t: self.now,
+            user: c.user.clone(),
+            verb: c.verb.to_string(),
+            object: c.object.clone(),
+            code,
+            status: status.map(Status::to_json),
+        });
+    }
+
+    fn fail(&mut self, c: &Ctx, stage: &'static str, s: Status) -> Result<Object, Status> {
+        self.record(c, Flow::Denied, stage, "denied", "", s.message.clone());
+        self.log(c, s.code, Some(&s));
+        Err(s)
+    }
+
+    /// Serve one request.
+    pub fn handle(&mut self, req: Request) -> Result<Object, Status> {
+        self.warnings.clear();
+        let res = &RESOURCES[req.resource];
+        let body_name = req.body.as_ref().map(api::name).unwrap_or("").to_string();
+        let display_name = if !req.name.is_empty() {
+            req.name.clone()
+        } else if !body_name.is_empty() {
+            body_name
+        } else {
+            req.body.as_ref().and_then(|b| get_str(b, &["metadata", "generateName"])).unwrap_or("").to_string()
+        };
+        let ns = if res.namespaced {
+            if req.namespace.is_empty() {
+                req.body.as_ref().map(api::namespace).filter(|n| !n.is_empty()).unwrap_or("default").to_string()
+            } else {
+                req.namespace.clone()
+            }
+        } else {
+            String::new()
+        };
+        let object = if ns.is_empty() { format!("{}/{}", res.kind, display_name) } else { format!("{}/{}/{}", res.kind, ns, display_name) };
+        let verb_str = if req.subresource.is_empty() { req.verb.as_str().to_string() } else { format!("{} {}", req.verb.as_str(), req.subresource) };
+        let mut c = Ctx {
+            user: String::new(),
+            verb: req.verb.as_str(),
+            object: if req.subresource.is_empty() { object } else { format!("{object}/{}", req.subresource) },
+            component: req.component.clone(),
+            request: self.trace.requests.len(),
+        };
+        let writes = !matches!(req.verb, Verb::Get | Verb::List);
+        if writes {
+            self.record(&c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_uppercase(), req.path()));
+        }
+
+        // Authentication.
+        let user = match &req.credentials {
+            Credentials::User(u) => u.clone(),
+            Credentials::Token(t) => match self.tokens.get(t) {
+                Some(u) => u.clone(),
+                None => {
+                    c.user = "system:anonymous".into();
+                    return self.fail(&c, "authentication", Status::unauthorized());
+                }
+            },
+        };
+        c.user = user.name.clone();
+        if writes {
+            self.record(&c, Flow::AuthnAuthz, "authentication", "ok", "", format!("user {:?} groups {:?}", user.name, user.groups));
+        }
+
+        // Authorization.
+        let attrs = Attributes { verb: req.verb.as_str(), group: res.group, resource: res.plural, subresource: &req.subresource, namespace: &ns, name: &req.name };
+        if let Decision::Deny(reason) = rbac::authorize(&self.store, &user, &attrs) {
+            let mut cause = attrs.forbidden_cause(&user.name);
+            if let Some(r) = reason {
+                cause = format!("{cause}: {r}");
+            }
+            let s = if req.name.is_empty() { Status::forbidden(res, "", &cause) } else { Status::forbidden(res, &req.name, &cause) };
+            return self.fail(&c, "authorization", s);
+        }
+        if writes {
+            self.record(&c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
+        }
+
+        match req.verb {
+            Verb::Get => {
+                let out = self.get(res, req.resource, &ns, &req.name, &req.subresource);
+                match &out {
+                    Ok(_) => self.log(&c, 200, None),
+                    Err(s) => self.log(&c, s.code, Some(s)),
+                }
+                out
+            }
+            Verb::List => {
+                let items: Vec<Value> = self.store.list(req.resource, if ns.is_empty() { None } else { Some(ns.as_str()) }).map(|o| (**o).clone()).collect();
+                self.log(&c, 200, None);
+                Ok(Object::new(json!({"apiVersion": res.api_version(), "kind": format!("{}List", res.kind), "metadata": {"resourceVersion": self.store.revision().to_string()}, "items": items})))
+            }
+            Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
+            Verb::Create => self.create(&mut c, &user, res, req.resource, &ns, &req),
+            Verb::Update | Verb::Patch(_) => self.update(&c, &user, res, req.resource, &ns, &req),
+            Verb::Delete => self.delete(&c, &user, res, req.resource, &ns, &req),
+        }
+    }
+
+    fn get(&self, res: &ResourceInfo, rid: ResourceId, ns: &str, name: &str, sub: &str) -> Result<Object, Status> {
+        let obj = self.store.get_by(rid, ns, name).cloned().ok_or_else(|| Status::not_found(res, name))?;
+        if sub == "scale" {
+            return Ok(Object::new(scale_of(&obj, res)));
+        }
+        Ok(obj)
+    }
+
+    /// Check `apiVersion`/`kind` and strict-decode a body (`400 BadRequest` on failure).
+    fn decode(&self, res: &ResourceInfo, body: &Value) -> Result<(), Status> {
+        if !body.is_object() {
+            return Err(Status::bad_request("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"));
+        }
+        let av = get_str(body, &["apiVersion"]).unwrap_or("");
+        let kind = get_str(body, &["kind"]).unwrap_or("");
+        if !av.is_empty() && av != res.api_version() {
+            return Err(Status::bad_request(format!("the API version in the data ({av}) does not match the expected API version ({})", res.api_version())));
+        }
+        if !kind.is_empty() && kind != res.kind {
+            return Err(Status::bad_request(format!("the kind in the data ({kind}) does not match the expected kind ({})", res.kind)));
+        }
+        let errs = crate::schema::check(&res.api_version(), res.kind, body);
+        if !errs.is_empty() {
+            return Err(Status::bad_request(format!("{} in version {:?} cannot be handled as a {}: {}", res.kind, res.version, res.kind, errs.message())));
+        }
+        Ok(())
+    }
+
+    fn admission_request<'a>(&self, op: &'a str, res: &'a ResourceInfo, sub: &'a str, ns: &'a str, name: String, user: &'a UserInfo, obj: Option<&'a Value>, old: Option<&'a Value>, dry: bool) -> admission::Request<'a> {
+        admission::Request { operation: op, resource: res, subresource: sub, namespace: ns, name, user, object: obj, old_object: old, dry_run: dry }
+    }
+
+    /// Stage 3: defaulting, the built-in mutating plugins and mutating webhooks.
+    fn mutate(&mut self, res: &ResourceInfo, op: &str, ns: &str, name: &str, user: &UserInfo, obj: &mut Value, old: Option<&Value>, dry: bool) -> Result<Vec<String>, Status> {
+        let mut notes = Vec::new();
+        {
+            let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(obj), old, dry);
+            admission::namespace_lifecycle(&self.store, &req)?;
+        }
+        crate::defaults::apply(res.kind, obj);
+        notes.push("defaults applied".to_string());
+        if res.kind == "Pod" && op == "CREATE" {
+            let snapshot = obj.clone();
+            let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
+            admission::limit_ranger(&self.store, &req, obj)?;
+            let rng = &mut self.rng;
+            admission::service_account(&self.store, &req, obj, || rng.name_suffix(5))?;
+            admission::default_toleration_seconds(obj);
+            admission::priority(&self.store, &req, obj)?;
+            notes.push("LimitRanger, ServiceAccount, DefaultTolerationSeconds, Priority".into());
+        }
+        let snapshot = obj.clone();
+        let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
+        let mut v = Verdict::default();
+        admission::webhooks(&self.store, &mut self.cel, &req, true, &self.webhooks_down, &mut v)?;
+        notes.extend(v.consulted);
+        self.warnings.extend(v.warnings);
+        Ok(notes)
+    }
+
+    /// Stage 4b: ValidatingAdmissionPolicies and validating webhooks.
+    fn validate_admission(&mut self, res: &ResourceInfo, op: &str, sub: &str, ns: &str, name: &str, user: &UserInfo, obj: Option<&Value>, old: Option<&Value>, dry: bool) -> Result<Vec<String>, Status> {
+        let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
+        let mut v = Verdict::default();
+        admission::validating_policies(&self.store, &mut self.cel, &req, &mut v)?;
+        admission::webhooks(&self.store, &mut self.cel, &req, false, &self.webhooks_down, &mut v)?;
+        self.warnings.extend(v.warnings);
+        Ok(v.consulted)
+    }
+
+    fn create(&mut self, c: &mut Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
+        let Some(mut obj) = req.body.clone() else {
+            return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
+        };
+        if let Err(s) = self.decode(res, &obj) {
+            return self.fail(c, "schema", s);
+        }
+        let body_ns = api::namespace(&obj).to_string();
+        if res.namespaced {
+            if !body_ns.is_empty() && body_ns != ns {
+                return self.fail(c, "decode", Status::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+            }
+            api::set(&mut obj, &["metadata", "namespace"], json!(ns));
+        } else if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("namespace");
+        }
+        api::set(&mut obj, &["apiVersion"], json!(res.api_version()));
+        api::set(&mut obj, &["kind"], json!(res.kind));
+        let admission_name = {
+            let n = api::name(&obj);
+            if n.is_empty() { get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string() } else { n.to_string() }
+        };
+        match self.mutate(res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run) {
+            Ok(notes) => self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
+            Err(s) => {
+                self.record(c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
+                return self.fail(c, "mutating-admission", s);
+            }
+        }
+        // Name generation follows mutating admission (`BeforeCreate`).
+        if api::name(&obj).is_empty() {
+            if let Some(base) = get_str(&obj, &["metadata", "generateName"]).map(str::to_string) {
+                let base: String = base.chars().take(58).collect();
+                let mut generated = None;
+                for _ in 0..8 {
+                    let candidate = format!("{base}{}", self.rng.name_suffix(5));
+                    if self.store.get_by(rid, ns, &candidate).is_none() {
+                        generated = Some(candidate);
+                        break;
+                    }
+                }
+                let Some(n) = generated else {
+                    let mut s = Status::already_exists(res, &base);
+                    s.message.push_str(", the server was not able to generate a unique name for the object");
+                    return self.fail(c, "etcd", s);
+                };
+                api::set(&mut obj, &["metadata", "name"], json!(n));
+            }
+        }
+        let name = api::name(&obj).to_string();
+        c.object = if ns.is_empty() { format!("{}/{}", res.kind, name) } else { format!("{}/{}/{}", res.kind, ns, name) };
+        let errs = crate::validation::validate(res.kind, res.namespaced, &obj);
+        if !errs.is_empty() {
+            let s = Status::invalid(res, &name, &errs);
+            self.record(c, Flow::Validation, "validation", "denied", "", s.message.clone());
+            return self.fail(c, "validation", s);
+        }
+        self.record(c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
+        match self.validate_admission(res, "CREATE", "", ns, &name, user, Some(&obj), None, req.dry_run) {
+            Ok(consulted) => {
+                let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
+                self.record(c, Flow::Validation, "validating-admission", "ok", "", msg);
+            }
+            Err(s) => {
+                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                return self.fail(c, "validating-admission", s);
+            }
+        }
+        if self.store.get_by(rid, ns, &name).is_some() {
+            return self.fail(c, "etcd", Status::already_exists(res, &name));
+        }
+        // Registry strategy (`PrepareForCreate`) and allocators.
+        {
+            let uid = self.rng.uuid();
+            let meta = api::entry(&mut obj, &["metadata"]);
+            meta.insert("uid".into(), json!(uid));
+            meta.insert("creationTimestamp".into(), json!(rfc3339(self.now)));
+            meta.remove("resourceVersion");
+            meta.remove("deletionTimestamp");
+            meta.remove("managedFields");
+            if has_generation(res.kind) {
+                meta.insert("generation".into(), json!(1));
+            } else {
+                meta.remove("generation");
+            }
+        }
+        match res.kind {
+            "Pod" => {
+                let qos = crate::defaults::qos_class(obj.get("spec").unwrap_or(&Value::Null));
+                let status = json!({"phase": "Pending", "qosClass": qos});
+                api::set(&mut obj, &["status"], status);
+            }
+            "Service" => {
+                if let Err(s) = self.allocate_service(&mut obj) {
+                    return self.fail(c, "validation", s);
+                }
+            }
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            _ => {}
+        }
+        if req.dry_run {
+            self.record(c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
+            self.log(c, 201, None);
+            return Ok(Object::new(obj));
+        }
+        let key = ObjectKey::new(rid, ns, &name);
+        match self.store.create(&key, Object::new(obj)) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
+                self.log(c, 201, None);
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::already_exists(res, &name)),
+        }
+    }
+
+    fn allocate_service(&mut self, obj: &mut Value) -> Result<(), Status> {
+        let ty = get_str(obj, &["spec", "type"]).unwrap_or("ClusterIP").to_string();
+        if ty != "ExternalName" {
+            let want = get_str(obj, &["spec", "clusterIP"]).unwrap_or("").to_string();
+            let ip = if want == "None" {
+                None
+            } else if !want.is_empty() {
+                let Some(ip) = parse_ip(&want).filter(|ip| (ip & !(SERVICE_SIZE - 1)) == SERVICE_NET) else {
+                    return Err(Status::invalid(&RESOURCES[api::rid::SERVICE], api::name(obj), &[crate::status::FieldError::invalid("spec.clusterIPs", &json!([want]), format!("failed to allocate IP {want}: the provided IP ({want}) is not in the valid range. The range of valid IPs is 10.96.0.0/16"))]));
+                };
+                if !self.allocated_ips.insert(ip) {
+                    return Err(Status::invalid(&RESOURCES[api::rid::SERVICE], api::name(obj), &[crate::status::FieldError::invalid("spec.clusterIPs", &json!([want]), format!("failed to allocate IP {want}: provided IP is already allocated"))]));
+                }
+                Some(ip)
+            } else {
+                // Dynamic allocation uses the upper band of the range.
+                let lower = 256;
+                let mut ip;
+                loop {
+                    ip = SERVICE_NET + lower + self.rng.below((SERVICE_SIZE - lower - 1) as u64) as u32;
+                    if self.allocated_ips.insert(ip) {
+                        break;
+                    }
+                }
+                Some(ip)
+            };
+            let spec = api::entry(obj, &["spec"]);
+            match ip {
+                Some(ip) => {
+                    spec.insert("clusterIP".into(), json!(ip_string(ip)));
+                    spec.insert("clusterIPs".into(), json!([ip_string(ip)]));
+                }
+                None => {
+                    spec.insert("clusterIP".into(), json!("None"));
+                    spec.insert("clusterIPs".into(), json!(["None"]));
+                }
+            }
+            spec.insert("ipFamilies".into(), json!(["IPv4"]));
+            spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
+        }
+        if ty == "NodePort" || ty == "LoadBalancer" {
+            let mut ports = obj.get("spec").and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
+            for p in &mut ports {
+                if get(p, &["nodePort"]).is_none() {
+                    let mut np;
+                    loop {
+                        np = 30000 + self.rng.below(2768) as i64;
+                        if self.allocated_node_ports.insert(np) {
+                            break;
+                        }
+                    }
+                    api::set(p, &["nodePort"], json!(np));
+                } else if let Some(np) = api::get_i64(p, &["nodePort"]) {
+                    self.allocated_node_ports.insert(np);
+                }
+            }
+            api::set(obj, &["spec", "ports"], json!(ports));
+        }
+        api::set(obj, &["status"], json!({"loadBalancer": {}}));
+        Ok(())
+    }
+
+    fn release_service(&mut self, obj: &Value) {
+        if let Some(ip) = get_str(obj, &["spec", "clusterIP"]).and_then(parse_ip) {
+            self.allocated_ips.remove(&ip);
+        }
+        for p in api::get_array(obj, &["spec", "ports"]) {
+            if let Some(np) = api::get_i64(p, &["nodePort"]) {
+                self.allocated_node_ports.remove(&np);
+            }
+        }
+    }
+
+    /// Reserve a service IP (the `kubernetes` and `kube-dns` Services at bootstrap).
+    pub fn reserve_ip(&mut self, ip: &str) {
+        if let Some(ip) = parse_ip(ip) {
+            self.allocated_ips.insert(ip);
+        }
+    }
+
+    /// `POST pods/<name>/binding` (`pkg/registry/core/pod/storage/storage.go` assignPod).
+    fn bind(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
+        let target = req.body.as_ref().and_then(|b| get_str(b, &["target", "name"])).unwrap_or("").to_string();
+        let Some(pod) = self.store.get_by(api::rid::POD, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        if target.is_empty() {
+            return self.fail(c, "validation", Status::invalid(res, &req.name, &[crate::status::FieldError::required("target.name", "")]));
+        }
+        if let Some(n) = get_str(&pod, &["spec", "nodeName"]) {
+            let s = Status::conflict(res, &format!("{}/binding", req.name), &format!("pod {} is already assigned to node {n:?}", req.name));
+            return self.fail(c, "etcd", s);
+        }
+        if api::is_deleting(&pod) {
+            let s = Status::conflict(res, &format!("{}/binding", req.name), &format!("pod {} is being deleted, cannot be assigned to a host", req.name));
+            return self.fail(c, "etcd", s);
+        }
+        let _ = user;
+        self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "Binding admitted".into());
+        self.record(c, Flow::Validation, "validation", "ok", "", format!("target node {target:?}"));
+        let mut p = (*pod).clone();
+        api::set(&mut p, &["spec", "nodeName"], json!(target));
+        set_condition(&mut p, "PodScheduled", "True", None, None, self.now);
+        let key = ObjectKey::new(api::rid::POD, ns, &req.name);
+        match self.store.update(&key, Object::new(p), None) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("bound {} to {target} at resourceVersion {rv}", key.display()));
+                self.log(c, 201, None);
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::not_found(res, &req.name)),
+        }
+    }
+
+    fn update(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
+        let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        let Some(body) = req.body.clone() else {
+            return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
+        };
+        let sub = req.subresource.as_str();
+        // Build the proposed object.
+        let mut new = match (req.verb, sub) {
+            (_, "scale") => {
+                let mut scale = scale_of(&current, res);
+                match req.verb {
+                    Verb::Patch(PatchType::Json) => {
+                        if let Err(e) = crate::patch::json_patch(&mut scale, &body) {
+                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
+                        }
+                    }
+                    Verb::Patch(_) => crate::patch::merge(&mut scale, &body),
+                    _ => scale = body.clone(),
+                }
+                let Some(r) = api::get_i64(&scale, &["spec", "replicas"]) else {
+                    return self.fail(c, "validation", Status::invalid(&RESOURCES[rid], &req.name, &[crate::status::FieldError::required("spec.replicas", "")]));
+                };
+                if r < 0 {
+                    let s = Status::new(422, "Invalid", format!("Scale.autoscaling {:?} is invalid: spec.replicas: Invalid value: {r}: must be greater than or equal to 0", req.name));
+                    return self.fail(c, "validation", s);
+                }
+                let mut n = (*current).clone();
+                api::set(&mut n, &["spec", "replicas"], json!(r));
+                n
+            }
+            (Verb::Patch(ty), _) => {
+                let mut n = (*current).clone();
+                match ty {
+                    PatchType::Merge => crate::patch::merge(&mut n, &body),
+                    PatchType::Strategic => crate::patch::strategic_merge(&mut n, &body),
+                    PatchType::Json => {
+                        if let Err(e) = crate::patch::json_patch(&mut n, &body) {
+                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
+                        }
+                    }
+                }
+                n
+            }
+            _ => body.clone(),
+        };
+        if sub != "scale" {
+            if let Err(s) = self.decode(res, &new) {
+                return self.fail(c, "schema", s);
+            }
+        }
+        // Preconditions: a resourceVersion in the body must be the stored one.
+        let want_rv = if matches!(req.verb, Verb::Update) || get(&body, &["metadata", "resourceVersion"]).is_some() {
+            get_str(&new, &["metadata", "resourceVersion"]).unwrap_or("").to_string()
+        } else {
+            String::new()
+        };
+        if !want_rv.is_empty() && want_rv != api::resource_version(&current) {
+            return self.fail(c, "etcd", Status::optimistic_lock(res, &req.name));
+        }
+        // Immutable metadata, and the split between the main resource and status.
+        {
+            let meta_old = current.get("metadata").cloned().unwrap_or(json!({}));
+            let m = api::entry(&mut new, &["metadata"]);
+            for k in ["uid", "creationTimestamp", "name", "namespace", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+                match meta_old.get(k) {
+                    Some(v) => {
+                        m.insert(k.into(), v.clone());
+                    }
+                    None => {
+                        m.remove(k);
+                    }
+                }
+            }
+            api::set(&mut new, &["apiVersion"], json!(res.api_version()));
+            api::set(&mut new, &["kind"], json!(res.kind));
+        }
+        if sub == "status" {
+            let status = new.get("status").cloned();
+            let mut n = (*current).clone();
+            match status {
+                Some(s) => api::set(&mut n, &["status"], s),
+                None => {
+                    if let Some(m) = n.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            // Conditions and other status may be written by several components; metadata
+            // labels/annotations from the body are ignored, as the status strategy does.
+            new = n;
+        } else if has_status_subresource(res.kind) {
+            match current.get("status") {
+                Some(s) => api::set(&mut new, &["status"], s.clone()),
+                None => {
+                    if let Some(m) = new.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        if sub != "status" {
+            match self.mutate(res, "UPDATE", ns, &req.name, user, &mut new, Some(&current), req.dry_run) {
+                Ok(notes) => self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
+                Err(s) => {
+                    self.record(c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
+                    return self.fail(c, "mutating-admission", s);
+                }
+            }
+        } else {
+            self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "status update".into());
+        }
+        // Finalizers may not be added while deleting.
+        if api::is_deleting(&current) {
+            let old_f: BTreeSet<&str> = api::get_array(&current, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).collect();
+            let new_f: Vec<String> = api::get_array(&new, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).filter(|f| !old_f.contains(f)).map(str::to_string).collect();
+            if !new_f.is_empty() {
+                let list: Vec<String> = new_f.iter().map(|f| format!("{f:?}")).collect();
+                let e = crate::status::FieldError::forbidden("metadata.finalizers", format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", list.join(", ")));
+                return self.fail(c, "validation", Status::invalid(res, &req.name, &[e]));
+            }
+        }
+        let mut errs = if sub == "status" { vec![] } else { crate::validation::validate(res.kind, res.namespaced, &new) };
+        errs.extend(crate::validation::validate_update(res.kind, &current, &new));
+        if !errs.is_empty() {
+            let s = Status::invalid(res, &req.name, &errs);
+            self.record(c, Flow::Validation, "validation", "denied", "", s.message.clone());
+            return self.fail(c, "validation", s);
+        }
+        self.record(c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
+        match self.validate_admission(res, "UPDATE", sub, ns, &req.name, user, Some(&new), Some(&current), req.dry_run) {
+            Ok(consulted) => {
+                let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
+                self.record(c, Flow::Validation, "validating-admission", "ok", "", msg);
+            }
+            Err(s) => {
+                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                return self.fail(c, "validating-admission", s);
+            }
+        }
+        if has_generation(res.kind) && sub != "status" && strip_for_generation(&new) != strip_for_generation(&current) {
+            let g = api::generation(&current) + 1;
+            api::set(&mut new, &["metadata", "generation"], json!(g));
+        }
+        // A no-op update writes nothing and keeps the resourceVersion.
+        api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(&current)));
+        if new == *current {
+            self.record(c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());
+            self.log(c, 200, None);
+            return Ok(current);
+        }
+        if req.dry_run {
+            self.record(c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
+            self.log(c, 200, None);
+            return Ok(Object::new(new));
+        }
+        let key = ObjectKey::new(rid, ns, &req.name);
+        // The last finalizer removed from a deleting object completes its deletion.
+        if api::is_deleting(&new) && api::get_array(&new, &["metadata", "finalizers"]).is_empty() {
+            let grace_left = res.kind == "Pod" && get_str(&new, &["metadata", "deletionTimestamp"]).and_then(crate::sim::parse_rfc3339).is_some_and(|t| t > self.now);
+            if !grace_left {
+                return self.remove(c, res, &key, &new);
+            }
+        }
+        match self.store.update(&key, Object::new(new), None) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
+                self.log(c, 200, None);
+                if sub == "scale" {
+                    return Ok(Object::new(scale_of(&stored, res)));
+                }
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::optimistic_lock(res, &req.name)),
+        }
+    }
+
+    fn remove(&mut self, c: &Ctx, res: &ResourceInfo, key: &ObjectKey, obj: &Value) -> Result<Object, Status> {
+        if res.kind == "Service" {
+            self.release_service(obj);
+        }
+        match self.store.delete(key, None) {
+            Ok(gone) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&gone).to_string();
+                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("deleted {} at resourceVersion {rv}", key.display()));
+                self.log(c, 200, None);
+                Ok(gone)
+            }
+            Err(_) => self.fail(c, "etcd", Status::not_found(res, &key.name)),
+        }
+    }
+
+    fn delete(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
+        let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        {
+            let ar = self.admission_request("DELETE", res, "", ns, req.name.clone(), user, None, Some(&current), req.dry_run);
+            if let Err(s) = admission::namespace_lifecycle(&self.store, &ar) {
+                return self.fail(c, "mutating-admission", s);
+            }
+        }
+        self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "delete admitted".into());
+        match self.validate_admission(res, "DELETE", "", ns, &req.name, user, None, Some(&current), req.dry_run) {
+            Ok(_) => self.record(c, Flow::Validation, "validating-admission", "ok", "", "delete allowed".into()),
+            Err(s) => {
+                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                return self.fail(c, "validating-admission", s);
+            }
+        }
+        if req.dry_run {
+            self.log(c, 200, None);
+            return Ok(current);
+        }
+        let key = ObjectKey::new(rid, ns, &req.name);
+        let mut obj = (*current).clone();
+        let finalizers: Vec<String> = api::get_array(&obj, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
+        // Namespaces are emptied by the namespace controller first.
+        if res.kind == "Namespace" {
+            if api::is_deleting(&obj) {
+                self.log(c, 200, None);
+                return Ok(current);
+            }
+            api::set(&mut obj, &["metadata", "deletionTimestamp"], json!(rfc3339(self.now)));
+            api::set(&mut obj, &["metadata", "deletionGracePeriodSeconds"], json!(0));
+            api::set(&mut obj, &["status", "phase"], json!("Terminating"));
+            return self.store_update(c, &key, obj, "marked for deletion (Terminating)");
+        }
+        // Propagation: options, then existing finalizers, then the resource default.
+        let policy = req.propagation.clone().unwrap_or_else(|| {
+            if finalizers.iter().any(|f| f == "orphan") {
+                "Orphan".into()
+            } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
+                "Foreground".into()
+            } else {
+                "Background".into()
+            }
+        });
+        let mut new_finalizers = finalizers.clone();
+        match policy.as_str() {
+            "Orphan" if !new_finalizers.iter().any(|f| f == "orphan") => new_finalizers.push("orphan".into()),
+            "Foreground" if !new_finalizers.iter().any(|f| f == "foregroundDeletion") => new_finalizers.push("foregroundDeletion".into()),
+            _ => {}
+        }
+        // Graceful deletion of scheduled, running pods.
+        if res.kind == "Pod" {
+            let phase = get_str(&obj, &["status", "phase"]).unwrap_or("");
+            let scheduled = get_str(&obj, &["spec", "nodeName"]).is_some();
+            let mut grace = req.grace_period.unwrap_or_else(|| api::get_i64(&obj, &["spec", "terminationGracePeriodSeconds"]).unwrap_or(30));
+            if grace < 0 {
+                grace = 1;
+            }
+            if !scheduled || phase == "Succeeded" || phase == "Failed" {
+                grace = 0;
+            }
+            let current_grace = api::get_i64(&obj, &["metadata", "deletionGracePeriodSeconds"]);
+            if grace > 0 && current_grace.is_none_or(|g| grace < g) {
+                api::set(&mut obj, &["metadata", "deletionTimestamp"], json!(rfc3339(self.now + grace as u64 * 1000)));
+                api::set(&mut obj, &["metadata", "deletionGracePeriodSeconds"], json!(grace));
+                if new_finalizers != finalizers {
+                    api::set(&mut obj, &["metadata", "finalizers"], json!(new_finalizers));
+                }
+                return self.store_update(c, &key, obj, &format!("marked for graceful deletion ({grace}s)"));
+            }
+            if grace > 0 {
+                // Already terminating with a shorter grace period.
+                self.log(c, 200, None);
+                return Ok(current);
+            }
+        }
+        if !new_finalizers.is_empty() {
+            if !api::is_deleting(&obj) {
+                api::set(&mut obj, &["metadata", "deletionTimestamp"], json!(rfc3339(self.now)));
+                api::set(&mut obj, &["metadata", "deletionGracePeriodSeconds"], json!(0));
+            } else if res.kind == "Pod" {
+                api::set(&mut obj, &["metadata", "deletionGracePeriodSeconds"], json!(0));
+            }
+            api::set(&mut obj, &["metadata", "finalizers"], json!(new_finalizers));
+            if *current == obj {
+                self.log(c, 200, None);
+                return Ok(current);
+            }
+            return self.store_update(c, &key, obj, &format!("deletion pending finalizers {new_finalizers:?}"));
+        }
+        self.remove(c, res, &key, &obj)
+    }
+
+    fn store_update(&mut self, c: &Ctx, key: &ObjectKey, obj: Value, what: &str) -> Result<Object, Status> {
+        match self.store.update(key, Object::new(obj), None) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("{} {what} at resourceVersion {rv}", key.display()));
+                self.log(c, 200, None);
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::not_found(&RESOURCES[key.resource], &key.name)),
+        }
+    }
+}
+
+/// The `autoscaling/v1` Scale of a workload (`GET .../scale`).
+pub fn scale_of(obj: &Value, _res: &ResourceInfo) -> Value {
+    let selector = crate::labels::selector_string(get(obj, &["spec", "selector"]));
+    json!({
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": api::name(obj), "namespace": api::namespace(obj), "uid": api::uid(obj),
+            "resourceVersion": api::resource_version(obj), "creationTimestamp": get(obj, &["metadata", "creationTimestamp"]).cloned().unwrap_or(Value::Null)},
+        "spec": {"replicas": api::get_i64(obj, &["spec", "replicas"]).unwrap_or(0)},
+        "status": {"replicas": api::get_i64(obj, &["status", "replicas"]).unwrap_or(0), "selector": if selector == "<none>" { String::new() } else { selector }},
+    })
+}
+
+/// Set a status condition the way the kubelet and controllers do: a changed status moves
+/// `lastTransitionTime`; the same status keeps it.
+pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: Option<&str>, message: Option<&str>, now: Millis) {
+    let conds = api::entry(obj, &["status"]).entry("conditions").or_insert_with(|| json!([]));
+    let Some(list) = conds.as_array_mut() else { return };
+    let ts = rfc3339(now);
+    let mut c = json!({"type": ty, "status": status, "lastProbeTime": null, "lastTransitionTime": ts});
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    if let Some(m) = message {
+        c["message"] = json!(m);
+    }
+    if let Some(existing) = list.iter_mut().find(|x| get_str(x, &["type"]) == Some(ty)) {
+        if get_str(existing, &["status"]) == Some(status) {
+            c["lastTransitionTime"] = existing.get("lastTransitionTime").cloned().unwrap_or(json!(ts));
+        }
+        *existing = c;
+    } else {
+        list.push(c);
+    }
+}
+
+/// The server's error for a kind it does not serve (`no matches for kind`).
+pub fn no_kind_match(api_version: &str, kind: &str) -> Status {
+    Status::new(404, "NotFound", format!("no matches for kind {kind:?} in version {api_version:?}"))
+}
+
+/// Convenience for components: `Credentials::User`.
+pub fn as_user(u: &UserInfo) -> Credentials {
+    Credentials::User(u.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> ApiServer {
+        let mut a = ApiServer::new(1, true);
+        for o in rbac::bootstrap_policy() {
+            let r = api::resource_for_kind(get_str(&o, &["apiVersion"]).unwrap(), get_str(&o, &["kind"]).unwrap()).unwrap();
+            a.store.create(&ObjectKey::new(r, "", api::name(&o)), Object::new(o)).unwrap();
+        }
+        for ns in ["default", "kube-system"] {
+            let mut o = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            crate::defaults::apply("Namespace", &mut o);
+            a.store.create(&ObjectKey::new(api::rid::NAMESPACE, "", ns), Object::new(o)).unwrap();
+        }
+        a.tokens.insert("ajay-token".into(), UserInfo::new("ajay", &["payments", "system:authenticated"]));
+        a
+    }
+
+    fn deployment(name: &str, image: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+              "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "app", "image": image}]}}}})
+    }
+
+    #[test]
+    fn create_defaults_and_stores_with_a_resource_version() {
+        let mut a = server();
+        let admin = as_user(&UserInfo::admin());
+        let d = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin.clone())).unwrap();
+        assert_eq!(d["metadata"]["generation"], 1);
+        assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+        assert_eq!(d["metadata"]["namespace"], "default");
+        assert!(!api::resource_version(&d).is_empty());
+        let stages: Vec<&str> = a.trace.records.iter().map(|r| r.stage).collect();
+        assert_eq!(stages, vec!["request", "authentication", "authorization", "mutating-admission", "validation", "validating-admission", "etcd"]);
+        let again = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin)).unwrap_err();
+        assert_eq!(again.code, 409);
+        assert_eq!(again.message, "deployments.apps \"web\" already exists");
+    }
+
+    #[test]
+    fn unknown_tokens_get_401_and_unbound_users_403() {
+        let mut a = server();
+        let e = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), Credentials::Token("nope".into()))).unwrap_err();
+        assert_eq!(e.code, 401);
+        let e = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), Credentials::Token("ajay-token".into()))).unwrap_err();
+        assert_eq!(e.code, 403);
+        assert_eq!(e.message, "deployments.apps is forbidden: User \"ajay\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"default\"");
+        assert_eq!(a.trace.records.last().unwrap().flow, Flow::Denied);
+        assert_eq!(a.store.count(api::rid::DEPLOYMENT), 0);
+    }
+
+    #[test]
+    fn strict_decoding_rejects_unknown_fields() {
+        let mut a = server();
+        let mut d = deployment("web", "nginx:1.25");
+        d["spec"]["replica"] = json!(3);
+        let e = a.handle(Request::create(api::rid::DEPLOYMENT, "default", d, as_user(&UserInfo::admin()))).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(e.message, "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.replica\"");
+    }
+
+    #[test]
+    fn stale_resource_versions_conflict_and_no_op_updates_write_nothing() {
+        let mut a = server();
+        let admin = as_user(&UserInfo::admin());
+        let d = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin.clone())).unwrap();
+        let rv = api::resource_version(&d).to_string();
+        let same = a.handle(Request::update(api::rid::DEPLOYMENT, "default", "web", (*d).clone(), admin.clone())).unwrap();
+        assert_eq!(api::resource_version(&same), rv);
+        let mut changed = (*d).clone();
+        changed["spec"]["replicas"] = json!(5);
+        let up = a.handle(Request::update(api::rid::DEPLOYMENT, "default", "web", changed.clone(), admin.clone())).unwrap();
+        assert_eq!(up["metadata"]["generation"], 2);
+        let e = a.handle(Request::update(api::rid::DEPLOYMENT, "default", "web", changed, admin)).unwrap_err();
+        assert_eq!(e.code, 409);
+        assert!(e.message.ends_with("the object has been modified; please apply your changes to the latest version and try again"));
+    }
+
+    #[test]
+    fn pods_in_missing_namespaces_are_not_found() {
+        let mut a = server();
+        let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        let e = a.handle(Request::create(api::rid::POD, "shop", p, as_user(&UserInfo::admin()))).unwrap_err();
+        assert_eq!(e.code, 404);
+        assert_eq!(e.message, "namespaces \"shop\" not found");
+    }
+
+    #[test]
+    fn generate_name_and_scale_subresource() {
+        let mut a = server();
+        let admin = as_user(&UserInfo::admin());
+        a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin.clone())).unwrap();
+        let s = a.handle(Request::patch(api::rid::DEPLOYMENT, "default", "web", PatchType::Merge, json!({"spec": {"replicas": 4}}), admin.clone()).sub("scale")).unwrap();
+        assert_eq!(s["kind"], "Scale");
+        assert_eq!(s["spec"]["replicas"], 4);
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cfg-"}});
+        cm["data"] = json!({"a": "b"});
+        let c = a.handle(Request::create(api::rid::CONFIGMAP, "default", cm, admin)).unwrap();
+        let n = api::name(&c);
+        assert!(n.starts_with("cfg-") && n.len() == 9, "{n}");
+    }
+}
