@@ -1,1 +1,241 @@
-fn main(){}
+//! The `kubeloop` command: runs scenarios through the deterministic control plane and
+//! measures it. All I/O (files, clocks, stdout) lives here, never in `kubeloop-core`.
+
+use kubeloop_core::api::{self, get_str, rid};
+use kubeloop_core::apiserver::Credentials;
+use kubeloop_core::cluster::{Action, Cluster, Config, NodeSpec};
+use kubeloop_core::scenario::{add_file, Scenario};
+use kubeloop_core::sim::{parse_duration, Millis};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+const USAGE: &str = "kubeloop: a Kubernetes control-plane sandbox
+
+Usage:
+  kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]
+  kubeloop bench --nodes N --pods M [--seed N]
+  kubeloop help
+
+run     applies the manifests and Scenario steps in FILEs and prints the trace of every
+        request and loop, from `kubectl apply` to Ready pods. Without --for, the run ends
+        when nothing is left to do (at most 1h of simulated time).
+bench   applies one Deployment of M replicas to N nodes, runs until every pod is Ready
+        and prints wall time, API writes per second and peak memory as JSON.";
+
+/// Default cap of a run without `--for`.
+const CAP: Millis = 3_600_000;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("run") => run(&args[1..]),
+        Some("bench") => bench(&args[1..]),
+        Some("help") | Some("--help") | Some("-h") | None => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Some("version") | Some("--version") => {
+            println!("kubeloop {} (Kubernetes v1.36 behaviour)", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("error: unknown command {other:?}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == name {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            a.strip_prefix(name).and_then(|r| r.strip_prefix('='))
+        }
+    })
+}
+
+fn positional(args: &[String]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if a.starts_with("--") || a == "-o" {
+            skip = !a.contains('=');
+            continue;
+        }
+        out.push(a.as_str());
+    }
+    out
+}
+
+fn run(args: &[String]) -> ExitCode {
+    let files = positional(args);
+    if files.is_empty() {
+        eprintln!("error: kubeloop run needs at least one FILE\n\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    let seed = match flag(args, "--seed").map(str::parse::<u64>) {
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            eprintln!("error: --seed must be a non-negative integer");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    let duration = match flag(args, "--for").map(parse_duration) {
+        Some(Some(d)) => Some(d),
+        Some(None) => {
+            eprintln!("error: --for needs a duration such as 90s, 5m or 1h");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    let output = flag(args, "--output").or_else(|| flag(args, "-o")).unwrap_or("text");
+    if output != "text" && output != "json" {
+        eprintln!("error: --output must be text or json");
+        return ExitCode::from(2);
+    }
+    let mut sc = Scenario::default();
+    for f in &files {
+        match std::fs::read_to_string(f) {
+            Ok(text) => add_file(&mut sc, f, &text),
+            Err(e) => {
+                eprintln!("error: cannot read {f}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    for e in &sc.errors {
+        eprintln!("error: {e}");
+    }
+    let config = sc.config(seed, true);
+    let seed = config.seed;
+    let mut cluster = Cluster::new(config);
+    cluster.add_steps(sc.steps.clone());
+    let end = match duration {
+        Some(d) => {
+            cluster.run_until(d);
+            d
+        }
+        None => cluster.run_to_quiet(CAP),
+    };
+    match output {
+        "json" => {
+            let v = json!({
+                "scenario": sc.name,
+                "seed": seed,
+                "end": end,
+                "objects": cluster.objects().iter().map(|o| (**o).clone()).collect::<Vec<Value>>(),
+                "trace": cluster.api.trace.records,
+                "requests": cluster.api.trace.requests,
+                "steps": cluster.outputs,
+            });
+            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+        _ => print_text(&cluster, seed, end, &sc.name),
+    }
+    if sc.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn secs(t: Millis) -> String {
+    format!("{}.{:03}s", t / 1000, t % 1000)
+}
+
+fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
+    let title = if name.is_empty() { String::new() } else { format!(" {name}") };
+    println!("# kubeloop run{title} (seed {seed})");
+    for r in &cluster.api.trace.records {
+        let who = if r.user.is_empty() || r.user == r.component { r.component.clone() } else { format!("{} ({})", r.component, r.user) };
+        let rv = if r.resource_version.is_empty() { String::new() } else { format!(" rv={}", r.resource_version) };
+        let result = if r.result == "ok" { String::new() } else { format!(" [{}]", r.result) };
+        println!("{:>10}  {:<10} {:<20} {:<44} {}{rv}{result}  {}", secs(r.t), r.flow.as_str(), r.stage, who, r.object, r.message);
+    }
+    let store = &cluster.api.store;
+    println!("\n# state at {}", secs(end));
+    for d in store.list(rid::DEPLOYMENT, None) {
+        let want = api::get_i64(d, &["spec", "replicas"]).unwrap_or(0);
+        let ready = api::get_i64(d, &["status", "readyReplicas"]).unwrap_or(0);
+        println!("deployment {}/{}: {ready}/{want} ready", api::namespace(d), api::name(d));
+    }
+    for p in store.list(rid::POD, None) {
+        let phase = get_str(p, &["status", "phase"]).unwrap_or("");
+        let waiting = api::get_array(p, &["status", "containerStatuses"]).iter().find_map(|c| get_str(c, &["state", "waiting", "reason"])).map(str::to_string);
+        let status = if api::is_deleting(p) { "Terminating".to_string() } else { waiting.unwrap_or_else(|| phase.to_string()) };
+        let node = get_str(p, &["spec", "nodeName"]).unwrap_or("<none>");
+        let ip = get_str(p, &["status", "podIP"]).unwrap_or("<none>");
+        println!("pod {}/{}: {status} on {node} ip {ip}", api::namespace(p), api::name(p));
+    }
+    let denied = cluster.api.trace.requests.iter().filter(|r| r.code >= 400).count();
+    println!("{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok())
+}
+
+fn bench(args: &[String]) -> ExitCode {
+    let nodes: usize = match flag(args, "--nodes").and_then(|v| v.parse().ok()) {
+        Some(n) if n > 0 => n,
+        _ => {
+            eprintln!("error: --nodes N (N > 0) is required");
+            return ExitCode::from(2);
+        }
+    };
+    let pods: usize = match flag(args, "--pods").and_then(|v| v.parse().ok()) {
+        Some(n) => n,
+        None => {
+            eprintln!("error: --pods M is required");
+            return ExitCode::from(2);
+        }
+    };
+    let seed: u64 = flag(args, "--seed").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let per_node = pods.div_ceil(nodes).max(1);
+    let max_pods = per_node.max(110);
+    let specs: Vec<NodeSpec> = (0..nodes)
+        .map(|i| {
+            let mut n = NodeSpec::worker(&format!("node-{i:05}"), &format!("zone-{}", i % 3), "64", "256Gi");
+            n.capacity.insert("pods".into(), json!(max_pods.to_string()));
+            n
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut cluster = Cluster::new(Config { seed, nodes: specs, users: vec![], registry: Default::default(), trace: false });
+    let manifest = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bench\nspec:\n  replicas: {pods}\n  selector:\n    matchLabels: {{app: bench}}\n  template:\n    metadata:\n      labels: {{app: bench}}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/bench:1.0\n        resources:\n          requests: {{cpu: 10m, memory: 16Mi}}\n"
+    );
+    let out = cluster.act(Credentials::Token("admin-token".into()), Action::Apply { text: manifest, file: "bench.yaml".into() });
+    if !out.output.iter().all(|l| l.ends_with("created")) {
+        eprintln!("error: {}", out.output.join("\n"));
+        return ExitCode::from(1);
+    }
+    let end = cluster.run_to_quiet(CAP);
+    let wall = started.elapsed().as_secs_f64();
+    let ready = cluster.api.store.list(rid::POD, None).filter(|p| kubeloop_core::controllers::replicaset::pod_is_ready(p)).count();
+    let writes = cluster.api.trace.writes;
+    let v = json!({
+        "nodes": nodes,
+        "pods": pods,
+        "ready_pods": ready,
+        "simulated_seconds": end as f64 / 1000.0,
+        "wall_seconds": (wall * 1000.0).round() / 1000.0,
+        "api_writes": writes,
+        "api_writes_per_second": (writes as f64 / wall).round(),
+        "peak_memory_mib": peak_rss_kib().map(|k| k / 1024),
+    });
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    if ready == pods {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: only {ready} of {pods} pods became Ready");
+        ExitCode::from(1)
+    }
+}

@@ -734,7 +734,12 @@ impl ApiServer {
             api::set(&mut new, &["apiVersion"], json!(res.api_version()));
             api::set(&mut new, &["kind"], json!(res.kind));
         }
-        if sub == "status" {
+        if sub == "finalize" {
+            let fins = get(&new, &["spec", "finalizers"]).cloned().unwrap_or(json!([]));
+            let mut n = (*current).clone();
+            api::set(&mut n, &["spec", "finalizers"], fins);
+            new = n;
+        } else if sub == "status" {
             let status = new.get("status").cloned();
             let mut n = (*current).clone();
             match status {
@@ -758,7 +763,7 @@ impl ApiServer {
                 }
             }
         }
-        if sub != "status" {
+        if sub != "status" && sub != "finalize" {
             match self.mutate(res, "UPDATE", ns, &req.name, user, &mut new, Some(&current), req.dry_run) {
                 Ok(notes) => self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
                 Err(s) => {
@@ -779,7 +784,7 @@ impl ApiServer {
                 return self.fail(c, "validation", Status::invalid(res, &req.name, &[e]));
             }
         }
-        let mut errs = if sub == "status" { vec![] } else { crate::validation::validate(res.kind, res.namespaced, &new) };
+        let mut errs = if sub == "status" || sub == "finalize" { vec![] } else { crate::validation::validate(res.kind, res.namespaced, &new) };
         errs.extend(crate::validation::validate_update(res.kind, &current, &new));
         if !errs.is_empty() {
             let s = Status::invalid(res, &req.name, &errs);
@@ -815,7 +820,8 @@ impl ApiServer {
         }
         let key = ObjectKey::new(rid, ns, &req.name);
         // The last finalizer removed from a deleting object completes its deletion.
-        if api::is_deleting(&new) && api::get_array(&new, &["metadata", "finalizers"]).is_empty() {
+        let spec_finalized = res.kind != "Namespace" || api::get_array(&new, &["spec", "finalizers"]).is_empty();
+        if api::is_deleting(&new) && api::get_array(&new, &["metadata", "finalizers"]).is_empty() && spec_finalized {
             let grace_left = res.kind == "Pod" && get_str(&new, &["metadata", "deletionTimestamp"]).and_then(crate::sim::parse_rfc3339).is_some_and(|t| t > self.now);
             if !grace_left {
                 return self.remove(c, res, &key, &new);

@@ -49,6 +49,7 @@ pub enum StoreError {
 struct Partition {
     objects: BTreeMap<(String, String), Object>,
     history: VecDeque<WatchEvent>,
+    last_write: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -102,7 +103,14 @@ impl Store {
     }
 
     fn record(&mut self, resource: ResourceId, kind: EventType, object: Object) {
-        self.partitions[resource].history.push_back(WatchEvent { revision: self.revision, kind, object });
+        let p = &mut self.partitions[resource];
+        p.history.push_back(WatchEvent { revision: self.revision, kind, object });
+        p.last_write = self.revision;
+    }
+
+    /// The revision of the last write to `resource` (0 if none).
+    pub fn last_write(&self, resource: ResourceId) -> u64 {
+        self.partitions[resource].last_write
     }
 
     /// Store a new object; its `resourceVersion` becomes the new revision.

@@ -1,0 +1,465 @@
+//! The kubectl client side kubeloop needs for scenarios: `apply` (client-side, with the
+//! `last-applied-configuration` three-way patch), `scale`, `delete`, `cordon`,
+//! `uncordon`, `label` and `annotate`, printing what kubectl prints
+//! (`k8s.io/kubectl/pkg/cmd/...`, `k8s.io/cli-runtime/pkg/printers/name.go`).
+
+use crate::api::{self, get_str, resource_for_kind, resource_for_name, ResourceId, RESOURCES};
+use crate::apiserver::{ApiServer, Credentials, PatchType, Request, Verb};
+use crate::status::Status;
+use serde_json::{json, Map, Value};
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Split a command line the way a POSIX shell would (quotes and backslashes).
+pub fn split_args(line: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => {
+                            if let Some(x) = chars.next() {
+                                cur.push(x)
+                            }
+                        }
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(x) = chars.next() {
+                    cur.push(x);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c)
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// `deployment.apps/web`, `pod/x` (the name printer's prefix).
+pub fn kind_prefix(r: ResourceId) -> String {
+    let res = &RESOURCES[r];
+    if res.group.is_empty() {
+        res.kind.to_lowercase()
+    } else {
+        format!("{}.{}", res.kind.to_lowercase(), res.group)
+    }
+}
+
+/// The three-way patch kubectl's client-side apply sends: fields of the new manifest that
+/// differ from the live object, and `null` for fields the last applied manifest had and
+/// the new one dropped.
+pub fn three_way(last: Option<&Value>, new: &Value, live: &Value) -> Value {
+    let mut patch = Map::new();
+    if let Some(n) = new.as_object() {
+        for (k, v) in n {
+            let l = live.get(k);
+            match (v, l) {
+                (Value::Object(_), Some(Value::Object(_))) => {
+                    let sub = three_way(last.and_then(|x| x.get(k)), v, l.unwrap_or(&Value::Null));
+                    if sub.as_object().is_some_and(|m| !m.is_empty()) {
+                        patch.insert(k.clone(), sub);
+                    }
+                }
+                _ => {
+                    if l != Some(v) {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    if let Some(last) = last.and_then(Value::as_object) {
+        for k in last.keys() {
+            if new.get(k).is_none() && live.get(k).is_some() {
+                patch.insert(k.clone(), Value::Null);
+            }
+        }
+    }
+    Value::Object(patch)
+}
+
+fn retrieval_error(s: &Status, r: ResourceId, name: &str, ns: &str, file: &str) -> String {
+    let res = &RESOURCES[r];
+    let gv = res.api_version();
+    let reason = if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) };
+    format!(
+        "Error from server{reason}: error when retrieving current configuration of:\nResource: \"{gv}, Resource={}\", GroupVersionKind: \"{gv}, Kind={}\"\nName: {name:?}, Namespace: {ns:?}\nfrom server for: {file:?}: {}",
+        res.plural, res.kind, s.message
+    )
+}
+
+/// `kubectl apply -f <file>` with `text` as the file's content.
+pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for doc in crate::manifest::parse(text) {
+        for d in &doc.diagnostics {
+            out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
+        }
+        let Some(obj) = doc.object else { continue };
+        out.push(apply_object(api, creds, obj, file));
+    }
+    out
+}
+
+/// Apply one object; returns kubectl's line for it.
+pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, file: &str) -> String {
+    let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+    let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
+    if av.is_empty() || kind.is_empty() {
+        let mut missing = Vec::new();
+        if av.is_empty() {
+            missing.push("apiVersion not set");
+        }
+        if kind.is_empty() {
+            missing.push("kind not set");
+        }
+        return format!("error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false", missing.join(", "));
+    }
+    let name = api::name(&obj).to_string();
+    let Some(r) = resource_for_kind(&av, &kind) else {
+        let ns = api::namespace(&obj);
+        return format!("error: resource mapping not found for name: {name:?} namespace: {ns:?} from {file:?}: no matches for kind {kind:?} in version {av:?}\nensure CRDs are installed first");
+    };
+    let res = &RESOURCES[r];
+    let ns = if res.namespaced {
+        let n = api::namespace(&obj);
+        if n.is_empty() { "default".to_string() } else { n.to_string() }
+    } else {
+        String::new()
+    };
+    if res.namespaced {
+        api::set(&mut obj, &["metadata", "namespace"], json!(ns));
+    }
+    if name.is_empty() {
+        return format!("error: error when retrieving current configuration of:\nResource: \"{}, Resource={}\", GroupVersionKind: \"{}, Kind={}\"\nName: \"\", Namespace: {ns:?}\nfrom server for: {file:?}: resource name may not be empty", res.api_version(), res.plural, res.api_version(), res.kind);
+    }
+    // The annotation holds the manifest as applied, without the annotation itself.
+    if let Some(a) = obj.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
+        a.remove(LAST_APPLIED);
+    }
+    let last_applied = format!("{}\n", serde_json::to_string(&obj).unwrap_or_default());
+    let prefix = format!("{}/{}", kind_prefix(r), name);
+    let live = api.handle(Request::new(Verb::Get, r, &ns, &name, creds.clone()));
+    match live {
+        Err(s) if s.code == 404 && s.reason == "NotFound" => {
+            let mut body = obj.clone();
+            api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
+            match api.handle(Request::create(r, &ns, body, creds.clone())) {
+                Ok(_) => format!("{prefix} created"),
+                Err(s) => s.kubectl_message(Some(file), "creating"),
+            }
+        }
+        Err(s) => retrieval_error(&s, r, &name, &ns, file),
+        Ok(live) => {
+            let last: Option<Value> = api::annotation(&live, LAST_APPLIED).and_then(|s| serde_json::from_str(s).ok());
+            let mut patch = three_way(last.as_ref(), &obj, &live);
+            if let Some(m) = patch.as_object_mut() {
+                m.remove("status");
+            }
+            let annotated = api::annotation(&live, LAST_APPLIED) == Some(last_applied.as_str());
+            if patch.as_object().is_some_and(|m| m.is_empty()) && annotated {
+                return format!("{prefix} unchanged");
+            }
+            api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
+            let before = api::resource_version(&live).to_string();
+            match api.handle(Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone())) {
+                Ok(after) if api::resource_version(&after) == before => format!("{prefix} unchanged"),
+                Ok(_) => format!("{prefix} configured"),
+                Err(s) => {
+                    let gv = res.api_version();
+                    let reason = if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) };
+                    format!(
+                        "Error from server{reason}: error when applying patch:\n{}\nto:\nResource: \"{gv}, Resource={}\", GroupVersionKind: \"{gv}, Kind={}\"\nName: {name:?}, Namespace: {ns:?}\nfor: {file:?}: error when patching {file:?}: {}",
+                        serde_json::to_string(&patch).unwrap_or_default(),
+                        res.plural,
+                        res.kind,
+                        s.message
+                    )
+                }
+            }
+        }
+    }
+}
+
+/// Parsed common flags.
+#[derive(Default)]
+struct Flags {
+    namespace: Option<String>,
+    selector: Option<String>,
+    all_namespaces: bool,
+    values: Vec<(String, String)>,
+    positional: Vec<String>,
+}
+
+fn parse_flags(args: &[String]) -> Result<Flags, String> {
+    let mut f = Flags::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let mut take = |name: &str| -> Result<Option<String>, String> {
+            if let Some(v) = a.strip_prefix(&format!("{name}=")) {
+                return Ok(Some(v.to_string()));
+            }
+            if a == name {
+                i += 1;
+                return args.get(i).cloned().map(Some).ok_or_else(|| format!("flag needs an argument: {name}"));
+            }
+            Ok(None)
+        };
+        if let Some(v) = take("-n")?.or(take("--namespace")?) {
+            f.namespace = Some(v);
+        } else if let Some(v) = take("-l")?.or(take("--selector")?) {
+            f.selector = Some(v);
+        } else if a == "-A" || a == "--all-namespaces" {
+            f.all_namespaces = true;
+        } else if a.starts_with("--") {
+            let (k, v) = match a.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (a.clone(), "true".to_string()),
+            };
+            f.values.push((k, v));
+        } else {
+            f.positional.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok(f)
+}
+
+impl Flags {
+    fn get(&self, k: &str) -> Option<&str> {
+        self.values.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Resolve `TYPE NAME...`, `TYPE/NAME` or `TYPE -l SELECTOR` to (resource, names).
+fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Result<Vec<(ResourceId, String)>, String> {
+    let mut out = Vec::new();
+    let first = f.positional.first().ok_or("error: you must specify the type of resource to get")?;
+    if first.contains('/') {
+        for p in &f.positional {
+            let (t, n) = p.split_once('/').ok_or_else(|| format!("error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'kubectl get resource/<resource_name>' instead of 'kubectl get resource resource/<resource_name>'"))?;
+            let r = resource_for_name(t).ok_or_else(|| format!("error: the server doesn't have a resource type {t:?}"))?;
+            out.push((r, n.to_string()));
+        }
+        return Ok(out);
+    }
+    let r = resource_for_name(first).ok_or_else(|| format!("error: the server doesn't have a resource type {first:?}"))?;
+    if let Some(sel) = &f.selector {
+        let selector = crate::labels::Selector::parse(sel).map_err(|e| format!("error: {e}"))?;
+        let list = api.handle(Request::new(Verb::List, r, if RESOURCES[r].namespaced { ns } else { "" }, "", creds.clone())).map_err(|s| s.kubectl_message(None, ""))?;
+        for item in api::get_array(&list, &["items"]) {
+            if selector.matches(api::labels(item)) {
+                out.push((r, api::name(item).to_string()));
+            }
+        }
+        if out.is_empty() {
+            return Err(if RESOURCES[r].namespaced { format!("No resources found in {ns} namespace.") } else { "No resources found".to_string() });
+        }
+        return Ok(out);
+    }
+    for n in &f.positional[1..] {
+        out.push((r, n.clone()));
+    }
+    if out.is_empty() {
+        return Err(format!("error: resource(s) were provided, but no name was specified"));
+    }
+    Ok(out)
+}
+
+/// Run a kubectl command line (without the leading `kubectl`).
+pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> {
+    let args = match split_args(line) {
+        Ok(a) => a,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    let args: Vec<String> = if args.first().map(String::as_str) == Some("kubectl") { args[1..].to_vec() } else { args };
+    let Some(verb) = args.first().cloned() else { return vec!["error: no command given".into()] };
+    let f = match parse_flags(&args[1..]) {
+        Ok(f) => f,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    match verb.as_str() {
+        "scale" => {
+            let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
+                return vec!["error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0".into()];
+            };
+            match targets(api, creds, &f, &ns) {
+                Err(e) => vec![e],
+                Ok(ts) => ts
+                    .into_iter()
+                    .map(|(r, name)| match api.handle(Request::patch(r, &ns, &name, PatchType::Merge, json!({"spec": {"replicas": replicas}}), creds.clone()).sub("scale")) {
+                        Ok(_) => format!("{}/{name} scaled", kind_prefix(r)),
+                        Err(s) => s.kubectl_message(None, ""),
+                    })
+                    .collect(),
+            }
+        }
+        "delete" => {
+            let cascade = f.get("--cascade").unwrap_or("background");
+            let mut lines = Vec::new();
+            let propagation = match cascade {
+                "background" | "true" => "Background",
+                "foreground" => "Foreground",
+                "orphan" => "Orphan",
+                "false" => {
+                    lines.push("warning: --cascade=false is deprecated (boolean value) and can be replaced with --cascade=orphan.".to_string());
+                    "Orphan"
+                }
+                other => return vec![format!("error: invalid cascade value ({other}). Must be \"background\", \"foreground\", or \"orphan\"")],
+            };
+            let grace = f.get("--grace-period").and_then(|g| g.parse::<i64>().ok());
+            let force = f.get("--force") == Some("true");
+            if force && grace == Some(0) {
+                lines.push("Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.".into());
+            }
+            match targets(api, creds, &f, &ns) {
+                Err(e) => lines.push(e),
+                Ok(ts) => {
+                    for (r, name) in ts {
+                        let mut req = Request::delete(r, &ns, &name, creds.clone());
+                        req.propagation = Some(propagation.into());
+                        req.grace_period = grace;
+                        match api.handle(req) {
+                            Ok(_) => {
+                                let what = if force && grace == Some(0) { "force deleted" } else { "deleted" };
+                                let base = format!("{} {name:?} {what}", kind_prefix(r));
+                                lines.push(if RESOURCES[r].namespaced { format!("{base} from {ns} namespace") } else { base });
+                            }
+                            Err(s) => lines.push(s.kubectl_message(None, "")),
+                        }
+                    }
+                }
+            }
+            lines
+        }
+        "cordon" | "uncordon" => {
+            let want = verb == "cordon";
+            let mut lines = Vec::new();
+            for n in &f.positional {
+                let r = api::rid::NODE;
+                let node = match api.handle(Request::new(Verb::Get, r, "", n, creds.clone())) {
+                    Ok(o) => o,
+                    Err(s) => {
+                        lines.push(s.kubectl_message(None, ""));
+                        continue;
+                    }
+                };
+                if api::get_bool(&node, &["spec", "unschedulable"]).unwrap_or(false) == want {
+                    lines.push(format!("node/{n} already {verb}ed"));
+                    continue;
+                }
+                let patch = if want { json!({"spec": {"unschedulable": true}}) } else { json!({"spec": {"unschedulable": null}}) };
+                match api.handle(Request::patch(r, "", n, PatchType::Strategic, patch, creds.clone())) {
+                    Ok(_) => lines.push(format!("node/{n} {verb}ed")),
+                    Err(s) => lines.push(s.kubectl_message(None, "")),
+                }
+            }
+            lines
+        }
+        "label" | "annotate" => {
+            let field = if verb == "label" { "labels" } else { "annotations" };
+            let overwrite = f.get("--overwrite") == Some("true");
+            let (pairs, rest): (Vec<String>, Vec<String>) = f.positional.iter().cloned().partition(|p| p.contains('=') || (p.ends_with('-') && !p.contains('/') && f.positional.first() != Some(p)));
+            let f2 = Flags { positional: rest, namespace: f.namespace.clone(), selector: f.selector.clone(), all_namespaces: f.all_namespaces, values: f.values.clone() };
+            if pairs.is_empty() {
+                return vec![format!("error: at least one {} update is required", if verb == "label" { "label" } else { "annotation" })];
+            }
+            match targets(api, creds, &f2, &ns) {
+                Err(e) => vec![e],
+                Ok(ts) => {
+                    let mut lines = Vec::new();
+                    for (r, name) in ts {
+                        let target_ns = if RESOURCES[r].namespaced { ns.as_str() } else { "" };
+                        let live = match api.handle(Request::new(Verb::Get, r, target_ns, &name, creds.clone())) {
+                            Ok(o) => o,
+                            Err(s) => {
+                                lines.push(s.kubectl_message(None, ""));
+                                continue;
+                            }
+                        };
+                        let mut m = Map::new();
+                        let mut err = None;
+                        for p in &pairs {
+                            if let Some((k, v)) = p.split_once('=') {
+                                if let Some(cur) = api::get(&live, &["metadata", field, k]).and_then(Value::as_str) {
+                                    if cur != v && !overwrite {
+                                        err = Some(format!("error: '{k}' already has a value ({cur}), and --overwrite is false"));
+                                    }
+                                }
+                                m.insert(k.to_string(), json!(v));
+                            } else if let Some(k) = p.strip_suffix('-') {
+                                m.insert(k.to_string(), Value::Null);
+                            }
+                        }
+                        if let Some(e) = err {
+                            lines.push(e);
+                            continue;
+                        }
+                        let before = api::resource_version(&live).to_string();
+                        match api.handle(Request::patch(r, target_ns, &name, PatchType::Merge, json!({"metadata": {field: m}}), creds.clone())) {
+                            Ok(after) if api::resource_version(&after) == before => lines.push(format!("{}/{name} not {verb}ed", kind_prefix(r)).replace("annotateed", "annotated").replace("labeled", "labeled")),
+                            Ok(_) => lines.push(format!("{}/{name} {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" })),
+                            Err(s) => lines.push(s.kubectl_message(None, "")),
+                        }
+                    }
+                    lines
+                }
+            }
+        }
+        other => vec![format!("error: kubeloop does not support \"kubectl {other}\" in scenarios yet")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(split_args("scale rs -l 'app=web' --replicas=5").unwrap(), vec!["scale", "rs", "-l", "app=web", "--replicas=5"]);
+        assert_eq!(split_args(r#"annotate pod x note="a b""#).unwrap(), vec!["annotate", "pod", "x", "note=a b"]);
+        assert!(split_args("label 'x").is_err());
+    }
+
+    #[test]
+    fn three_way_patch_drops_removed_fields() {
+        let last = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2}});
+        let new = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 3}});
+        let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2, "paused": false}});
+        assert_eq!(three_way(Some(&last), &new, &live), json!({"metadata": {"labels": {"b": null}}, "spec": {"replicas": 3}}));
+    }
+}
