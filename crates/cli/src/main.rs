@@ -25,6 +25,13 @@ bench   applies one Deployment of M replicas to N nodes, runs until every pod is
 /// Default cap of a run without `--for`.
 const CAP: Millis = 3_600_000;
 
+macro_rules! outln {
+    ($buf:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($buf, $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -134,7 +141,8 @@ fn run(args: &[String]) -> ExitCode {
                 "requests": cluster.api.trace.requests,
                 "steps": cluster.outputs,
             });
-            println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout().lock(), "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         }
         _ => print_text(&cluster, seed, end, &sc.name),
     }
@@ -150,20 +158,31 @@ fn secs(t: Millis) -> String {
 }
 
 fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
+    let mut out = String::new();
     let title = if name.is_empty() { String::new() } else { format!(" {name}") };
-    println!("# kubeloop run{title} (seed {seed})");
-    for r in &cluster.api.trace.records {
-        let who = if r.user.is_empty() || r.user == r.component { r.component.clone() } else { format!("{} ({})", r.component, r.user) };
+    outln!(out, "# kubeloop run{title} (seed {seed})");
+    // Users' requests show every stage; a component's request is folded into one line
+    // (its last stage), as in the seeds' walk-through.
+    let records = &cluster.api.trace.records;
+    for (i, r) in records.iter().enumerate() {
+        if let Some(req) = r.request {
+            let last_of_request = records.get(i + 1).is_none_or(|n| n.request != Some(req));
+            if r.component != "kubectl" && !last_of_request {
+                continue;
+            }
+        }
+        let who = if r.component == "kubectl" && !r.user.is_empty() { format!("kubectl ({})", r.user) } else { r.component.clone() };
         let rv = if r.resource_version.is_empty() { String::new() } else { format!(" rv={}", r.resource_version) };
         let result = if r.result == "ok" { String::new() } else { format!(" [{}]", r.result) };
-        println!("{:>10}  {:<10} {:<20} {:<44} {}{rv}{result}  {}", secs(r.t), r.flow.as_str(), r.stage, who, r.object, r.message);
+        let stage = if r.request.is_some() && r.component != "kubectl" { "api" } else { r.stage };
+        outln!(out, "{:>10}  {:<10} {:<20} {:<26} {}{rv}{result}  {}", secs(r.t), r.flow.as_str(), stage, who, r.object, r.message);
     }
     let store = &cluster.api.store;
-    println!("\n# state at {}", secs(end));
+    outln!(out, "\n# state at {}", secs(end));
     for d in store.list(rid::DEPLOYMENT, None) {
         let want = api::get_i64(d, &["spec", "replicas"]).unwrap_or(0);
         let ready = api::get_i64(d, &["status", "readyReplicas"]).unwrap_or(0);
-        println!("deployment {}/{}: {ready}/{want} ready", api::namespace(d), api::name(d));
+        outln!(out, "deployment {}/{}: {ready}/{want} ready", api::namespace(d), api::name(d));
     }
     for p in store.list(rid::POD, None) {
         let phase = get_str(p, &["status", "phase"]).unwrap_or("");
@@ -171,10 +190,12 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
         let status = if api::is_deleting(p) { "Terminating".to_string() } else { waiting.unwrap_or_else(|| phase.to_string()) };
         let node = get_str(p, &["spec", "nodeName"]).unwrap_or("<none>");
         let ip = get_str(p, &["status", "podIP"]).unwrap_or("<none>");
-        println!("pod {}/{}: {status} on {node} ip {ip}", api::namespace(p), api::name(p));
+        outln!(out, "pod {}/{}: {status} on {node} ip {ip}", api::namespace(p), api::name(p));
     }
     let denied = cluster.api.trace.requests.iter().filter(|r| r.code >= 400).count();
-    println!("{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);
+    outln!(out, "{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
 
 fn peak_rss_kib() -> Option<u64> {

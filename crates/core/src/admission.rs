@@ -389,7 +389,7 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
         let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect();
         let params = CelValue::Null;
         // Variables are evaluated in order; each sees the earlier ones.
-        let mut variables = std::collections::HashMap::<String, CelValue>::new();
+        let mut variables = std::collections::BTreeMap::<String, CelValue>::new();
         let mut base: Vec<(&str, &CelValue)> = vec![("object", &object), ("oldObject", &old), ("request", &request), ("params", &params), ("namespaceObject", &ns_obj)];
         let mut var_errors = Vec::new();
         for v in get_array(policy, &["spec", "variables"]) {

@@ -114,7 +114,7 @@ impl Request {
     pub fn delete(resource: ResourceId, namespace: &str, name: &str, credentials: Credentials) -> Self {
         Self::new(Verb::Delete, resource, namespace, name, credentials)
     }
-    pub fn sub(mut self, subresource: &str) -> Self {
+    pub fn with_sub(mut self, subresource: &str) -> Self {
         self.subresource = subresource.to_string();
         self
     }
@@ -1107,7 +1107,7 @@ mod tests {
         let mut a = server();
         let admin = as_user(&UserInfo::admin());
         a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin.clone())).unwrap();
-        let s = a.handle(Request::patch(api::rid::DEPLOYMENT, "default", "web", PatchType::Merge, json!({"spec": {"replicas": 4}}), admin.clone()).sub("scale")).unwrap();
+        let s = a.handle(Request::patch(api::rid::DEPLOYMENT, "default", "web", PatchType::Merge, json!({"spec": {"replicas": 4}}), admin.clone()).with_sub("scale")).unwrap();
         assert_eq!(s["kind"], "Scale");
         assert_eq!(s["spec"]["replicas"], 4);
         let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cfg-"}});

@@ -28,7 +28,8 @@ pub struct Cx<'a> {
     pub events: &'a mut Recorder,
     timers: &'a mut Vec<(Millis, String, bool)>,
     component: &'static str,
-    user: &'a str,
+    /// The identity trace records name (a kubelet sets its node's).
+    pub user: String,
 }
 
 impl Cx<'_> {
@@ -51,7 +52,7 @@ impl Cx<'_> {
             flow,
             stage,
             component: self.component.to_string(),
-            user: self.user.to_string(),
+            user: self.user.clone(),
             verb: String::new(),
             object,
             resource_version: rv.to_string(),
@@ -282,8 +283,8 @@ impl Cluster {
         bootstrap(&mut api, &config.nodes);
         let total = config.nodes.len();
         let controllers: Vec<Box<dyn Controller>> = vec![
-            Box::new(crate::controllers::deployment::DeploymentController::new()),
             Box::new(crate::controllers::replicaset::ReplicaSetController::new()),
+            Box::new(crate::controllers::deployment::DeploymentController::new()),
             Box::new(crate::scheduler::Scheduler::new(config.seed)),
             Box::new(crate::kubelet::Kubelets::new(&config.nodes, total, config.registry.clone(), config.seed)),
             Box::new(crate::controllers::endpointslice::EndpointSliceController::new()),
@@ -429,7 +430,7 @@ impl Cluster {
         let user = self.controllers[i].user().name.clone();
         let name = self.controllers[i].name();
         {
-            let mut cx = Cx { api: &mut self.api, now: self.now, events: &mut self.events, timers: &mut timers, component: name, user: &user };
+            let mut cx = Cx { api: &mut self.api, now: self.now, events: &mut self.events, timers: &mut timers, component: name, user };
             f(&mut self.controllers[i], &mut cx);
         }
         for (at, key, periodic) in timers {
@@ -472,11 +473,13 @@ impl Cluster {
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
             Action::Fault(f) => {
                 let msg = self.fault(f);
-                (format!("fault: {}", f.describe()), vec![msg])
+                let out = if msg == f.describe() { vec![] } else { vec![msg] };
+                (format!("fault: {}", f.describe()), out)
             }
         };
         if self.api.trace.enabled {
-            for line in &output {
+            let lines: Vec<String> = if output.is_empty() { vec![String::new()] } else { output.clone() };
+            for line in &lines {
                 self.api.trace.push(Record {
                     t: self.now,
                     flow: Flow::Request,
@@ -487,7 +490,7 @@ impl Cluster {
                     object: String::new(),
                     resource_version: String::new(),
                     result: "ok",
-                    message: format!("{command}: {line}"),
+                    message: if line.is_empty() { command.clone() } else { format!("{command}: {line}") },
                     request: None,
                 });
             }

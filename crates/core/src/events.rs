@@ -20,9 +20,12 @@ pub struct Source {
     pub user: UserInfo,
 }
 
+/// (source component, host, involved uid and field path, type, reason, message)
+type EventKey = (String, String, String, String, String, String);
+
 #[derive(Debug, Default)]
 pub struct Recorder {
-    seen: HashMap<(String, String, String, String, String, String), (String, String, i64)>,
+    seen: HashMap<EventKey, (String, String, i64)>,
     counter: u64,
 }
 

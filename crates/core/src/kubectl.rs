@@ -270,7 +270,7 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
     let first = f.positional.first().ok_or("error: you must specify the type of resource to get")?;
     if first.contains('/') {
         for p in &f.positional {
-            let (t, n) = p.split_once('/').ok_or_else(|| format!("error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'kubectl get resource/<resource_name>' instead of 'kubectl get resource resource/<resource_name>'"))?;
+            let (t, n) = p.split_once('/').ok_or_else(|| "error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'kubectl get resource/<resource_name>' instead of 'kubectl get resource resource/<resource_name>'".to_string())?;
             let r = resource_for_name(t).ok_or_else(|| format!("error: the server doesn't have a resource type {t:?}"))?;
             out.push((r, n.to_string()));
         }
@@ -294,7 +294,7 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
         out.push((r, n.clone()));
     }
     if out.is_empty() {
-        return Err(format!("error: resource(s) were provided, but no name was specified"));
+        return Err("error: resource(s) were provided, but no name was specified".to_string());
     }
     Ok(out)
 }
@@ -321,7 +321,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
                 Err(e) => vec![e],
                 Ok(ts) => ts
                     .into_iter()
-                    .map(|(r, name)| match api.handle(Request::patch(r, &ns, &name, PatchType::Merge, json!({"spec": {"replicas": replicas}}), creds.clone()).sub("scale")) {
+                    .map(|(r, name)| match api.handle(Request::patch(r, &ns, &name, PatchType::Merge, json!({"spec": {"replicas": replicas}}), creds.clone()).with_sub("scale")) {
                         Ok(_) => format!("{}/{name} scaled", kind_prefix(r)),
                         Err(s) => s.kubectl_message(None, ""),
                     })
@@ -431,7 +431,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
                         }
                         let before = api::resource_version(&live).to_string();
                         match api.handle(Request::patch(r, target_ns, &name, PatchType::Merge, json!({"metadata": {field: m}}), creds.clone())) {
-                            Ok(after) if api::resource_version(&after) == before => lines.push(format!("{}/{name} not {verb}ed", kind_prefix(r)).replace("annotateed", "annotated").replace("labeled", "labeled")),
+                            Ok(after) if api::resource_version(&after) == before => lines.push(format!("{}/{name} not {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" })),
                             Ok(_) => lines.push(format!("{}/{name} {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" })),
                             Err(s) => lines.push(s.kubectl_message(None, "")),
                         }

@@ -210,6 +210,7 @@ impl Kubelets {
 
     /// Compare the API's view of a pod with this node's and act on the difference.
     fn reconcile(&mut self, cx: &mut Cx, ni: usize, key: &Key) {
+        cx.user = self.nodes[ni].user.name.clone();
         let pod = self.pods.get(&key.0, &key.1).cloned();
         let node_name = self.nodes[ni].name.clone();
         let bound_here = pod.as_ref().is_some_and(|p| get_str(p, &["spec", "nodeName"]) == Some(node_name.as_str()));
@@ -469,9 +470,7 @@ impl Kubelets {
                 }
             }
             if waiting_fresh {
-                if self.nodes[ni].pods[key].ctrs[i].behaviour.is_none() || self.nodes[ni].pods[key].ctrs[i].state == (CState::Waiting { reason: "ContainerCreating".into(), message: None }) || self.nodes[ni].pods[key].ctrs[i].state == (CState::Waiting { reason: "PodInitializing".into(), message: None }) {
-                    self.start_container(cx, ni, key, i, pod);
-                }
+                self.start_container(cx, ni, key, i, pod);
             }
         }
         let _ = (node_name, epoch);
@@ -940,7 +939,7 @@ impl Kubelets {
             m.remove("resourceVersion");
         }
         let user = self.nodes[ni].user.clone();
-        let r = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, Credentials::User(user.clone())).sub("status"), "kubelet", &user));
+        let r = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user));
         if r.is_ok() {
             let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
             rt.last_status = Some(status);
@@ -954,6 +953,7 @@ impl Kubelets {
     }
 
     fn heartbeat(&mut self, cx: &mut Cx, ni: usize) {
+        cx.user = self.nodes[ni].user.name.clone();
         let n = &self.nodes[ni];
         if n.down {
             return;
@@ -991,7 +991,7 @@ impl Kubelets {
                         *c = json!({"type": c["type"].clone(), "status": st, "reason": reason, "message": msg, "lastHeartbeatTime": ts, "lastTransitionTime": ts});
                     }
                 }
-                if cx.api.handle(req_as(Request::update(rid::NODE, "", &name, body, Credentials::User(user.clone())).sub("status"), "kubelet", &user)).is_ok() {
+                if cx.api.handle(req_as(Request::update(rid::NODE, "", &name, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user)).is_ok() {
                     let src = self.nodes[ni].source.clone();
                     cx.event(&src, &node, None, "Normal", "NodeReady", &format!("Node {name} status is now: NodeReady"), None);
                     cx.trace(Flow::Kubelet, "heartbeat", format!("Node/{name}"), "ok", "", format!("kubelet on {name} posts Ready again"));
@@ -1034,6 +1034,7 @@ impl Controller for Kubelets {
             return;
         }
         self.sync_informers(cx);
+        cx.user = self.nodes[ni].user.name.clone();
         let pk = (parts[1].to_string(), parts[2].to_string());
         let epoch: u64 = parts[3].parse().unwrap_or(0);
         if self.nodes[ni].pods.get(&pk).map(|r| r.epoch) != Some(epoch) {
@@ -1078,6 +1079,7 @@ impl Controller for Kubelets {
         let Some(&ni) = self.index.get(name) else { return false };
         let was = self.nodes[ni].down;
         self.nodes[ni].down = down;
+        cx.user = self.nodes[ni].user.name.clone();
         let obj = format!("Node/{name}");
         if down && !was {
             cx.trace(Flow::Kubelet, "fault", obj, "error", "", format!("node {name} is down: its kubelet stops heartbeats and status updates; its containers keep running"));

@@ -179,7 +179,7 @@ pub struct Scheduler {
     next_start: usize,
     /// owner uid -> pods per node index, and per zone (system default spreading).
     owner_nodes: HashMap<String, HashMap<usize, u32>>,
-    owner_zones: HashMap<String, HashMap<String, u32>>,
+    owner_zones: HashMap<String, BTreeMap<String, u32>>,
 }
 
 impl Scheduler {
@@ -450,7 +450,7 @@ impl Scheduler {
             let any = self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
             if !any {
                 // The first pod of a group that matches its own term may start a domain.
-                let exists_anywhere = self.placed.keys().filter_map(|k| self.pods.get(&k.0, &k.1)).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
+                let exists_anywhere = self.infos.iter().flat_map(|i| i.pods.iter()).filter_map(|k| self.pods.get(&k.0, &k.1)).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
                 if exists_anywhere || !selector_matches(sel, api::labels(pod)) {
                     return Some("node(s) didn't match pod affinity rules");
                 }
@@ -483,7 +483,7 @@ impl Scheduler {
         for c in explicit {
             let key = get_str(c, &["topologyKey"]).unwrap_or("").to_string();
             let sel = get(c, &["labelSelector"]).cloned();
-            let mut counts: HashMap<String, u32> = HashMap::new();
+            let mut counts: BTreeMap<String, u32> = BTreeMap::new();
             for info in &self.infos {
                 if !node_affinity_matches(pod, &info.obj) {
                     continue;
@@ -506,8 +506,8 @@ impl Scheduler {
             // pods of the same owner.
             if let Some(o) = owner_uid(pod) {
                 let nodes = self.owner_nodes.get(&o).cloned().unwrap_or_default();
-                let zones = self.owner_zones.get(&o).map(|z| z.iter().map(|(k, v)| (k.clone(), *v)).collect()).unwrap_or_default();
-                out.push(Spread { key: "kubernetes.io/hostname".into(), max_skew: 3, hard: false, self_match: true, counts: HashMap::new(), node_counts: Some(nodes) });
+                let zones = self.owner_zones.get(&o).cloned().unwrap_or_default();
+                out.push(Spread { key: "kubernetes.io/hostname".into(), max_skew: 3, hard: false, self_match: true, counts: BTreeMap::new(), node_counts: Some(nodes) });
                 out.push(Spread { key: "topology.kubernetes.io/zone".into(), max_skew: 5, hard: false, self_match: true, counts: zones, node_counts: None });
             }
         }
@@ -696,7 +696,7 @@ impl Scheduler {
             if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
-            let _ = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, self.creds()).sub("status"), "default-scheduler", &self.user));
+            let _ = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, self.creds()).with_sub("status"), "default-scheduler", &self.user));
         }
         let event_msg = if msg.len() > 1024 { format!("{} ...", &msg[..1020]) } else { msg };
         cx.event(&self.source, pod, None, "Warning", "FailedScheduling", &event_msg, Some("Scheduling"));
@@ -723,7 +723,7 @@ impl Scheduler {
             victims.sort();
             let freed_cpu: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
             let freed_mem: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
-            let fits = info.pods.len() as i64 - victims.len() as i64 + 1 <= info.alloc_pods
+            let fits = (info.pods.len() as i64 - victims.len() as i64) < info.alloc_pods
                 && req.cpu <= info.alloc_cpu - info.req.cpu + freed_cpu
                 && req.memory <= info.alloc_mem - info.req.memory + freed_mem;
             if victims.is_empty() || !fits {
@@ -762,7 +762,7 @@ impl Scheduler {
         if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
         }
-        let _ = cx.api.handle(req_as(Request::update(rid::POD, &ns, &name, body, self.creds()).sub("status"), "default-scheduler", &self.user));
+        let _ = cx.api.handle(req_as(Request::update(rid::POD, &ns, &name, body, self.creds()).with_sub("status"), "default-scheduler", &self.user));
         for (vns, vname) in victims {
             if let Some(v) = self.pods.get(&vns, &vname).cloned() {
                 let msg = format!("Preempted by pod {} on node {node}", api::uid(pod));
@@ -797,7 +797,7 @@ struct Spread {
     max_skew: i64,
     hard: bool,
     self_match: bool,
-    counts: HashMap<String, u32>,
+    counts: BTreeMap<String, u32>,
     node_counts: Option<HashMap<usize, u32>>,
 }
 

@@ -430,7 +430,7 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
         if n.is_empty() && get_str(obj, &["metadata", "generateName"]).is_none() {
             errs.push(FieldError::required("metadata.name", "name or generateName is required"));
         } else if n == "." || n == ".." || n.contains('/') || n.contains('%') {
-            errs.push(FieldError::invalid("metadata.name", &json!(n), format!("may not contain '/' or '%' and may not be '.' or '..'")));
+            errs.push(FieldError::invalid("metadata.name", &json!(n), "may not contain '/' or '%' and may not be '.' or '..'"));
         }
     } else {
         validate_meta(obj, namespaced, name_kind, &mut errs);

@@ -223,7 +223,7 @@ impl DeploymentController {
         if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
         }
-        cx.api.handle(req_as(Request::update(rid::DEPLOYMENT, api::namespace(d), api::name(d), body, self.creds()).sub("status"), "deployment-controller", &self.user)).ok()
+        cx.api.handle(req_as(Request::update(rid::DEPLOYMENT, api::namespace(d), api::name(d), body, self.creds()).with_sub("status"), "deployment-controller", &self.user)).ok()
     }
 
     fn write_conditions(&self, cx: &mut Cx, d: &mut Object, conds: Vec<Value>) {
@@ -846,7 +846,7 @@ mod tests {
         let d = dep(3, json!("25%"), json!("25%"));
         assert_eq!(new_rs_new_replicas(&d, &[], 0), 3);
         let old: Object = Arc::new(json!({"spec": {"replicas": 3}}));
-        assert_eq!(new_rs_new_replicas(&d, &[old.clone()], 0), 1);
+        assert_eq!(new_rs_new_replicas(&d, std::slice::from_ref(&old), 0), 1);
         let newrs: Object = Arc::new(json!({"spec": {"replicas": 1}}));
         assert_eq!(new_rs_new_replicas(&d, &[old, newrs], 1), 1);
     }

@@ -103,7 +103,7 @@ impl NodeLifecycleController {
         if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
         }
-        let stored = cx.api.handle(req_as(Request::update(rid::NODE, "", name, body, self.creds()).sub("status"), "node-controller", &self.user));
+        let stored = cx.api.handle(req_as(Request::update(rid::NODE, "", name, body, self.creds()).with_sub("status"), "node-controller", &self.user));
         cx.trace(Flow::NodeError, "node-lifecycle", format!("Node/{name}"), "error", "", format!("no heartbeat from {name} for {}s: conditions Unknown (Kubelet stopped posting node status.)", GRACE / 1000));
         cx.event(&self.source, node, None, "Normal", "NodeNotReady", &format!("Node {name} status is now: NodeNotReady"), None);
         // MarkPodsNotReady
@@ -124,7 +124,7 @@ impl NodeLifecycleController {
             if let Some(m) = pb.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
-            let _ = cx.api.handle(req_as(Request::update(rid::POD, api::namespace(&p), api::name(&p), pb, self.creds()).sub("status"), "node-controller", &self.user));
+            let _ = cx.api.handle(req_as(Request::update(rid::POD, api::namespace(&p), api::name(&p), pb, self.creds()).with_sub("status"), "node-controller", &self.user));
             cx.event(&self.source, &p, None, "Warning", "NodeNotReady", "Node is not ready", None);
         }
         stored.unwrap_or_else(|_| node.clone())
@@ -345,8 +345,8 @@ mod tests {
     fn eviction_waits_for_the_smallest_toleration() {
         let taint = json!({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": "2026-01-01T00:01:00Z"});
         let pod = json!({"spec": {"tolerations": [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]}});
-        assert_eq!(eviction_time(&pod, &[taint.clone()]), Some(Some(60_000 + 300_000)));
-        assert_eq!(eviction_time(&json!({"spec": {}}), &[taint.clone()]), Some(Some(0)));
+        assert_eq!(eviction_time(&pod, std::slice::from_ref(&taint)), Some(Some(60_000 + 300_000)));
+        assert_eq!(eviction_time(&json!({"spec": {}}), std::slice::from_ref(&taint)), Some(Some(0)));
         let forever = json!({"spec": {"tolerations": [{"operator": "Exists"}]}});
         assert_eq!(eviction_time(&forever, &[taint]), Some(None));
         assert_eq!(eviction_time(&pod, &[]), None);

@@ -382,7 +382,7 @@ impl ReplicaSetController {
             if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
-            let _ = cx.api.handle(req_as(Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).sub("status"), "replicaset-controller", &self.user));
+            let _ = cx.api.handle(req_as(Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"), "replicaset-controller", &self.user));
         }
         // Availability after minReadySeconds needs a later look.
         let min_ready = get_i64(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);
