@@ -358,21 +358,20 @@ pub struct Verdict {
 
 /// Run every ValidatingAdmissionPolicy bound to this request.
 pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, verdict: &mut Verdict) -> Result<(), Status> {
-    let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
-    let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
-    let request = to_cel(&req.cel_request());
-    let ns_obj = store.get_by(crate::api::rid::NAMESPACE, "", req.namespace).map(|n| to_cel(n)).unwrap_or(CelValue::Null);
+    // Match first (no CEL needed), then convert the objects once for the matches.
+    let mut matched = Vec::new();
     for binding in store.list(crate::api::rid::VAPB, None) {
         let policy_name = get_str(binding, &["spec", "policyName"]).unwrap_or("");
         let Some(policy) = store.get_by(crate::api::rid::VAP, "", policy_name) else { continue };
-        let constraints = get(policy, &["spec", "matchConstraints"]).cloned().unwrap_or(json!({}));
-        if !get_array(&constraints, &["resourceRules"]).iter().any(|r| rule_matches(r, req)) {
+        let empty = json!({});
+        let constraints = get(policy, &["spec", "matchConstraints"]).unwrap_or(&empty);
+        if !get_array(constraints, &["resourceRules"]).iter().any(|r| rule_matches(r, req)) {
             continue;
         }
-        if get_array(&constraints, &["excludeResourceRules"]).iter().any(|r| rule_matches(r, req)) {
+        if get_array(constraints, &["excludeResourceRules"]).iter().any(|r| rule_matches(r, req)) {
             continue;
         }
-        if !selectors_match(&constraints, req, store) {
+        if !selectors_match(constraints, req, store) {
             continue;
         }
         if let Some(mr) = get(binding, &["spec", "matchResources"]) {
@@ -384,6 +383,16 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
                 continue;
             }
         }
+        matched.push((policy_name, policy, binding));
+    }
+    if matched.is_empty() {
+        return Ok(());
+    }
+    let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
+    let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
+    let request = to_cel(&req.cel_request());
+    let ns_obj = store.get_by(crate::api::rid::NAMESPACE, "", req.namespace).map(|n| to_cel(n)).unwrap_or(CelValue::Null);
+    for (policy_name, policy, binding) in matched {
         let bname = crate::api::name(binding);
         let fail_closed = get_str(policy, &["spec", "failurePolicy"]).unwrap_or("Fail") == "Fail";
         let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect();
@@ -519,6 +528,10 @@ pub fn backend_failure(store: &Store, webhook: &Value, down: &BTreeSet<String>, 
 /// Call every matching webhook of the validating (or mutating) configurations.
 pub fn webhooks(store: &Store, cache: &mut CelCache, req: &Request, mutating: bool, down: &BTreeSet<String>, verdict: &mut Verdict) -> Result<(), Status> {
     let rid = if mutating { crate::api::rid::MWC } else { crate::api::rid::VWC };
+    let any = store.list(rid, None).any(|cfg| get_array(cfg, &["webhooks"]).iter().any(|wh| get_array(wh, &["rules"]).iter().any(|r| rule_matches(r, req))));
+    if !any {
+        return Ok(());
+    }
     let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
     let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
     let request = to_cel(&req.cel_request());

@@ -168,6 +168,15 @@ fn strip_for_generation(v: &Value) -> Value {
     c
 }
 
+/// A trace record, its message formatted only when tracing is on.
+macro_rules! record {
+    ($self:ident, $c:expr, $flow:expr, $stage:expr, $result:expr, $rv:expr, $msg:expr) => {
+        if $self.trace.enabled {
+            $self.record_now($c, $flow, $stage, $result, $rv, $msg)
+        }
+    };
+}
+
 /// The API server: the store behind it, its identities and its trace.
 pub struct ApiServer {
     pub store: Store,
@@ -223,10 +232,7 @@ impl ApiServer {
         }
     }
 
-    fn record(&mut self, c: &Ctx, flow: Flow, stage: &'static str, result: &'static str, rv: &str, message: String) {
-        if !self.trace.enabled {
-            return;
-        }
+    fn record_now(&mut self, c: &Ctx, flow: Flow, stage: &'static str, result: &'static str, rv: &str, message: String) {
         self.trace.push(Record {
             t: self.now,
             flow,
@@ -257,17 +263,21 @@ impl ApiServer {
     }
 
     fn fail(&mut self, c: &Ctx, stage: &'static str, s: Status) -> Result<Object, Status> {
-        self.record(c, Flow::Denied, stage, "denied", "", s.message.clone());
+        record!(self, c, Flow::Denied, stage, "denied", "", s.message.clone());
         self.log(c, s.code, Some(&s));
         Err(s)
     }
 
     /// Serve one request.
-    pub fn handle(&mut self, req: Request) -> Result<Object, Status> {
+    pub fn handle(&mut self, mut req: Request) -> Result<Object, Status> {
         self.warnings.clear();
+        self.store.now = self.now;
         let res = &RESOURCES[req.resource];
-        let body_name = req.body.as_ref().map(api::name).unwrap_or("").to_string();
-        let display_name = if !req.name.is_empty() {
+        let tracing = self.trace.enabled;
+        let body_name = if tracing { req.body.as_ref().map(api::name).unwrap_or("").to_string() } else { String::new() };
+        let display_name = if !tracing {
+            String::new()
+        } else if !req.name.is_empty() {
             req.name.clone()
         } else if !body_name.is_empty() {
             body_name
@@ -283,18 +293,24 @@ impl ApiServer {
         } else {
             String::new()
         };
-        let object = if ns.is_empty() { format!("{}/{}", res.kind, display_name) } else { format!("{}/{}/{}", res.kind, ns, display_name) };
+        let object = if !tracing {
+            String::new()
+        } else if ns.is_empty() {
+            format!("{}/{}", res.kind, display_name)
+        } else {
+            format!("{}/{}/{}", res.kind, ns, display_name)
+        };
         let verb_str = if req.subresource.is_empty() { req.verb.as_str().to_string() } else { format!("{} {}", req.verb.as_str(), req.subresource) };
         let mut c = Ctx {
             user: String::new(),
             verb: req.verb.as_str(),
-            object: if req.subresource.is_empty() { object } else { format!("{object}/{}", req.subresource) },
+            object: if req.subresource.is_empty() || !tracing { object } else { format!("{object}/{}", req.subresource) },
             component: req.component.clone(),
             request: self.trace.requests.len(),
         };
         let writes = !matches!(req.verb, Verb::Get | Verb::List);
         if writes {
-            self.record(&c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_uppercase(), req.path()));
+            record!(self, &c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_uppercase(), req.path()));
         }
 
         // Authentication.
@@ -308,9 +324,11 @@ impl ApiServer {
                 }
             },
         };
-        c.user = user.name.clone();
+        if tracing {
+            c.user = user.name.clone();
+        }
         if writes {
-            self.record(&c, Flow::AuthnAuthz, "authentication", "ok", "", format!("user {:?} groups {:?}", user.name, user.groups));
+            record!(self, &c, Flow::AuthnAuthz, "authentication", "ok", "", format!("user {:?} groups {:?}", user.name, user.groups));
         }
 
         // Authorization.
@@ -324,7 +342,7 @@ impl ApiServer {
             return self.fail(&c, "authorization", s);
         }
         if writes {
-            self.record(&c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
+            record!(self, &c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
         }
 
         match req.verb {
@@ -342,8 +360,14 @@ impl ApiServer {
                 Ok(Object::new(json!({"apiVersion": res.api_version(), "kind": format!("{}List", res.kind), "metadata": {"resourceVersion": self.store.revision().to_string()}, "items": items})))
             }
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
-            Verb::Create => self.create(&mut c, &user, res, req.resource, &ns, &req),
-            Verb::Update | Verb::Patch(_) => self.update(&c, &user, res, req.resource, &ns, &req),
+            Verb::Create => {
+                let body = req.body.take();
+                self.create(&mut c, &user, res, req.resource, &ns, &req, body)
+            }
+            Verb::Update | Verb::Patch(_) => {
+                let body = req.body.take();
+                self.update(&c, &user, res, req.resource, &ns, &req, body)
+            }
             Verb::Delete => self.delete(&c, &user, res, req.resource, &ns, &req),
         }
     }
@@ -418,8 +442,8 @@ impl ApiServer {
         Ok(v.consulted)
     }
 
-    fn create(&mut self, c: &mut Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
-        let Some(mut obj) = req.body.clone() else {
+    fn create(&mut self, c: &mut Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, body: Option<Value>) -> Result<Object, Status> {
+        let Some(mut obj) = body else {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
         if let Err(s) = self.decode(res, &obj) {
@@ -441,9 +465,9 @@ impl ApiServer {
             if n.is_empty() { get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string() } else { n.to_string() }
         };
         match self.mutate(res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run) {
-            Ok(notes) => self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
+            Ok(notes) => record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
             Err(s) => {
-                self.record(c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
+                record!(self, c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
                 return self.fail(c, "mutating-admission", s);
             }
         }
@@ -468,21 +492,23 @@ impl ApiServer {
             }
         }
         let name = api::name(&obj).to_string();
-        c.object = if ns.is_empty() { format!("{}/{}", res.kind, name) } else { format!("{}/{}/{}", res.kind, ns, name) };
+        c.object = if !self.trace.enabled {
+            String::new()
+        } else if ns.is_empty() { format!("{}/{}", res.kind, name) } else { format!("{}/{}/{}", res.kind, ns, name) };
         let errs = crate::validation::validate(res.kind, res.namespaced, &obj);
         if !errs.is_empty() {
             let s = Status::invalid(res, &name, &errs);
-            self.record(c, Flow::Validation, "validation", "denied", "", s.message.clone());
+            record!(self, c, Flow::Validation, "validation", "denied", "", s.message.clone());
             return self.fail(c, "validation", s);
         }
-        self.record(c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
+        record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
         match self.validate_admission(res, "CREATE", "", ns, &name, user, Some(&obj), None, req.dry_run) {
             Ok(consulted) => {
                 let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
-                self.record(c, Flow::Validation, "validating-admission", "ok", "", msg);
+                record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
             }
             Err(s) => {
-                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                record!(self, c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
                 return self.fail(c, "validating-admission", s);
             }
         }
@@ -523,7 +549,7 @@ impl ApiServer {
             _ => {}
         }
         if req.dry_run {
-            self.record(c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
+            record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
             self.log(c, 201, None);
             return Ok(Object::new(obj));
         }
@@ -532,7 +558,7 @@ impl ApiServer {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
-                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
                 self.log(c, 201, None);
                 Ok(stored)
             }
@@ -638,8 +664,8 @@ impl ApiServer {
             return self.fail(c, "etcd", s);
         }
         let _ = user;
-        self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "Binding admitted".into());
-        self.record(c, Flow::Validation, "validation", "ok", "", format!("target node {target:?}"));
+        record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "Binding admitted".into());
+        record!(self, c, Flow::Validation, "validation", "ok", "", format!("target node {target:?}"));
         let mut p = (*pod).clone();
         api::set(&mut p, &["spec", "nodeName"], json!(target));
         set_condition(&mut p, "PodScheduled", "True", None, None, self.now);
@@ -648,7 +674,7 @@ impl ApiServer {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
-                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("bound {} to {target} at resourceVersion {rv}", key.display()));
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("bound {} to {target} at resourceVersion {rv}", key.display()));
                 self.log(c, 201, None);
                 Ok(stored)
             }
@@ -656,11 +682,11 @@ impl ApiServer {
         }
     }
 
-    fn update(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
+    fn update(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, body: Option<Value>) -> Result<Object, Status> {
         let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
             return self.fail(c, "etcd", Status::not_found(res, &req.name));
         };
-        let Some(body) = req.body.clone() else {
+        let Some(body) = body else {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
         let sub = req.subresource.as_str();
@@ -688,6 +714,25 @@ impl ApiServer {
                 api::set(&mut n, &["spec", "replicas"], json!(r));
                 n
             }
+            (Verb::Patch(ty), "status") => {
+                // Only status changes through the status subresource.
+                let mut n = (*current).clone();
+                let mut st = n.get("status").cloned().unwrap_or(json!({}));
+                let patch = body.get("status").cloned().unwrap_or(json!({}));
+                match ty {
+                    PatchType::Merge => crate::patch::merge(&mut st, &patch),
+                    PatchType::Strategic => crate::patch::strategic_merge(&mut st, &patch),
+                    PatchType::Json => {
+                        let mut whole = (*current).clone();
+                        if let Err(e) = crate::patch::json_patch(&mut whole, &body) {
+                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
+                        }
+                        st = whole.get("status").cloned().unwrap_or(json!({}));
+                    }
+                }
+                api::set(&mut n, &["status"], st);
+                n
+            }
             (Verb::Patch(ty), _) => {
                 let mut n = (*current).clone();
                 match ty {
@@ -696,6 +741,18 @@ impl ApiServer {
                     PatchType::Json => {
                         if let Err(e) = crate::patch::json_patch(&mut n, &body) {
                             return self.fail(c, "decode", Status::new(422, "Invalid", e));
+                        }
+                    }
+                }
+                n
+            }
+            (_, "status") => {
+                let mut n = (*current).clone();
+                match body.get("status") {
+                    Some(st) => api::set(&mut n, &["status"], st.clone()),
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
                         }
                     }
                 }
@@ -740,19 +797,8 @@ impl ApiServer {
             api::set(&mut n, &["spec", "finalizers"], fins);
             new = n;
         } else if sub == "status" {
-            let status = new.get("status").cloned();
-            let mut n = (*current).clone();
-            match status {
-                Some(s) => api::set(&mut n, &["status"], s),
-                None => {
-                    if let Some(m) = n.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            // Conditions and other status may be written by several components; metadata
-            // labels/annotations from the body are ignored, as the status strategy does.
-            new = n;
+            // `new` was built from the stored object: metadata and spec in the body are
+            // ignored, as the status strategy does.
         } else if has_status_subresource(res.kind) {
             match current.get("status") {
                 Some(s) => api::set(&mut new, &["status"], s.clone()),
@@ -765,14 +811,14 @@ impl ApiServer {
         }
         if sub != "status" && sub != "finalize" {
             match self.mutate(res, "UPDATE", ns, &req.name, user, &mut new, Some(&current), req.dry_run) {
-                Ok(notes) => self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
+                Ok(notes) => record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
                 Err(s) => {
-                    self.record(c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
+                    record!(self, c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
                     return self.fail(c, "mutating-admission", s);
                 }
             }
         } else {
-            self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "status update".into());
+            record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "status update".into());
         }
         // Finalizers may not be added while deleting.
         if api::is_deleting(&current) {
@@ -785,20 +831,22 @@ impl ApiServer {
             }
         }
         let mut errs = if sub == "status" || sub == "finalize" { vec![] } else { crate::validation::validate(res.kind, res.namespaced, &new) };
-        errs.extend(crate::validation::validate_update(res.kind, &current, &new));
+        if sub.is_empty() {
+            errs.extend(crate::validation::validate_update(res.kind, &current, &new));
+        }
         if !errs.is_empty() {
             let s = Status::invalid(res, &req.name, &errs);
-            self.record(c, Flow::Validation, "validation", "denied", "", s.message.clone());
+            record!(self, c, Flow::Validation, "validation", "denied", "", s.message.clone());
             return self.fail(c, "validation", s);
         }
-        self.record(c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
+        record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
         match self.validate_admission(res, "UPDATE", sub, ns, &req.name, user, Some(&new), Some(&current), req.dry_run) {
             Ok(consulted) => {
                 let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
-                self.record(c, Flow::Validation, "validating-admission", "ok", "", msg);
+                record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
             }
             Err(s) => {
-                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                record!(self, c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
                 return self.fail(c, "validating-admission", s);
             }
         }
@@ -809,12 +857,12 @@ impl ApiServer {
         // A no-op update writes nothing and keeps the resourceVersion.
         api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(&current)));
         if new == *current {
-            self.record(c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());
+            record!(self, c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());
             self.log(c, 200, None);
             return Ok(current);
         }
         if req.dry_run {
-            self.record(c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
+            record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
             self.log(c, 200, None);
             return Ok(Object::new(new));
         }
@@ -831,7 +879,7 @@ impl ApiServer {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
-                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
                 self.log(c, 200, None);
                 if sub == "scale" {
                     return Ok(Object::new(scale_of(&stored, res)));
@@ -850,7 +898,7 @@ impl ApiServer {
             Ok(gone) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&gone).to_string();
-                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("deleted {} at resourceVersion {rv}", key.display()));
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("deleted {} at resourceVersion {rv}", key.display()));
                 self.log(c, 200, None);
                 Ok(gone)
             }
@@ -868,11 +916,11 @@ impl ApiServer {
                 return self.fail(c, "mutating-admission", s);
             }
         }
-        self.record(c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "delete admitted".into());
+        record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "delete admitted".into());
         match self.validate_admission(res, "DELETE", "", ns, &req.name, user, None, Some(&current), req.dry_run) {
-            Ok(_) => self.record(c, Flow::Validation, "validating-admission", "ok", "", "delete allowed".into()),
+            Ok(_) => record!(self, c, Flow::Validation, "validating-admission", "ok", "", "delete allowed".into()),
             Err(s) => {
-                self.record(c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
+                record!(self, c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
                 return self.fail(c, "validating-admission", s);
             }
         }
@@ -958,7 +1006,7 @@ impl ApiServer {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
-                self.record(c, Flow::Etcd, "etcd", "ok", &rv, format!("{} {what} at resourceVersion {rv}", key.display()));
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("{} {what} at resourceVersion {rv}", key.display()));
                 self.log(c, 200, None);
                 Ok(stored)
             }

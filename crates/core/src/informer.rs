@@ -37,16 +37,49 @@ pub struct SyncResult {
 pub struct Informer {
     pub resource: ResourceId,
     pub state: WatchState,
-    cache: BTreeMap<(String, String), Object>,
+    /// namespace -> name -> object
+    cache: BTreeMap<String, BTreeMap<String, Object>>,
+    count: usize,
 }
 
-fn key_of(o: &Object) -> (String, String) {
-    (crate::api::namespace(o).to_string(), crate::api::name(o).to_string())
+impl Informer {
+    fn insert(&mut self, o: &Object) -> Option<Object> {
+        let ns = crate::api::namespace(o);
+        let name = crate::api::name(o);
+        let m = match self.cache.get_mut(ns) {
+            Some(m) => m,
+            None => self.cache.entry(ns.to_string()).or_default(),
+        };
+        let old = match m.get_mut(name) {
+            Some(slot) => Some(std::mem::replace(slot, o.clone())),
+            None => {
+                m.insert(name.to_string(), o.clone());
+                None
+            }
+        };
+        if old.is_none() {
+            self.count += 1;
+        }
+        old
+    }
+
+    fn remove(&mut self, o: &Object) -> Option<Object> {
+        let ns = crate::api::namespace(o);
+        let m = self.cache.get_mut(ns)?;
+        let old = m.remove(crate::api::name(o));
+        if m.is_empty() {
+            self.cache.remove(ns);
+        }
+        if old.is_some() {
+            self.count -= 1;
+        }
+        old
+    }
 }
 
 impl Informer {
     pub fn new(resource: ResourceId) -> Self {
-        Informer { resource, state: WatchState::Empty, cache: BTreeMap::new() }
+        Informer { resource, state: WatchState::Empty, cache: BTreeMap::new(), count: 0 }
     }
 
     /// Whether the store has changes this informer has not seen.
@@ -67,11 +100,11 @@ impl Informer {
             match store.events_since(self.resource, rv) {
                 Ok(events) => {
                     let mut last = rv;
+                    let events: Vec<_> = events.cloned().collect();
                     for e in events {
-                        let k = key_of(&e.object);
                         let old = match e.kind {
-                            EventType::Deleted => self.cache.remove(&k),
-                            _ => self.cache.insert(k, e.object.clone()),
+                            EventType::Deleted => self.remove(&e.object),
+                            _ => self.insert(&e.object),
                         };
                         out.deltas.push(Delta { kind: e.kind, object: e.object.clone(), old });
                         last = e.revision;
@@ -86,47 +119,49 @@ impl Informer {
             }
         }
         // List, and diff against what the cache held.
-        let mut fresh: BTreeMap<(String, String), Object> = BTreeMap::new();
-        for o in store.list(self.resource, None) {
-            fresh.insert(key_of(o), o.clone());
-        }
         let old_cache = std::mem::take(&mut self.cache);
-        for (k, o) in &old_cache {
-            if !fresh.contains_key(k) {
-                out.deltas.push(Delta { kind: EventType::Deleted, object: o.clone(), old: Some(o.clone()) });
+        self.count = 0;
+        for o in store.list(self.resource, None) {
+            self.insert(o);
+        }
+        for (ns, m) in &old_cache {
+            for (n, o) in m {
+                if self.get(ns, n).is_none() {
+                    out.deltas.push(Delta { kind: EventType::Deleted, object: o.clone(), old: Some(o.clone()) });
+                }
             }
         }
-        for (k, o) in &fresh {
-            match old_cache.get(k) {
+        let fresh: Vec<Object> = self.list(None).cloned().collect();
+        for o in fresh {
+            match old_cache.get(crate::api::namespace(&o)).and_then(|m| m.get(crate::api::name(&o))) {
                 None => out.deltas.push(Delta { kind: EventType::Added, object: o.clone(), old: None }),
-                Some(prev) if crate::api::resource_version(prev) != crate::api::resource_version(o) => {
+                Some(prev) if crate::api::resource_version(prev) != crate::api::resource_version(&o) => {
                     out.deltas.push(Delta { kind: EventType::Modified, object: o.clone(), old: Some(prev.clone()) })
                 }
                 Some(_) => {}
             }
         }
-        self.cache = fresh;
         self.state = WatchState::Watching(store.revision());
         out
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<&Object> {
-        self.cache.get(&(namespace.to_string(), name.to_string()))
+        self.cache.get(namespace)?.get(name)
     }
 
     /// Cached objects in key order; one namespace if given.
     pub fn list<'a>(&'a self, namespace: Option<&'a str>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
         match namespace {
-            Some(ns) => Box::new(self.cache.range((ns.to_string(), String::new())..).take_while(move |((n, _), _)| n == ns).map(|(_, o)| o)),
-            None => Box::new(self.cache.values()),
+            Some(ns) => Box::new(self.cache.get(ns).into_iter().flat_map(|m| m.values())),
+            None => Box::new(self.cache.values().flat_map(|m| m.values())),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.cache.len()
+        self.count
     }
     pub fn is_empty(&self) -> bool {
-        self.cache.is_empty()
+        self.count == 0
     }
 }
 

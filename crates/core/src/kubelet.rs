@@ -933,13 +933,10 @@ impl Kubelets {
             return;
         }
         let ready_now = status["conditions"].as_array().is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
-        let mut body = (*pod).clone();
-        body["status"] = status.clone();
-        if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-        }
         let user = self.nodes[ni].user.clone();
-        let r = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user));
+        // The kubelet's status manager patches the status subresource.
+        let body = json!({"status": status.clone()});
+        let r = cx.api.handle(req_as(Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user));
         if r.is_ok() {
             let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
             rt.last_status = Some(status);

@@ -134,6 +134,7 @@ impl NodeInfo {
 #[derive(Debug, Clone)]
 struct Placed {
     node: usize,
+    anti_affinity: bool,
     req: Requests,
     ports: Vec<(String, i64)>,
     owner: Option<String>,
@@ -180,6 +181,12 @@ pub struct Scheduler {
     /// owner uid -> pods per node index, and per zone (system default spreading).
     owner_nodes: HashMap<String, HashMap<usize, u32>>,
     owner_zones: HashMap<String, BTreeMap<String, u32>>,
+    /// Placed pods with required pod anti-affinity (their terms constrain everyone).
+    anti_affinity_pods: usize,
+}
+
+fn has_required_anti_affinity(pod: &Value) -> bool {
+    !get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]).is_empty()
 }
 
 impl Scheduler {
@@ -201,6 +208,7 @@ impl Scheduler {
             next_start: 0,
             owner_nodes: HashMap::new(),
             owner_zones: HashMap::new(),
+            anti_affinity_pods: 0,
         }
     }
 
@@ -230,7 +238,7 @@ impl Scheduler {
         if self.placed.contains_key(key) {
             return;
         }
-        let p = Placed { node: ni, req: pod_requests(pod), ports: host_ports(pod), owner: owner_uid(pod), priority: get_i64(pod, &["spec", "priority"]).unwrap_or(0) };
+        let p = Placed { node: ni, anti_affinity: has_required_anti_affinity(pod), req: pod_requests(pod), ports: host_ports(pod), owner: owner_uid(pod), priority: get_i64(pod, &["spec", "priority"]).unwrap_or(0) };
         let info = &mut self.infos[ni];
         info.req.cpu += p.req.cpu;
         info.req.memory += p.req.memory;
@@ -240,6 +248,9 @@ impl Scheduler {
             *info.req.other.entry(k.clone()).or_default() += v;
         }
         info.pods.insert(key.clone());
+        if p.anti_affinity {
+            self.anti_affinity_pods += 1;
+        }
         for hp in &p.ports {
             info.ports.insert(hp.clone());
         }
@@ -263,6 +274,9 @@ impl Scheduler {
             *info.req.other.entry(k.clone()).or_default() -= v;
         }
         info.pods.remove(key);
+        if p.anti_affinity {
+            self.anti_affinity_pods -= 1;
+        }
         for hp in &p.ports {
             info.ports.remove(hp);
         }
@@ -360,7 +374,7 @@ impl Scheduler {
         cluster_event
     }
 
-    fn filter(&self, pod: &Value, req: &Requests, ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
+    fn filter(&self, pod: &Value, req: &Requests, ports: &[(String, i64)], ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
         let tolerations = get_array(pod, &["spec", "tolerations"]);
@@ -381,8 +395,8 @@ impl Scheduler {
             return unresolvable("node(s) didn't match Pod's node affinity/selector");
         }
         // NodePorts
-        for (proto, port) in host_ports(pod) {
-            if info.ports.contains(&(proto, port)) {
+        for hp in ports {
+            if info.ports.contains(hp) {
                 return Err(NodeStatus { reasons: vec!["node(s) didn't have free ports for the requested pod ports".into()], resolvable: true });
             }
         }
@@ -433,6 +447,9 @@ impl Scheduler {
     }
 
     fn inter_pod_affinity(&self, pod: &Value, ni: usize) -> Option<&'static str> {
+        if self.anti_affinity_pods == 0 && get(pod, &["spec", "affinity"]).is_none() {
+            return None;
+        }
         let node = &self.infos[ni].obj;
         let ns = api::namespace(pod);
         let term_ns_ok = |term: &Value, other: &Value| {
@@ -465,6 +482,9 @@ impl Scheduler {
             }
         }
         // Existing pods' anti-affinity against this pod.
+        if self.anti_affinity_pods == 0 {
+            return None;
+        }
         for k in &self.infos[ni].pods {
             let Some(o) = self.pods.get(&k.0, &k.1) else { continue };
             for term in get_array(o, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
@@ -505,9 +525,8 @@ impl Scheduler {
             // System defaults: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway, over the
             // pods of the same owner.
             if let Some(o) = owner_uid(pod) {
-                let nodes = self.owner_nodes.get(&o).cloned().unwrap_or_default();
                 let zones = self.owner_zones.get(&o).cloned().unwrap_or_default();
-                out.push(Spread { key: "kubernetes.io/hostname".into(), max_skew: 3, hard: false, self_match: true, counts: BTreeMap::new(), node_counts: Some(nodes) });
+                out.push(Spread { key: "kubernetes.io/hostname".into(), max_skew: 3, hard: false, self_match: true, counts: BTreeMap::new(), node_counts: Some(o) });
                 out.push(Spread { key: "topology.kubernetes.io/zone".into(), max_skew: 5, hard: false, self_match: true, counts: zones, node_counts: None });
             }
         }
@@ -560,11 +579,17 @@ impl Scheduler {
                     let node = &self.infos[ni].obj;
                     soft.iter()
                         .map(|s| {
-                            let domains = if let Some(nc) = &s.node_counts { nc.len().max(1) } else { s.counts.len().max(1) };
+                            let nc = s.node_counts.as_ref().and_then(|o| self.owner_nodes.get(o));
+                            let domains = match (&s.node_counts, nc) {
+                                (Some(_), Some(nc)) => nc.len().max(1),
+                                (Some(_), None) => 1,
+                                _ => s.counts.len().max(1),
+                            };
                             let w = ((domains + 2) as f64).ln();
-                            let cnt = match &s.node_counts {
-                                Some(nc) => nc.get(&ni).copied().unwrap_or(0),
-                                None => api::label(node, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                            let cnt = match (&s.node_counts, nc) {
+                                (Some(_), Some(nc)) => nc.get(&ni).copied().unwrap_or(0),
+                                (Some(_), None) => 0,
+                                _ => api::label(node, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                             };
                             (cnt as f64 + s.max_skew as f64 - 1.0) * w
                         })
@@ -594,6 +619,7 @@ impl Scheduler {
             return;
         }
         let req = pod_requests(&pod);
+        let ports = host_ports(&pod);
         let spread = self.spread_constraints(&pod);
         // Adaptive percentageOfNodesToScore.
         let to_find = if total < 100 {
@@ -609,7 +635,7 @@ impl Scheduler {
         for off in 0..total {
             let ni = (start + off) % total;
             processed += 1;
-            match self.filter(&pod, &req, ni, &spread) {
+            match self.filter(&pod, &req, &ports, ni, &spread) {
                 Ok(()) => {
                     feasible.push(ni);
                     if feasible.len() >= to_find {
@@ -798,7 +824,8 @@ struct Spread {
     hard: bool,
     self_match: bool,
     counts: BTreeMap<String, u32>,
-    node_counts: Option<HashMap<usize, u32>>,
+    /// System default spreading per node: the owner whose pods are counted.
+    node_counts: Option<String>,
 }
 
 impl Spread {

@@ -111,16 +111,20 @@ fn json_kind(v: &Value) -> &'static str {
 struct Walker<'a> {
     s: &'a Schema,
     out: DecodeErrors,
+    /// The JSON path being walked (`spec.template.spec.containers[0]`), built in place.
+    path: String,
+    /// The same path without list indices, as Go names struct fields.
+    go_path: String,
 }
 
 impl Walker<'_> {
-    fn type_error(&mut self, v: &Value, parent: &str, path: &str, go: &str) {
+    fn type_error(&mut self, v: &Value, parent: &str, go: &str) {
         if self.out.type_error.is_none() {
-            self.out.type_error = Some(format!("json: cannot unmarshal {} into Go struct field {}.{} of type {}", json_kind(v), parent, path, go));
+            self.out.type_error = Some(format!("json: cannot unmarshal {} into Go struct field {}.{} of type {}", json_kind(v), parent, self.go_path, go));
         }
     }
 
-    fn walk(&mut self, ty: &Ty, v: &Value, path: &str, go_path: &str, parent: &str) {
+    fn walk(&mut self, ty: &Ty, v: &Value, parent: &str) {
         if v.is_null() {
             return;
         }
@@ -128,22 +132,22 @@ impl Walker<'_> {
             Ty::Any => {}
             Ty::Str => {
                 if !v.is_string() {
-                    self.type_error(v, parent, go_path, "string");
+                    self.type_error(v, parent, "string");
                 }
             }
             Ty::Int => {
                 if !(v.is_i64() || v.is_u64()) {
-                    self.type_error(v, parent, go_path, "int32");
+                    self.type_error(v, parent, "int32");
                 }
             }
             Ty::Num => {
                 if !v.is_number() {
-                    self.type_error(v, parent, go_path, "float64");
+                    self.type_error(v, parent, "float64");
                 }
             }
             Ty::Bool => {
                 if !v.is_boolean() {
-                    self.type_error(v, parent, go_path, "bool");
+                    self.type_error(v, parent, "bool");
                 }
             }
             Ty::Quantity => {
@@ -158,51 +162,69 @@ impl Walker<'_> {
                             self.out.type_error = Some("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into());
                         }
                     } else {
-                        self.type_error(v, parent, go_path, "resource.Quantity");
+                        self.type_error(v, parent, "resource.Quantity");
                     }
                 }
             }
             Ty::IntOrStr => {
                 if !(v.is_string() || v.is_i64()) {
-                    self.type_error(v, parent, go_path, "intstr.IntOrString");
+                    self.type_error(v, parent, "intstr.IntOrString");
                 }
             }
             Ty::Ref(i) => {
                 let (name, t) = &self.s.defs[*i];
-                let short = name.rsplit('.').next().unwrap_or(name).to_string();
-                self.walk(t, v, path, go_path, &short);
+                let short = name.rsplit('.').next().unwrap_or(name);
+                self.walk(t, v, short);
             }
             Ty::Obj(props) => {
                 let Some(m) = v.as_object() else {
-                    self.type_error(v, parent, go_path, &format!("v1.{parent}"));
+                    self.type_error(v, parent, &format!("v1.{parent}"));
                     return;
                 };
                 for (k, child) in m {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-                    let gp = if go_path.is_empty() { k.clone() } else { format!("{go_path}.{k}") };
-                    match props.get(k) {
-                        Some(t) => self.walk(t, child, &p, &gp, parent),
-                        None => self.out.unknown_fields.push(p),
+                    let (pl, gl) = (self.path.len(), self.go_path.len());
+                    if !self.path.is_empty() {
+                        self.path.push('.');
                     }
+                    self.path.push_str(k);
+                    if !self.go_path.is_empty() {
+                        self.go_path.push('.');
+                    }
+                    self.go_path.push_str(k);
+                    match props.get(k) {
+                        Some(t) => self.walk(t, child, parent),
+                        None => self.out.unknown_fields.push(self.path.clone()),
+                    }
+                    self.path.truncate(pl);
+                    self.go_path.truncate(gl);
                 }
             }
             Ty::Map(t) => {
                 let Some(m) = v.as_object() else {
-                    self.type_error(v, parent, go_path, "map[string]string");
+                    self.type_error(v, parent, "map[string]string");
                     return;
                 };
                 for (k, child) in m {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-                    self.walk(t, child, &p, go_path, parent);
+                    let pl = self.path.len();
+                    if !self.path.is_empty() {
+                        self.path.push('.');
+                    }
+                    self.path.push_str(k);
+                    self.walk(t, child, parent);
+                    self.path.truncate(pl);
                 }
             }
             Ty::List(t) => {
                 let Some(a) = v.as_array() else {
-                    self.type_error(v, parent, go_path, "[]");
+                    self.type_error(v, parent, "[]");
                     return;
                 };
                 for (i, child) in a.iter().enumerate() {
-                    self.walk(t, child, &format!("{path}[{i}]"), go_path, parent);
+                    let pl = self.path.len();
+                    use std::fmt::Write as _;
+                    let _ = write!(self.path, "[{i}]");
+                    self.walk(t, child, parent);
+                    self.path.truncate(pl);
                 }
             }
         }
@@ -215,8 +237,8 @@ pub fn check(api_version: &str, kind: &str, body: &Value) -> DecodeErrors {
     let Some(&root) = s.kinds.get(&format!("{api_version}/{kind}")) else {
         return DecodeErrors::default();
     };
-    let mut w = Walker { s, out: DecodeErrors::default() };
-    w.walk(&Ty::Ref(root), body, "", "", kind);
+    let mut w = Walker { s, out: DecodeErrors::default(), path: String::new(), go_path: String::new() };
+    w.walk(&Ty::Ref(root), body, kind);
     w.out
 }
 

@@ -30,6 +30,8 @@ impl EventType {
 #[derive(Debug, Clone)]
 pub struct WatchEvent {
     pub revision: u64,
+    /// Simulated time of the write.
+    pub at: crate::sim::Millis,
     pub kind: EventType,
     pub object: Object,
 }
@@ -47,21 +49,35 @@ pub enum StoreError {
 /// Objects of one resource, keyed by (namespace, name), and their change history.
 #[derive(Debug, Default, Clone)]
 struct Partition {
-    objects: BTreeMap<(String, String), Object>,
+    /// namespace -> name -> object; two levels so lookups borrow `&str` keys.
+    objects: BTreeMap<String, BTreeMap<String, Object>>,
+    count: usize,
     history: VecDeque<WatchEvent>,
     last_write: u64,
+    /// Watches from before this revision get 410 Expired.
+    compacted: u64,
 }
+
+/// The watch cache keeps at least this much history (`eventFreshDuration`).
+pub const EVENT_FRESH_DURATION: crate::sim::Millis = 75_000;
+/// ... and at least this many events (`--default-watch-cache-size`) ...
+pub const MIN_HISTORY: usize = 100;
+/// ... and at most this many per resource (the real cache grows to 100k; kubeloop caps it
+/// lower to bound memory in large simulations).
+pub const MAX_HISTORY: usize = 10_000;
 
 #[derive(Debug, Clone)]
 pub struct Store {
     revision: u64,
     compacted: u64,
     partitions: Vec<Partition>,
+    /// The simulated time, set by the API server before each request.
+    pub now: crate::sim::Millis,
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()] }
+        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()], now: 0 }
     }
 }
 
@@ -81,31 +97,37 @@ impl Store {
     }
 
     pub fn get(&self, key: &ObjectKey) -> Option<&Object> {
-        self.partitions[key.resource].objects.get(&(key.namespace.clone(), key.name.clone()))
+        self.get_by(key.resource, &key.namespace, &key.name)
     }
 
     pub fn get_by(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<&Object> {
-        self.partitions[resource].objects.get(&(namespace.to_string(), name.to_string()))
+        self.partitions[resource].objects.get(namespace)?.get(name)
     }
 
     /// Objects of a resource, in key order; all namespaces if `namespace` is `None`.
-    pub fn list<'a>(&'a self, resource: ResourceId, namespace: Option<&'a str>) -> impl Iterator<Item = &'a Object> + 'a {
+    pub fn list<'a>(&'a self, resource: ResourceId, namespace: Option<&'a str>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
         let p = &self.partitions[resource].objects;
-        let range: Box<dyn Iterator<Item = (&(String, String), &Object)>> = match namespace {
-            Some(ns) => Box::new(p.range((ns.to_string(), String::new())..).take_while(move |((n, _), _)| n == ns)),
-            None => Box::new(p.iter()),
-        };
-        range.map(|(_, o)| o)
+        match namespace {
+            Some(ns) => Box::new(p.get(ns).into_iter().flat_map(|m| m.values())),
+            None => Box::new(p.values().flat_map(|m| m.values())),
+        }
     }
 
     pub fn count(&self, resource: ResourceId) -> usize {
-        self.partitions[resource].objects.len()
+        self.partitions[resource].count
     }
 
     fn record(&mut self, resource: ResourceId, kind: EventType, object: Object) {
+        let now = self.now;
         let p = &mut self.partitions[resource];
-        p.history.push_back(WatchEvent { revision: self.revision, kind, object });
+        p.history.push_back(WatchEvent { revision: self.revision, at: now, kind, object });
         p.last_write = self.revision;
+        // The watch cache forgets events that are both old and beyond its minimum size.
+        while p.history.len() > MAX_HISTORY || (p.history.len() > MIN_HISTORY && p.history.front().is_some_and(|e| e.at + EVENT_FRESH_DURATION < now)) {
+            if let Some(e) = p.history.pop_front() {
+                p.compacted = e.revision;
+            }
+        }
     }
 
     /// The revision of the last write to `resource` (0 if none).
@@ -115,21 +137,21 @@ impl Store {
 
     /// Store a new object; its `resourceVersion` becomes the new revision.
     pub fn create(&mut self, key: &ObjectKey, obj: Object) -> Result<Object, StoreError> {
-        let k = (key.namespace.clone(), key.name.clone());
-        if self.partitions[key.resource].objects.contains_key(&k) {
+        if self.get(key).is_some() {
             return Err(StoreError::AlreadyExists);
         }
         self.revision += 1;
         let obj = with_rv(obj, self.revision);
-        self.partitions[key.resource].objects.insert(k, obj.clone());
+        let p = &mut self.partitions[key.resource];
+        p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), obj.clone());
+        p.count += 1;
         self.record(key.resource, EventType::Added, obj.clone());
         Ok(obj)
     }
 
     /// Replace an object. `expected_rv`, if given, must equal the stored `resourceVersion`.
     pub fn update(&mut self, key: &ObjectKey, obj: Object, expected_rv: Option<&str>) -> Result<Object, StoreError> {
-        let k = (key.namespace.clone(), key.name.clone());
-        let current = self.partitions[key.resource].objects.get(&k).ok_or(StoreError::NotFound)?;
+        let current = self.get(key).ok_or(StoreError::NotFound)?;
         if let Some(rv) = expected_rv {
             if !rv.is_empty() && rv != resource_version(current) {
                 return Err(StoreError::Conflict);
@@ -137,21 +159,28 @@ impl Store {
         }
         self.revision += 1;
         let obj = with_rv(obj, self.revision);
-        self.partitions[key.resource].objects.insert(k, obj.clone());
+        if let Some(slot) = self.partitions[key.resource].objects.get_mut(&key.namespace).and_then(|m| m.get_mut(&key.name)) {
+            *slot = obj.clone();
+        }
         self.record(key.resource, EventType::Modified, obj.clone());
         Ok(obj)
     }
 
     /// Remove an object; the watch sees it with the deletion's revision.
     pub fn delete(&mut self, key: &ObjectKey, expected_rv: Option<&str>) -> Result<Object, StoreError> {
-        let k = (key.namespace.clone(), key.name.clone());
-        let current = self.partitions[key.resource].objects.get(&k).ok_or(StoreError::NotFound)?;
+        let current = self.get(key).ok_or(StoreError::NotFound)?;
         if let Some(rv) = expected_rv {
             if !rv.is_empty() && rv != resource_version(current) {
                 return Err(StoreError::Conflict);
             }
         }
-        let old = self.partitions[key.resource].objects.remove(&k).ok_or(StoreError::NotFound)?;
+        let p = &mut self.partitions[key.resource];
+        let ns_map = p.objects.get_mut(&key.namespace).ok_or(StoreError::NotFound)?;
+        let old = ns_map.remove(&key.name).ok_or(StoreError::NotFound)?;
+        if ns_map.is_empty() {
+            p.objects.remove(&key.namespace);
+        }
+        p.count -= 1;
         self.revision += 1;
         let obj = with_rv(old, self.revision);
         self.record(key.resource, EventType::Deleted, obj.clone());
@@ -160,10 +189,12 @@ impl Store {
 
     /// Changes to `resource` after revision `since`, oldest first.
     pub fn events_since(&self, resource: ResourceId, since: u64) -> Result<impl Iterator<Item = &WatchEvent>, StoreError> {
-        if since < self.compacted {
-            return Err(StoreError::Expired(since, self.compacted));
+        let p = &self.partitions[resource];
+        let oldest = self.compacted.max(p.compacted);
+        if since < oldest {
+            return Err(StoreError::Expired(since, oldest));
         }
-        let h = &self.partitions[resource].history;
+        let h = &p.history;
         // History is ordered by revision: binary search the first event after `since`.
         let start = h.partition_point(|e| e.revision <= since);
         Ok(h.range(start..))
@@ -184,7 +215,7 @@ impl Store {
 
     /// Every stored object, resource by resource in table order, then by key.
     pub fn all(&self) -> impl Iterator<Item = &Object> {
-        self.partitions.iter().flat_map(|p| p.objects.values())
+        self.partitions.iter().flat_map(|p| p.objects.values().flat_map(|m| m.values()))
     }
 }
 

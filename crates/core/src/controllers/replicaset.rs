@@ -117,6 +117,15 @@ pub enum Plan {
     Delete(Vec<String>),
 }
 
+/// Planning when no pod must go: only the counts matter.
+pub fn plan_counts(replicas: i64, active: i64) -> Plan {
+    if active < replicas {
+        Plan::Create(((replicas - active) as usize).min(BURST_REPLICAS))
+    } else {
+        Plan::Nothing
+    }
+}
+
 /// The pure planning step: compare active pods with `spec.replicas`.
 pub fn plan(replicas: i64, active: &[(Object, i64)], now: Millis) -> Plan {
     let diff = active.len() as i64 - replicas;
@@ -132,21 +141,58 @@ pub fn plan(replicas: i64, active: &[(Object, i64)], now: Millis) -> Plan {
     }
 }
 
-/// The pure status computation (`calculateStatus`).
+/// What a ReplicaSet's pods add up to (kept incrementally by the controller).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    pub active: i64,
+    pub fully_labeled: i64,
+    pub ready: i64,
+    pub terminating: i64,
+}
+
+impl Counts {
+    /// One pod's contribution to its ReplicaSet's counts.
+    pub fn of(pod: &Value, template_labels: &serde_json::Map<String, Value>) -> Counts {
+        let active = pod_is_active(pod);
+        Counts {
+            active: active as i64,
+            fully_labeled: (active && crate::labels::map_matches(template_labels, api::labels(pod))) as i64,
+            ready: (active && pod_is_ready(pod)) as i64,
+            terminating: api::is_deleting(pod) as i64,
+        }
+    }
+    fn add(&mut self, o: Counts, sign: i64) {
+        self.active += sign * o.active;
+        self.fully_labeled += sign * o.fully_labeled;
+        self.ready += sign * o.ready;
+        self.terminating += sign * o.terminating;
+    }
+}
+
+fn template_labels(rs: &Value) -> serde_json::Map<String, Value> {
+    get(rs, &["spec", "template", "metadata", "labels"]).and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// The pure status computation (`calculateStatus`) from pods.
 pub fn status(rs: &Value, pods: &[Object], now: Millis, failure: Option<(&str, &str)>) -> Value {
     let min_ready = get_i64(rs, &["spec", "minReadySeconds"]).unwrap_or(0);
-    let tmpl_labels = get(rs, &["spec", "template", "metadata", "labels"]).and_then(Value::as_object).cloned().unwrap_or_default();
-    let active: Vec<&Object> = pods.iter().filter(|p| pod_is_active(p)).collect();
-    let fully = active.iter().filter(|p| crate::labels::map_matches(&tmpl_labels, api::labels(p))).count();
-    let ready = active.iter().filter(|p| pod_is_ready(p)).count();
-    let available = active.iter().filter(|p| pod_is_available(p, min_ready, now)).count();
-    let terminating = pods.iter().filter(|p| api::is_deleting(p)).count();
+    let labels = template_labels(rs);
+    let mut c = Counts::default();
+    for p in pods {
+        c.add(Counts::of(p, &labels), 1);
+    }
+    let available = pods.iter().filter(|p| pod_is_active(p) && pod_is_available(p, min_ready, now)).count() as i64;
+    status_from_counts(rs, c, available, now, failure)
+}
+
+/// Status from counts; `available` is counted by the caller (it depends on time).
+pub fn status_from_counts(rs: &Value, c: Counts, available: i64, now: Millis, failure: Option<(&str, &str)>) -> Value {
     let mut s = json!({
-        "replicas": active.len(),
-        "fullyLabeledReplicas": fully,
-        "readyReplicas": ready,
+        "replicas": c.active,
+        "fullyLabeledReplicas": c.fully_labeled,
+        "readyReplicas": c.ready,
         "availableReplicas": available,
-        "terminatingReplicas": terminating,
+        "terminatingReplicas": c.terminating,
         "observedGeneration": api::generation(rs),
     });
     // Zero counts are omitted, as Go's omitempty does.
@@ -179,6 +225,12 @@ pub struct ReplicaSetController {
     expectations: BTreeMap<(String, String), Expectations>,
     queue: BTreeSet<(String, String)>,
     failures: BTreeMap<(String, String), (String, String)>,
+    /// controller uid -> what its pods add up to
+    counts: HashMap<String, Counts>,
+    /// pod -> (owner uid, the contribution it made)
+    contributions: HashMap<(String, String), (String, Counts)>,
+    /// Active pods without a controller, candidates for adoption.
+    orphans: BTreeSet<(String, String)>,
 }
 
 impl Default for ReplicaSetController {
@@ -199,6 +251,28 @@ impl ReplicaSetController {
             expectations: BTreeMap::new(),
             queue: BTreeSet::new(),
             failures: BTreeMap::new(),
+            counts: HashMap::new(),
+            contributions: HashMap::new(),
+            orphans: BTreeSet::new(),
+        }
+    }
+
+    /// Move a pod's contribution from what it was to what it is.
+    fn recount(&mut self, key: &(String, String), now: Option<(&str, &Value)>) {
+        if let Some((uid, c)) = self.contributions.remove(key) {
+            if let Some(total) = self.counts.get_mut(&uid) {
+                total.add(c, -1);
+            }
+        }
+        if let Some((uid, pod)) = now {
+            let labels = api::controller_ref(pod)
+                .and_then(|r| get_str(r, &["name"]))
+                .and_then(|n| self.rs.get(&key.0, n))
+                .map(|rs| template_labels(rs))
+                .unwrap_or_default();
+            let c = Counts::of(pod, &labels);
+            self.counts.entry(uid.to_string()).or_default().add(c, 1);
+            self.contributions.insert(key.clone(), (uid.to_string(), c));
         }
     }
 
@@ -217,6 +291,15 @@ impl ReplicaSetController {
             if d.kind == EventType::Deleted {
                 self.expectations.remove(&key);
             } else {
+                if d.old.as_ref().is_some_and(|o| template_labels(o) != template_labels(&d.object)) {
+                    let uid = api::uid(&d.object).to_string();
+                    let owned: Vec<(String, String)> = self.by_owner.get(&uid).map(|s| s.iter().cloned().collect()).unwrap_or_default();
+                    for k in owned {
+                        if let Some(p) = self.pods.get(&k.0, &k.1).cloned() {
+                            self.recount(&k, Some((&uid, &p)));
+                        }
+                    }
+                }
                 self.queue.insert(key);
             }
         }
@@ -229,6 +312,16 @@ impl ReplicaSetController {
             let name = api::name(&d.object).to_string();
             let owner = Self::owner_of(&d.object);
             let old_owner = d.old.as_ref().and_then(|o| Self::owner_of(o));
+            let pkey = (ns.clone(), name.clone());
+            match (&owner, d.kind) {
+                (Some((uid, _)), k) if k != EventType::Deleted => self.recount(&pkey, Some((uid, &d.object))),
+                _ => self.recount(&pkey, None),
+            }
+            if owner.is_none() && d.kind != EventType::Deleted && pod_is_active(&d.object) {
+                self.orphans.insert(pkey.clone());
+            } else {
+                self.orphans.remove(&pkey);
+            }
             if let Some((uid, _)) = &old_owner {
                 if owner.as_ref().map(|o| &o.0) != Some(uid) || d.kind == EventType::Deleted {
                     if let Some(set) = self.by_owner.get_mut(uid) {
@@ -303,8 +396,10 @@ impl ReplicaSetController {
         let selector = get(&rs, &["spec", "selector"]).cloned();
         if !api::is_deleting(&rs) {
             let orphans: Vec<Object> = self
-                .pods
-                .list(Some(&key.0))
+                .orphans
+                .iter()
+                .filter(|(ns, _)| *ns == key.0)
+                .filter_map(|(ns, n)| self.pods.get(ns, n))
                 .filter(|p| api::controller_ref(p).is_none() && pod_is_active(p) && crate::labels::selector_matches(selector.as_ref(), api::labels(p)))
                 .cloned()
                 .collect();
@@ -318,19 +413,26 @@ impl ReplicaSetController {
                 }
             }
         }
-        let pods = self.owned_pods(&rs);
         let mut failure: Option<(String, String)> = self.failures.get(key).cloned();
+        let counts = self.counts.get(api::uid(&rs)).copied().unwrap_or_default();
         if satisfied && !api::is_deleting(&rs) {
             let replicas = get_i64(&rs, &["spec", "replicas"]).unwrap_or(1);
-            let active: Vec<Object> = pods.iter().filter(|p| pod_is_active(p)).cloned().collect();
-            let mut per_node: HashMap<&str, i64> = HashMap::new();
-            for p in &active {
-                if let Some(n) = get_str(p, &["spec", "nodeName"]) {
-                    *per_node.entry(n).or_default() += 1;
+            // Only a surplus needs the pods themselves, to rank them.
+            let ranked: Vec<(Object, i64)> = if counts.active > replicas {
+                let active: Vec<Object> = self.owned_pods(&rs).into_iter().filter(|p| pod_is_active(p)).collect();
+                let mut per_node: BTreeMap<&str, i64> = BTreeMap::new();
+                for p in &active {
+                    if let Some(n) = get_str(p, &["spec", "nodeName"]) {
+                        *per_node.entry(n).or_default() += 1;
+                    }
                 }
-            }
-            let ranked: Vec<(Object, i64)> = active.iter().map(|p| (p.clone(), get_str(p, &["spec", "nodeName"]).and_then(|n| per_node.get(n).copied()).unwrap_or(0))).collect();
-            match plan(replicas, &ranked, cx.now) {
+                active.iter().map(|p| (p.clone(), get_str(p, &["spec", "nodeName"]).and_then(|n| per_node.get(n).copied()).unwrap_or(0))).collect()
+            } else {
+                Vec::new()
+            };
+            let active_len = counts.active;
+            let decision = if ranked.is_empty() { plan_counts(replicas, active_len) } else { plan(replicas, &ranked, cx.now) };
+            match decision {
                 Plan::Nothing => {
                     failure = None;
                 }
@@ -347,7 +449,7 @@ impl ReplicaSetController {
                         let r = cx.api.handle(req_as(Request::delete(rid::POD, &key.0, &n, crate::apiserver::Credentials::User(self.user.clone())), "replicaset-controller", &self.user));
                         match r {
                             Ok(_) => {
-                                cx.trace(Flow::ReplicaSetController, "delete-pod", format!("Pod/{}/{n}", key.0), "ok", "", format!("{obj_name} has {} pods, wants {replicas}: deleting {n}", active.len()));
+                                cx.trace(Flow::ReplicaSetController, "delete-pod", format!("Pod/{}/{n}", key.0), "ok", "", format!("{obj_name} has {active_len} pods, wants {replicas}: deleting {n}"));
                                 cx.event(&self.source, &rs, None, "Normal", "SuccessfulDelete", &format!("Deleted pod: {n}"), None);
                             }
                             Err(s) => {
@@ -373,9 +475,17 @@ impl ReplicaSetController {
                 }
             }
         }
-        // Status, from the cache as it is now.
-        let pods = self.owned_pods(&rs);
-        let new_status = status(&rs, &pods, cx.now, failure.as_ref().map(|(a, b)| (a.as_str(), b.as_str())));
+        // Status, from the counts as they are now.
+        let counts = self.counts.get(api::uid(&rs)).copied().unwrap_or_default();
+        let min_ready = get_i64(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);
+        let (available, waiting) = if min_ready <= 0 {
+            (counts.ready, false)
+        } else {
+            let pods = self.owned_pods(&rs);
+            let avail = pods.iter().filter(|p| pod_is_active(p) && pod_is_available(p, min_ready, cx.now)).count() as i64;
+            (avail, pods.iter().any(|p| pod_is_ready(p) && !pod_is_available(p, min_ready, cx.now)))
+        };
+        let new_status = status_from_counts(&rs, counts, available, cx.now, failure.as_ref().map(|(a, b)| (a.as_str(), b.as_str())));
         if rs.get("status") != Some(&new_status) {
             let mut body = (*rs).clone();
             body["status"] = new_status;
@@ -385,8 +495,7 @@ impl ReplicaSetController {
             let _ = cx.api.handle(req_as(Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"), "replicaset-controller", &self.user));
         }
         // Availability after minReadySeconds needs a later look.
-        let min_ready = get_i64(&rs, &["spec", "minReadySeconds"]).unwrap_or(0);
-        if min_ready > 0 && pods.iter().any(|p| pod_is_ready(p) && !pod_is_available(p, min_ready, cx.now)) {
+        if waiting {
             cx.after(min_ready as Millis * 1000 + 1, format!("{}/{}", key.0, key.1));
         }
     }
