@@ -717,11 +717,12 @@ impl ApiServer {
             (Verb::Patch(ty), "status") => {
                 // Only status changes through the status subresource.
                 let mut n = (*current).clone();
-                let mut st = n.get("status").cloned().unwrap_or(json!({}));
-                let patch = body.get("status").cloned().unwrap_or(json!({}));
+                let mut st = n.get_mut("status").map(Value::take).unwrap_or(json!({}));
+                let empty = json!({});
+                let patch = body.get("status").unwrap_or(&empty);
                 match ty {
-                    PatchType::Merge => crate::patch::merge(&mut st, &patch),
-                    PatchType::Strategic => crate::patch::strategic_merge(&mut st, &patch),
+                    PatchType::Merge => crate::patch::merge(&mut st, patch),
+                    PatchType::Strategic => crate::patch::strategic_merge(&mut st, patch),
                     PatchType::Json => {
                         let mut whole = (*current).clone();
                         if let Err(e) = crate::patch::json_patch(&mut whole, &body) {

@@ -52,6 +52,15 @@ pub fn go_duration(ms: Millis) -> String {
     }
 }
 
+/// Whichever of two versions of a pod has the higher resourceVersion.
+fn fresher<'a>(a: &'a Value, b: Option<&'a Object>) -> &'a Value {
+    let rv = |o: &Value| api::resource_version(o).parse::<u64>().unwrap_or(0);
+    match b {
+        Some(b) if rv(b) > rv(a) => b.as_ref(),
+        _ => a,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum CState {
     Waiting { reason: String, message: Option<String> },
@@ -101,8 +110,8 @@ struct PodRt {
     /// Bumped to invalidate timers set for an earlier incarnation.
     epoch: u64,
     ready_reported: bool,
-    /// The status this kubelet last wrote (the informer may not have seen it yet).
-    last_status: Option<Value>,
+    /// The pod as this kubelet last wrote it (the informer may not have seen it yet).
+    last_written: Option<Object>,
 }
 
 struct Node {
@@ -274,7 +283,7 @@ impl Kubelets {
                 });
             }
         }
-        let rt = PodRt { uid: api::uid(pod).to_string(), stage: Stage::Volumes, ip: None, ip_offset: None, started: cx.now, ctrs, mount_fail_since: None, mount_backoff: 500, long_mount_reported: false, epoch: self.epoch, ready_reported: false, last_status: None };
+        let rt = PodRt { uid: api::uid(pod).to_string(), stage: Stage::Volumes, ip: None, ip_offset: None, started: cx.now, ctrs, mount_fail_since: None, mount_backoff: 500, long_mount_reported: false, epoch: self.epoch, ready_reported: false, last_written: None };
         let node = &mut self.nodes[ni];
         node.pods.insert(key.clone(), rt);
         cx.trace(Flow::Kubelet, "sync", format!("Pod/{}/{}", key.0, key.1), "ok", api::resource_version(pod), format!("kubelet on {} sees the pod bound to its node", node.name));
@@ -837,7 +846,7 @@ impl Kubelets {
     /// The pod status this kubelet reports (`generateAPIPodStatus`).
     fn status_of(&self, ni: usize, pod: &Value, rt: &PodRt, now: Millis) -> Value {
         let node = &self.nodes[ni];
-        let mut status = rt.last_status.clone().or_else(|| pod.get("status").cloned()).unwrap_or(json!({}));
+        let mut status = fresher(pod, rt.last_written.as_ref()).get("status").cloned().unwrap_or(json!({}));
         let ts = |t: Millis| json!(rfc3339(t));
         let ctr_json = |c: &Ctr| -> Value {
             let state = match &c.state {
@@ -928,18 +937,17 @@ impl Kubelets {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let Some(rt) = self.nodes[ni].pods.get(key) else { return };
         let status = self.status_of(ni, &pod, rt, cx.now);
-        let base = rt.last_status.clone().or_else(|| pod.get("status").cloned());
-        if base.as_ref() == Some(&status) {
+        if fresher(&pod, rt.last_written.as_ref()).get("status") == Some(&status) {
             return;
         }
         let ready_now = status["conditions"].as_array().is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
         let user = self.nodes[ni].user.clone();
         // The kubelet's status manager patches the status subresource.
-        let body = json!({"status": status.clone()});
+        let body = json!({"status": status});
         let r = cx.api.handle(req_as(Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user));
-        if r.is_ok() {
+        if let Ok(stored) = r {
             let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
-            rt.last_status = Some(status);
+            rt.last_written = Some(stored);
             if ready_now && !rt.ready_reported {
                 rt.ready_reported = true;
                 cx.trace(Flow::Ready, "ready", format!("Pod/{}/{}", key.0, key.1), "ok", "", format!("kubelet on {} reports the pod Ready", self.nodes[ni].name));

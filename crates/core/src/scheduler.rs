@@ -104,6 +104,10 @@ struct NodeInfo {
     pods: BTreeSet<Key>,
     ports: BTreeSet<(String, i64)>,
     zone: Option<String>,
+    /// Precomputed from the Node so that filtering reads no JSON.
+    unschedulable: bool,
+    hard_taints: Vec<Value>,
+    prefer_taints: Vec<Value>,
 }
 
 impl NodeInfo {
@@ -125,6 +129,9 @@ impl NodeInfo {
             pods: BTreeSet::new(),
             ports: BTreeSet::new(),
             zone: api::label(&obj, "topology.kubernetes.io/zone").map(str::to_string),
+            unschedulable: api::get_bool(&obj, &["spec", "unschedulable"]).unwrap_or(false),
+            hard_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| matches!(get_str(t, &["effect"]), Some("NoSchedule") | Some("NoExecute"))).cloned().collect(),
+            prefer_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule")).cloned().collect(),
             obj,
         }
     }
@@ -308,6 +315,7 @@ impl Scheduler {
                         let mut shell = (*d.object).clone();
                         api::set(&mut shell, &["spec", "unschedulable"], json!(true));
                         self.infos[i].obj = Object::new(shell);
+                        self.infos[i].unschedulable = true;
                     }
                 }
                 _ => {
@@ -322,6 +330,9 @@ impl Scheduler {
                             info.alloc_pods = fresh.alloc_pods;
                             info.alloc_other = fresh.alloc_other;
                             info.zone = fresh.zone;
+                            info.unschedulable = fresh.unschedulable;
+                            info.hard_taints = fresh.hard_taints;
+                            info.prefer_taints = fresh.prefer_taints;
                         }
                         None => {
                             self.index.insert(name, self.infos.len());
@@ -374,24 +385,21 @@ impl Scheduler {
         cluster_event
     }
 
-    fn filter(&self, pod: &Value, req: &Requests, ports: &[(String, i64)], ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
+    fn filter(&self, pod: &Value, req: &Requests, ports: &[(String, i64)], affinity: bool, ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
         let tolerations = get_array(pod, &["spec", "tolerations"]);
         let unresolvable = |r: &str| Err(NodeStatus { reasons: vec![r.to_string()], resolvable: false });
         // NodeUnschedulable
-        if api::get_bool(node, &["spec", "unschedulable"]).unwrap_or(false) && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
+        if info.unschedulable && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
             return unresolvable("node(s) were unschedulable");
         }
         // TaintToleration
-        for t in get_array(node, &["spec", "taints"]) {
-            let e = get_str(t, &["effect"]).unwrap_or("");
-            if (e == "NoSchedule" || e == "NoExecute") && !tolerates(tolerations, t) {
-                return unresolvable("node(s) had untolerated taint(s)");
-            }
+        if info.hard_taints.iter().any(|t| !tolerates(tolerations, t)) {
+            return unresolvable("node(s) had untolerated taint(s)");
         }
         // NodeAffinity (nodeSelector and required terms)
-        if !node_affinity_matches(pod, node) {
+        if affinity && !node_affinity_matches(pod, node) {
             return unresolvable("node(s) didn't match Pod's node affinity/selector");
         }
         // NodePorts
@@ -550,7 +558,7 @@ impl Scheduler {
         }
         // TaintToleration: fewer intolerable PreferNoSchedule taints is better (weight 3).
         let tol = get_array(pod, &["spec", "tolerations"]);
-        let raw: Vec<i64> = feasible.iter().map(|&ni| get_array(&self.infos[ni].obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule") && !tolerates(tol, t)).count() as i64).collect();
+        let raw: Vec<i64> = feasible.iter().map(|&ni| self.infos[ni].prefer_taints.iter().filter(|t| !tolerates(tol, t)).count() as i64).collect();
         let max = raw.iter().copied().max().unwrap_or(0);
         for i in 0..n {
             total[i] += 3 * if max == 0 { 100 } else { 100 - raw[i] * 100 / max };
@@ -589,6 +597,7 @@ impl Scheduler {
                             let cnt = match (&s.node_counts, nc) {
                                 (Some(_), Some(nc)) => nc.get(&ni).copied().unwrap_or(0),
                                 (Some(_), None) => 0,
+                                _ if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                                 _ => api::label(node, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                             };
                             (cnt as f64 + s.max_skew as f64 - 1.0) * w
@@ -620,6 +629,7 @@ impl Scheduler {
         }
         let req = pod_requests(&pod);
         let ports = host_ports(&pod);
+        let affinity = pod_has_node_affinity(&pod);
         let spread = self.spread_constraints(&pod);
         // Adaptive percentageOfNodesToScore.
         let to_find = if total < 100 {
@@ -635,7 +645,7 @@ impl Scheduler {
         for off in 0..total {
             let ni = (start + off) % total;
             processed += 1;
-            match self.filter(&pod, &req, &ports, ni, &spread) {
+            match self.filter(&pod, &req, &ports, affinity, ni, &spread) {
                 Ok(()) => {
                     feasible.push(ni);
                     if feasible.len() >= to_find {
@@ -832,6 +842,11 @@ impl Spread {
     fn min_count(&self) -> u32 {
         self.counts.values().copied().min().unwrap_or(0)
     }
+}
+
+/// Whether a pod constrains nodes by selector or required node affinity at all.
+pub fn pod_has_node_affinity(pod: &Value) -> bool {
+    get(pod, &["spec", "nodeSelector"]).is_some() || get(pod, &["spec", "affinity", "nodeAffinity"]).is_some()
 }
 
 /// nodeSelector and required node affinity (`nodeaffinity.GetRequiredNodeAffinity`).
