@@ -201,18 +201,24 @@ impl Kubelets {
                 touched.insert((ni, key));
             }
         }
-        if volumes_changed {
-            for (ni, n) in self.nodes.iter().enumerate() {
-                for (k, rt) in &n.pods {
-                    if rt.stage == Stage::Volumes {
-                        touched.insert((ni, k.clone()));
-                    }
-                }
-            }
-        }
         for (ni, key) in touched {
             if !self.nodes[ni].down {
                 self.reconcile(cx, ni, &key);
+            }
+        }
+        // A ConfigMap or Secret that appears lets waiting mounts proceed at once (the
+        // kubelet's volume manager watches them).
+        if volumes_changed {
+            let waiting: Vec<(usize, Key)> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| !n.down)
+                .flat_map(|(ni, n)| n.pods.iter().filter(|(_, rt)| rt.stage == Stage::Volumes).map(move |(k, _)| (ni, k.clone())))
+                .collect();
+            for (ni, key) in waiting {
+                cx.user = self.nodes[ni].user.name.clone();
+                self.progress(cx, ni, &key);
             }
         }
     }

@@ -86,7 +86,10 @@ pub fn parse(text: &str) -> Vec<Document> {
                     Some(i) => msg[..i].to_string(),
                     None => msg,
                 };
-                doc.diagnostics.push(Diagnostic { line: start + line - 1, column, message: format!("yaml: line {}: {}", start + line - 1, msg) });
+                // An error found at the end of the document belongs to its last content line.
+                let last_content = start + lines.iter().rposition(|l| !l.trim().is_empty()).unwrap_or(0);
+                let line = (start + line - 1).min(last_content);
+                doc.diagnostics.push(Diagnostic { line, column, message: format!("yaml: line {line}: {msg}") });
             }
         }
         docs.push(doc);

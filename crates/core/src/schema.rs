@@ -174,6 +174,12 @@ impl Walker<'_> {
             Ty::Ref(i) => {
                 let (name, t) = &self.s.defs[*i];
                 let short = name.rsplit('.').next().unwrap_or(name);
+                // A struct-typed field given something else is the parent struct's error.
+                if matches!(t, Ty::Obj(_)) && !v.is_object() {
+                    let pkg = name.rsplit('.').nth(1).unwrap_or("v1");
+                    self.type_error(v, parent, &format!("{pkg}.{short}"));
+                    return;
+                }
                 self.walk(t, v, short);
             }
             Ty::Obj(props) => {

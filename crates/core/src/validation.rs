@@ -193,7 +193,13 @@ fn validate_container(path: &str, c: &Value, volumes: &[String], errs: &mut Vec<
 
 /// PodSpec checks (`ValidatePodSpec`); `path` is `spec` or `spec.template.spec`.
 pub fn validate_pod_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
-    let mut volumes = Vec::new();
+    validate_pod_spec_with(path, spec, &[], errs)
+}
+
+/// PodSpec checks where mounts may also name `extra` volumes (a StatefulSet's
+/// volumeClaimTemplates).
+pub fn validate_pod_spec_with(path: &str, spec: &Value, extra: &[String], errs: &mut Vec<FieldError>) {
+    let mut volumes: Vec<String> = extra.to_vec();
     for (i, v) in get_array(spec, &["volumes"]).iter().enumerate() {
         let n = get_str(v, &["name"]).unwrap_or("").to_string();
         if n.is_empty() {
@@ -290,9 +296,10 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
         }
     }
     validate_labels("spec.template.metadata.labels", labels, errs);
+    let claims: Vec<String> = get_array(obj, &["spec", "volumeClaimTemplates"]).iter().filter_map(|c| get_str(c, &["metadata", "name"])).map(str::to_string).collect();
     match get(obj, &["spec", "template", "spec"]) {
         Some(spec) => {
-            validate_pod_spec("spec.template.spec", spec, errs);
+            validate_pod_spec_with("spec.template.spec", spec, &claims, errs);
             if kind != "Job" {
                 if let Some(rp) = get(spec, &["restartPolicy"]) {
                     if rp.as_str() != Some("Always") {

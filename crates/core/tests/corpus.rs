@@ -1,0 +1,66 @@
+//! Every manifest of the Kubernetes website examples (tests/corpus) applied to a fresh
+//! cluster: what a real 1.36 API server accepts is accepted, and the few files it rejects
+//! are rejected with its error.
+
+use kubeloop_core::apiserver::Credentials;
+use kubeloop_core::cluster::{Action, Cluster, Config};
+use std::path::{Path, PathBuf};
+
+fn corpus_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/kubernetes-website-examples");
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("corpus folder") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_website_examples_apply_as_on_a_real_cluster() {
+    let files = corpus_files();
+    assert!(files.len() > 100, "corpus missing: {} files", files.len());
+    let mut rejected = Vec::new();
+    for f in &files {
+        let rel = f.to_string_lossy().split("kubernetes-website-examples/").nth(1).unwrap_or("").to_string();
+        let text = std::fs::read_to_string(f).expect("read");
+        let mut c = Cluster::new(Config { trace: false, ..Default::default() });
+        // The docs create a page's namespace first (`kubectl create namespace ...`).
+        for doc in kubeloop_core::manifest::parse(&text) {
+            if let Some(ns) = doc.object.as_ref().and_then(|o| o.get("metadata")).and_then(|m| m.get("namespace")).and_then(|n| n.as_str()) {
+                let ns_text = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n");
+                c.act(Credentials::Token("admin-token".into()), Action::Apply { text: ns_text, file: "namespace.yaml".into() });
+            }
+        }
+        c.run_until(1_000);
+        let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text, file: rel.clone() });
+        for line in out.output {
+            if !(line.ends_with(" created") || line.ends_with(" configured") || line.ends_with(" unchanged")) {
+                rejected.push(format!("{rel}: {line}"));
+            }
+        }
+        // Let the loops run a little: nothing may panic on real manifests.
+        c.run_until(30_000);
+    }
+    let expected = [
+        "application/job/cronjob.yaml: error: resource mapping not found for name: \"hello\" namespace: \"\" from \"application/job/cronjob.yaml\": no matches for kind \"CronJob\" in version \"batch/v1beta1\"\nensure CRDs are installed first",
+        // The page assumes a ServiceAccount created beforehand.
+        "pods/pod-projected-svc-token.yaml: Error from server (Forbidden): error when creating \"pods/pod-projected-svc-token.yaml\": pods \"nginx\" is forbidden: error looking up service account default/build-robot: serviceaccount \"build-robot\" not found",
+        // Field names are case-sensitive since the API server's strict decoder.
+        "pods/probe/grpc-liveness.yaml: Error from server (BadRequest): error when creating \"pods/probe/grpc-liveness.yaml\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].livenessProbe.gRPC\"",
+        "pods/pod-with-node-affinity.yaml: Error from server (BadRequest): error when creating \"pods/pod-with-node-affinity.yaml\": Pod in version \"v1\" cannot be handled as a Pod: json: cannot unmarshal array into Go struct field NodeAffinity.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution of type v1.NodeSelector",
+    ];
+    for e in expected {
+        assert!(rejected.iter().any(|r| r == e), "expected rejection missing: {e}\nall rejections:\n{}", rejected.join("\n"));
+    }
+    let unexpected: Vec<&String> = rejected.iter().filter(|r| !expected.contains(&r.as_str()) && !r.contains("v1alpha1") && !r.contains("v1beta1")).collect();
+    assert!(unexpected.is_empty(), "unexpected rejections:\n{}", unexpected.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+}

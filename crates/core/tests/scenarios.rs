@@ -1,0 +1,223 @@
+//! Golden scenario tests: the example scenarios run end to end, their key trace lines and
+//! final state are compared with reviewed snapshots in `tests/golden/` (rewrite them with
+//! `KUBELOOP_BLESS=1 cargo test`), and each test asserts the behaviour it is named after.
+
+use kubeloop_core::api::{self, get_array, get_str, rid, Object};
+use kubeloop_core::cluster::Cluster;
+use kubeloop_core::scenario::{add_file, Scenario};
+use kubeloop_core::trace::Flow;
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn load(example: &str) -> (Scenario, Cluster) {
+    let path = root().join("examples").join(example);
+    let text = std::fs::read_to_string(&path).expect("example exists");
+    let mut sc = Scenario::default();
+    add_file(&mut sc, &format!("examples/{example}"), &text);
+    assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+    let mut c = Cluster::new(sc.config(None, true));
+    c.add_steps(sc.steps.clone());
+    (sc, c)
+}
+
+fn pods(c: &Cluster) -> Vec<Object> {
+    c.api.store.list(rid::POD, None).cloned().collect()
+}
+
+fn ready(p: &Object) -> bool {
+    kubeloop_core::controllers::replicaset::pod_is_ready(p)
+}
+
+fn events(c: &Cluster, reason: &str) -> Vec<String> {
+    c.api.store.list(rid::EVENT, None).filter(|e| get_str(e, &["reason"]) == Some(reason)).map(|e| get_str(e, &["message"]).unwrap_or("").to_string()).collect()
+}
+
+/// The lines a reader follows: loop decisions, failure paths, kubectl output, final pods.
+fn summary(c: &Cluster) -> String {
+    let mut out = String::new();
+    for r in &c.api.trace.records {
+        let keep = r.request.is_none() && !matches!(r.stage, "queue" | "watch" | "score" | "volumes");
+        if keep || (r.request.is_some() && r.flow == Flow::Denied) {
+            out.push_str(&format!("{:>9} {:<10} {:<22} {} {}\n", r.t, r.flow.as_str(), r.component, r.object, r.message));
+        }
+    }
+    out.push_str("--- pods\n");
+    for p in pods(c) {
+        let waiting = get_array(&p, &["status", "containerStatuses"]).iter().find_map(|s| get_str(s, &["state", "waiting", "reason"])).map(str::to_string);
+        let status = if api::is_deleting(&p) { "Terminating".to_string() } else { waiting.unwrap_or_else(|| get_str(&p, &["status", "phase"]).unwrap_or("").to_string()) };
+        out.push_str(&format!("{} {} ready={} node={}\n", api::name(&p), status, ready(&p), get_str(&p, &["spec", "nodeName"]).unwrap_or("<none>")));
+    }
+    out
+}
+
+fn golden(name: &str, c: &Cluster) {
+    let path = root().join("tests/golden").join(format!("{name}.txt"));
+    let actual = summary(c);
+    if std::env::var("KUBELOOP_BLESS").is_ok() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &actual).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != actual {
+        let diff: Vec<String> = expected.lines().zip(actual.lines()).enumerate().filter(|(_, (a, b))| a != b).take(5).map(|(i, (a, b))| format!("line {}:\n  expected: {a}\n  actual:   {b}", i + 1)).collect();
+        panic!("{name}: trace differs from tests/golden/{name}.txt (rerun with KUBELOOP_BLESS=1 after reviewing)\n{}\nexpected {} lines, got {}", diff.join("\n"), expected.lines().count(), actual.lines().count());
+    }
+}
+
+#[test]
+fn checkout_reaches_two_ready_pods_and_the_latest_tag_is_denied() {
+    let (_, mut c) = load("checkout.yaml");
+    c.run_to_quiet(3_600_000);
+    let ps = pods(&c);
+    assert_eq!(ps.len(), 2);
+    assert!(ps.iter().all(ready), "both checkout pods are Ready");
+    // The Deployment, its ReplicaSet and the Service's endpoints all agree.
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "checkout").expect("deployment");
+    assert_eq!(d["status"]["readyReplicas"], 2);
+    let conds: Vec<(&str, &str)> = get_array(d, &["status", "conditions"]).iter().map(|c| (get_str(c, &["type"]).unwrap_or(""), get_str(c, &["reason"]).unwrap_or(""))).collect();
+    assert_eq!(conds, vec![("Available", "MinimumReplicasAvailable"), ("Progressing", "NewReplicaSetAvailable")]);
+    let slice = c.api.store.list(rid::ENDPOINTSLICE, Some("default")).find(|s| api::label(s, "kubernetes.io/service-name") == Some("checkout")).expect("slice");
+    assert_eq!(get_array(slice, &["endpoints"]).iter().filter(|e| e["conditions"]["ready"] == true).count(), 2);
+    // The :latest canary is stopped at validating admission: nothing is stored.
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "checkout-canary").is_none());
+    assert!(c.api.store.list(rid::REPLICASET, None).all(|r| !api::name(r).starts_with("checkout-canary")));
+    let denial = c.outputs.iter().flat_map(|o| o.output.iter()).find(|l| l.contains("checkout-canary")).expect("kubectl output");
+    assert_eq!(
+        denial,
+        "error when creating \"examples/checkout.yaml#steps[2]\": The deployments \"checkout-canary\" is invalid: : ValidatingAdmissionPolicy 'no-latest-tag' with binding 'no-latest-tag-binding' denied request: images must not use the mutable :latest tag"
+    );
+    assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Denied && r.stage == "validating-admission"));
+    // Events read like a real cluster's.
+    let rs = c.api.store.list(rid::REPLICASET, None).next().expect("rs");
+    assert_eq!(events(&c, "ScalingReplicaSet"), vec![format!("Scaled up replica set {} from 0 to 2", api::name(rs))]);
+    assert_eq!(events(&c, "SuccessfulCreate").len(), 2);
+    assert!(events(&c, "Scheduled").iter().all(|m| m.starts_with("Successfully assigned default/checkout-")));
+    assert_eq!(events(&c, "Started"), vec!["Container started".to_string(); 2]);
+    golden("checkout", &c);
+}
+
+#[test]
+fn a_node_failure_is_healed_by_the_reconcile_loops() {
+    let (_, mut c) = load("node-failure.yaml");
+    // Before the grace period ends the node still looks Ready.
+    c.run_until(100_000);
+    let node = c.api.store.get_by(rid::NODE, "", "node-b").expect("node").clone();
+    assert_eq!(kubeloop_core::controllers::replicaset::condition(&node, "Ready").and_then(|c| get_str(c, &["status"])), Some("True"));
+    // After it, Unknown and tainted; the pod there is not Ready.
+    c.run_until(200_000);
+    let node = c.api.store.get_by(rid::NODE, "", "node-b").expect("node").clone();
+    let ready_cond = kubeloop_core::controllers::replicaset::condition(&node, "Ready").expect("Ready").clone();
+    assert_eq!(ready_cond["status"], "Unknown");
+    assert_eq!(ready_cond["message"], "Kubelet stopped posting node status.");
+    let taints: Vec<String> = get_array(&node, &["spec", "taints"]).iter().map(|t| format!("{}:{}", t["key"].as_str().unwrap_or(""), t["effect"].as_str().unwrap_or(""))).collect();
+    assert_eq!(taints, vec!["node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute"]);
+    let on_b: Vec<Object> = pods(&c).into_iter().filter(|p| get_str(p, &["spec", "nodeName"]) == Some("node-b")).collect();
+    assert_eq!(on_b.len(), 1);
+    assert!(!ready(&on_b[0]));
+    // 300s of toleration later the pod is evicted and replaced elsewhere.
+    c.run_until(420_000);
+    let ps = pods(&c);
+    assert_eq!(ps.iter().filter(|p| !api::is_deleting(p) && ready(p)).count(), 3, "three ready replicas again");
+    assert!(ps.iter().any(|p| api::is_deleting(p) && get_str(p, &["spec", "nodeName"]) == Some("node-b")), "the evicted pod stays Terminating while its node is away");
+    assert_eq!(events(&c, "TaintManagerEviction").len(), 1);
+    assert_eq!(events(&c, "NodeNotReady").iter().filter(|m| m.as_str() == "Node node-b status is now: NodeNotReady").count(), 1);
+    // When the node returns its kubelet finishes the deletion and the taints go.
+    c.run_to_quiet(3_600_000);
+    let ps = pods(&c);
+    assert_eq!(ps.len(), 3);
+    assert!(ps.iter().all(|p| ready(p) && get_str(p, &["spec", "nodeName"]) != Some("node-b")));
+    let node = c.api.store.get_by(rid::NODE, "", "node-b").expect("node");
+    assert!(get_array(node, &["spec", "taints"]).is_empty());
+    golden("node-failure", &c);
+}
+
+#[test]
+fn a_hand_scaled_replicaset_is_scaled_back_by_its_deployment() {
+    let (_, mut c) = load("hand-scale.yaml");
+    c.run_to_quiet(3_600_000);
+    let rs = c.api.store.list(rid::REPLICASET, None).next().expect("rs").clone();
+    assert_eq!(rs["spec"]["replicas"], 3);
+    assert_eq!(c.api.store.count(rid::POD), 3);
+    let scaled = events(&c, "ScalingReplicaSet");
+    assert!(scaled.contains(&format!("Scaled down replica set {} from 5 to 3", api::name(&rs))), "{scaled:?}");
+    assert_eq!(events(&c, "SuccessfulDelete").len(), 2, "the two surplus pods were deleted");
+    assert_eq!(events(&c, "SuccessfulCreate").len(), 5, "three pods, then two more after the hand scale");
+    golden("hand-scale", &c);
+}
+
+#[test]
+fn failure_paths_show_the_real_reasons() {
+    let (_, mut c) = load("failures.yaml");
+    c.run_until(75_000);
+    let status = |name: &str| {
+        let p = c.api.store.get_by(rid::POD, "default", name).expect("pod");
+        get_array(p, &["status", "containerStatuses"]).iter().find_map(|s| get_str(s, &["state", "waiting", "reason"])).unwrap_or("").to_string()
+    };
+    assert_eq!(status("typo"), "ImagePullBackOff");
+    assert_eq!(status("crasher"), "CrashLoopBackOff");
+    assert_eq!(status("needs-config"), "ContainerCreating");
+    let big = c.api.store.get_by(rid::POD, "default", "too-big").expect("pod");
+    let cond = kubeloop_core::controllers::replicaset::condition(big, "PodScheduled").expect("condition");
+    assert_eq!(cond["reason"], "Unschedulable");
+    assert_eq!(
+        cond["message"],
+        "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+    );
+    assert!(events(&c, "FailedMount").contains(&"MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found".to_string()));
+    assert!(events(&c, "Failed").iter().any(|m| m.starts_with("Failed to pull image \"nginxx:1.27\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginxx:1.27\"")));
+    assert!(events(&c, "Failed").contains(&"Error: ImagePullBackOff".to_string()));
+    assert!(events(&c, "BackOff").iter().any(|m| m.starts_with("Back-off restarting failed container payments in pod crasher_default(")));
+    // The ConfigMap arrives at 90s and the waiting pod starts.
+    c.run_until(120_000);
+    let p = c.api.store.get_by(rid::POD, "default", "needs-config").expect("pod");
+    assert!(ready(p));
+    golden("failures", &c);
+}
+
+#[test]
+fn a_webhook_backend_outage_blocks_writes_until_it_recovers() {
+    let (_, mut c) = load("webhook.yaml");
+    c.run_to_quiet(3_600_000);
+    let lines: Vec<&String> = c.outputs.iter().flat_map(|o| o.output.iter()).collect();
+    assert!(lines.iter().any(|l| l.ends_with("admission webhook \"images.policy.example.com\" denied the request: images must be pinned to a version")));
+    assert!(lines.iter().any(|l| l.starts_with("Error from server (InternalError): error when creating \"examples/webhook.yaml#steps[3]\": Internal error occurred: failed calling webhook \"images.policy.example.com\"")));
+    assert!(lines.iter().any(|l| l.as_str() == "deployment.apps/cart created"));
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "shop").is_none());
+    golden("webhook", &c);
+}
+
+#[test]
+fn one_seed_gives_a_byte_identical_run() {
+    let run = |seed: Option<u64>| {
+        let (sc, _) = load("checkout.yaml");
+        let mut c = Cluster::new(sc.config(seed, true));
+        c.add_steps(sc.steps.clone());
+        c.run_to_quiet(3_600_000);
+        let objects: Vec<&serde_json::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
+        serde_json::to_string(&serde_json::json!({"objects": objects, "trace": c.api.trace.records, "requests": c.api.trace.requests})).expect("json")
+    };
+    let a = run(None);
+    let b = run(None);
+    assert_eq!(a, b);
+    let other = run(Some(8));
+    assert_ne!(a, other, "another seed gives other names and uids");
+}
+
+#[test]
+fn bad_input_never_loses_the_other_documents() {
+    let mut c = Cluster::new(Default::default());
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [broken\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replica: 3\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: also-good}\n";
+    let out = c.act(kubeloop_core::apiserver::Credentials::Token("admin-token".into()), kubeloop_core::cluster::Action::Apply { text: text.into(), file: "mixed.yaml".into() });
+    assert_eq!(out.output.len(), 5, "{:?}", out.output);
+    assert_eq!(out.output[0], "configmap/good created");
+    assert!(out.output[1].starts_with("error: error parsing mixed.yaml: error converting YAML to JSON: yaml: line 8: "), "{}", out.output[1]);
+    assert!(out.output[2].contains("no matches for kind \"Widget\" in version \"example.com/v1\""));
+    assert_eq!(out.output[3], "Error from server (BadRequest): error when creating \"mixed.yaml\": Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field \"spec.replica\"");
+    assert_eq!(out.output[4], "configmap/also-good created");
+    assert!(c.api.store.get_by(rid::CONFIGMAP, "default", "good").is_some());
+    assert!(c.api.store.get_by(rid::CONFIGMAP, "default", "also-good").is_some());
+}
