@@ -57,13 +57,15 @@ fn main() -> ExitCode {
 }
 
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().enumerate().find_map(|(i, a)| {
-        if a == name {
-            args.get(i + 1).map(String::as_str)
-        } else {
-            a.strip_prefix(name).and_then(|r| r.strip_prefix('='))
-        }
-    })
+    args.iter().enumerate().find_map(
+        |(i, a)| {
+            if a == name {
+                args.get(i + 1).map(String::as_str)
+            } else {
+                a.strip_prefix(name).and_then(|r| r.strip_prefix('='))
+            }
+        },
+    )
 }
 
 fn positional(args: &[String]) -> Vec<&str> {

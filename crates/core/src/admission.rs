@@ -99,7 +99,12 @@ fn rule_matches(rule: &Value, req: &Request) -> bool {
     let res_ok = get_array(rule, &["resources"]).iter().any(|r| match r.as_str() {
         Some("*") => req.subresource.is_empty(),
         Some("*/*") => true,
-        Some(s) => s == combined || (!req.subresource.is_empty() && s == format!("*/{}", req.subresource)) || (s.ends_with("/*") && req.subresource.is_empty() && s.trim_end_matches("/*") == req.resource.plural) || (s.ends_with("/*") && s.trim_end_matches("/*") == req.resource.plural),
+        Some(s) => {
+            s == combined
+                || (!req.subresource.is_empty() && s == format!("*/{}", req.subresource))
+                || (s.ends_with("/*") && req.subresource.is_empty() && s.trim_end_matches("/*") == req.resource.plural)
+                || (s.ends_with("/*") && s.trim_end_matches("/*") == req.resource.plural)
+        }
         None => false,
     });
     if !res_ok {
@@ -179,7 +184,11 @@ pub fn namespace_lifecycle(store: &Store, req: &Request) -> Result<(), Status> {
 
 /// ServiceAccount: default the account and mount its projected token.
 pub fn service_account(store: &Store, req: &Request, pod: &mut Value, suffix: impl FnOnce() -> String) -> Result<(), Status> {
-    let sa = get_str(pod, &["spec", "serviceAccountName"]).filter(|s| !s.is_empty()).or_else(|| get_str(pod, &["spec", "serviceAccount"])).unwrap_or("default").to_string();
+    let sa = get_str(pod, &["spec", "serviceAccountName"])
+        .filter(|s| !s.is_empty())
+        .or_else(|| get_str(pod, &["spec", "serviceAccount"]))
+        .unwrap_or("default")
+        .to_string();
     if store.get_by(crate::api::rid::SERVICEACCOUNT, req.namespace, &sa).is_none() {
         return Err(Status::forbidden(
             req.resource,
@@ -321,7 +330,9 @@ pub fn limit_ranger(store: &Store, req: &Request, pod: &mut Value) -> Result<(),
                             let qs = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
                             match have {
                                 Some(h) if (bound == "max" && h > want) || (bound == "min" && h < want) => {
-                                    let hs = get(c, &["resources", cmp_target, res]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default();
+                                    let hs = get(c, &["resources", cmp_target, res])
+                                        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                                        .unwrap_or_default();
                                     let kind = if cmp_target == "limits" { "limit" } else { "request" };
                                     problems.push(format!("{word} {res} usage per Container is {qs}, but {kind} is {hs}"));
                                 }
@@ -399,7 +410,8 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
         let params = CelValue::Null;
         // Variables are evaluated in order; each sees the earlier ones.
         let mut variables = std::collections::BTreeMap::<String, CelValue>::new();
-        let mut base: Vec<(&str, &CelValue)> = vec![("object", &object), ("oldObject", &old), ("request", &request), ("params", &params), ("namespaceObject", &ns_obj)];
+        let mut base: Vec<(&str, &CelValue)> =
+            vec![("object", &object), ("oldObject", &old), ("request", &request), ("params", &params), ("namespaceObject", &ns_obj)];
         let mut var_errors = Vec::new();
         for v in get_array(policy, &["spec", "variables"]) {
             let vn = get_str(v, &["name"]).unwrap_or("").to_string();
@@ -422,7 +434,8 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
             Ok(true) => {}
             Err(e) => {
                 if fail_closed {
-                    return Err(policy_denial(req, policy_name, bname, &format!("failed to evaluate matchConditions: {e}"), "", &actions).unwrap_or_else(|| Status::internal(&e)));
+                    return Err(policy_denial(req, policy_name, bname, &format!("failed to evaluate matchConditions: {e}"), "", &actions)
+                        .unwrap_or_else(|| Status::internal(&e)));
                 }
                 continue;
             }
@@ -596,11 +609,17 @@ mod tests {
     }
 
     fn no_latest(s: &mut Store) {
-        put(s, json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "no-latest-tag"},
+        put(
+            s,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "no-latest-tag"},
             "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
-              "validations": [{"expression": "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", "message": "images must not use the :latest tag"}]}}));
-        put(s, json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "no-latest-tag-binding"},
-            "spec": {"policyName": "no-latest-tag", "validationActions": ["Deny"]}}));
+              "validations": [{"expression": "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", "message": "images must not use the :latest tag"}]}}),
+        );
+        put(
+            s,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "no-latest-tag-binding"},
+            "spec": {"policyName": "no-latest-tag", "validationActions": ["Deny"]}}),
+        );
     }
 
     fn deployment(image: &str) -> Value {
@@ -614,7 +633,17 @@ mod tests {
         no_latest(&mut s);
         let admin = UserInfo::admin();
         let bad = deployment("registry.example/checkout:latest");
-        let req = Request { operation: "CREATE", resource: &RESOURCES[rid::DEPLOYMENT], subresource: "", namespace: "default", name: "checkout".into(), user: &admin, object: Some(&bad), old_object: None, dry_run: false };
+        let req = Request {
+            operation: "CREATE",
+            resource: &RESOURCES[rid::DEPLOYMENT],
+            subresource: "",
+            namespace: "default",
+            name: "checkout".into(),
+            user: &admin,
+            object: Some(&bad),
+            old_object: None,
+            dry_run: false,
+        };
         let mut cache = CelCache::default();
         let err = validating_policies(&s, &mut cache, &req, &mut Verdict::default()).unwrap_err();
         assert_eq!(err.code, 422);
@@ -628,13 +657,29 @@ mod tests {
     #[test]
     fn webhook_without_endpoints_fails_closed() {
         let mut s = Store::default();
-        put(&mut s, json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "policy", "namespace": "kube-system"}, "spec": {"clusterIP": "10.96.0.50", "ports": [{"port": 443}]}}));
-        put(&mut s, json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "image-policy"},
+        put(
+            &mut s,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "policy", "namespace": "kube-system"}, "spec": {"clusterIP": "10.96.0.50", "ports": [{"port": 443}]}}),
+        );
+        put(
+            &mut s,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "image-policy"},
             "webhooks": [{"name": "images.policy.example.com", "clientConfig": {"service": {"name": "policy", "namespace": "kube-system", "path": "/validate"}},
-              "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}], "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}));
+              "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}], "sideEffects": "None", "admissionReviewVersions": ["v1"]}]}),
+        );
         let admin = UserInfo::admin();
         let d = deployment("nginx:1.25");
-        let req = Request { operation: "CREATE", resource: &RESOURCES[rid::DEPLOYMENT], subresource: "", namespace: "default", name: "checkout".into(), user: &admin, object: Some(&d), old_object: None, dry_run: false };
+        let req = Request {
+            operation: "CREATE",
+            resource: &RESOURCES[rid::DEPLOYMENT],
+            subresource: "",
+            namespace: "default",
+            name: "checkout".into(),
+            user: &admin,
+            object: Some(&d),
+            old_object: None,
+            dry_run: false,
+        };
         let err = webhooks(&s, &mut CelCache::default(), &req, false, &BTreeSet::new(), &mut Verdict::default()).unwrap_err();
         assert_eq!(err.code, 500);
         assert_eq!(err.message, "Internal error occurred: failed calling webhook \"images.policy.example.com\": failed to call webhook: Post \"https://policy.kube-system.svc:443/validate?timeout=10s\": dial tcp 10.96.0.50:443: connect: connection refused");
@@ -642,7 +687,8 @@ mod tests {
 
     #[test]
     fn default_tolerations_are_appended_once() {
-        let mut p = json!({"spec": {"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]}});
+        let mut p =
+            json!({"spec": {"tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]}});
         default_toleration_seconds(&mut p);
         let t = p["spec"]["tolerations"].as_array().unwrap();
         assert_eq!(t.len(), 2);

@@ -114,9 +114,25 @@ pub static RESOURCES: &[ResourceInfo] = &[
     // schema: "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
     res!("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", "validatingadmissionpolicy", false, []),
     // schema: "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicyBinding"
-    res!("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", false, []),
+    res!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        "validatingadmissionpolicybinding",
+        false,
+        []
+    ),
     // schema: "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
-    res!("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "validatingwebhookconfiguration", false, []),
+    res!(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        "validatingwebhookconfiguration",
+        false,
+        []
+    ),
     // schema: "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration"
     res!("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", false, []),
     // schema: "discovery.k8s.io/v1/EndpointSlice"
@@ -182,8 +198,7 @@ pub fn resource_for_name(name: &str) -> Option<ResourceId> {
     };
     let n = n.to_ascii_lowercase();
     RESOURCES.iter().position(|r| {
-        group.is_none_or(|g| r.group == g)
-            && (r.plural == n || r.singular == n || r.short_names.contains(&n.as_str()) || r.kind.eq_ignore_ascii_case(&n))
+        group.is_none_or(|g| r.group == g) && (r.plural == n || r.singular == n || r.short_names.contains(&n.as_str()) || r.kind.eq_ignore_ascii_case(&n))
     })
 }
 

@@ -147,7 +147,19 @@ impl Request {
 fn has_generation(kind: &str) -> bool {
     matches!(
         kind,
-        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" | "Job" | "CronJob" | "Pod" | "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" | "PodDisruptionBudget" | "HorizontalPodAutoscaler" | "Ingress" | "NetworkPolicy"
+        "Deployment"
+            | "ReplicaSet"
+            | "DaemonSet"
+            | "StatefulSet"
+            | "Job"
+            | "CronJob"
+            | "Pod"
+            | "ValidatingAdmissionPolicy"
+            | "ValidatingAdmissionPolicyBinding"
+            | "PodDisruptionBudget"
+            | "HorizontalPodAutoscaler"
+            | "Ingress"
+            | "NetworkPolicy"
     )
 }
 
@@ -155,7 +167,23 @@ fn has_generation(kind: &str) -> bool {
 fn has_status_subresource(kind: &str) -> bool {
     matches!(
         kind,
-        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" | "Job" | "CronJob" | "Pod" | "Service" | "Node" | "Namespace" | "PersistentVolumeClaim" | "PersistentVolume" | "ResourceQuota" | "ValidatingAdmissionPolicy" | "PodDisruptionBudget" | "HorizontalPodAutoscaler" | "Ingress"
+        "Deployment"
+            | "ReplicaSet"
+            | "DaemonSet"
+            | "StatefulSet"
+            | "Job"
+            | "CronJob"
+            | "Pod"
+            | "Service"
+            | "Node"
+            | "Namespace"
+            | "PersistentVolumeClaim"
+            | "PersistentVolume"
+            | "ResourceQuota"
+            | "ValidatingAdmissionPolicy"
+            | "PodDisruptionBudget"
+            | "HorizontalPodAutoscaler"
+            | "Ingress"
     )
 }
 
@@ -332,7 +360,8 @@ impl ApiServer {
         }
 
         // Authorization.
-        let attrs = Attributes { verb: req.verb.as_str(), group: res.group, resource: res.plural, subresource: &req.subresource, namespace: &ns, name: &req.name };
+        let attrs =
+            Attributes { verb: req.verb.as_str(), group: res.group, resource: res.plural, subresource: &req.subresource, namespace: &ns, name: &req.name };
         if let Decision::Deny(reason) = rbac::authorize(&self.store, &user, &attrs) {
             let mut cause = attrs.forbidden_cause(&user.name);
             if let Some(r) = reason {
@@ -357,7 +386,9 @@ impl ApiServer {
             Verb::List => {
                 let items: Vec<Value> = self.store.list(req.resource, if ns.is_empty() { None } else { Some(ns.as_str()) }).map(|o| (**o).clone()).collect();
                 self.log(&c, 200, None);
-                Ok(Object::new(json!({"apiVersion": res.api_version(), "kind": format!("{}List", res.kind), "metadata": {"resourceVersion": self.store.revision().to_string()}, "items": items})))
+                Ok(Object::new(
+                    json!({"apiVersion": res.api_version(), "kind": format!("{}List", res.kind), "metadata": {"resourceVersion": self.store.revision().to_string()}, "items": items}),
+                ))
             }
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
             Verb::Create => {
@@ -400,12 +431,33 @@ impl ApiServer {
         Ok(())
     }
 
-    fn admission_request<'a>(&self, op: &'a str, res: &'a ResourceInfo, sub: &'a str, ns: &'a str, name: String, user: &'a UserInfo, obj: Option<&'a Value>, old: Option<&'a Value>, dry: bool) -> admission::Request<'a> {
+    fn admission_request<'a>(
+        &self,
+        op: &'a str,
+        res: &'a ResourceInfo,
+        sub: &'a str,
+        ns: &'a str,
+        name: String,
+        user: &'a UserInfo,
+        obj: Option<&'a Value>,
+        old: Option<&'a Value>,
+        dry: bool,
+    ) -> admission::Request<'a> {
         admission::Request { operation: op, resource: res, subresource: sub, namespace: ns, name, user, object: obj, old_object: old, dry_run: dry }
     }
 
     /// Stage 3: defaulting, the built-in mutating plugins and mutating webhooks.
-    fn mutate(&mut self, res: &ResourceInfo, op: &str, ns: &str, name: &str, user: &UserInfo, obj: &mut Value, old: Option<&Value>, dry: bool) -> Result<Vec<String>, Status> {
+    fn mutate(
+        &mut self,
+        res: &ResourceInfo,
+        op: &str,
+        ns: &str,
+        name: &str,
+        user: &UserInfo,
+        obj: &mut Value,
+        old: Option<&Value>,
+        dry: bool,
+    ) -> Result<Vec<String>, Status> {
         let mut notes = Vec::new();
         {
             let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(obj), old, dry);
@@ -433,7 +485,18 @@ impl ApiServer {
     }
 
     /// Stage 4b: ValidatingAdmissionPolicies and validating webhooks.
-    fn validate_admission(&mut self, res: &ResourceInfo, op: &str, sub: &str, ns: &str, name: &str, user: &UserInfo, obj: Option<&Value>, old: Option<&Value>, dry: bool) -> Result<Vec<String>, Status> {
+    fn validate_admission(
+        &mut self,
+        res: &ResourceInfo,
+        op: &str,
+        sub: &str,
+        ns: &str,
+        name: &str,
+        user: &UserInfo,
+        obj: Option<&Value>,
+        old: Option<&Value>,
+        dry: bool,
+    ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
         let mut v = Verdict::default();
         admission::validating_policies(&self.store, &mut self.cel, &req, &mut v)?;
@@ -442,7 +505,16 @@ impl ApiServer {
         Ok(v.consulted)
     }
 
-    fn create(&mut self, c: &mut Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, body: Option<Value>) -> Result<Object, Status> {
+    fn create(
+        &mut self,
+        c: &mut Ctx,
+        user: &UserInfo,
+        res: &ResourceInfo,
+        rid: ResourceId,
+        ns: &str,
+        req: &Request,
+        body: Option<Value>,
+    ) -> Result<Object, Status> {
         let Some(mut obj) = body else {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
@@ -462,7 +534,11 @@ impl ApiServer {
         api::set(&mut obj, &["kind"], json!(res.kind));
         let admission_name = {
             let n = api::name(&obj);
-            if n.is_empty() { get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string() } else { n.to_string() }
+            if n.is_empty() {
+                get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string()
+            } else {
+                n.to_string()
+            }
         };
         match self.mutate(res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run) {
             Ok(notes) => record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
@@ -494,7 +570,11 @@ impl ApiServer {
         let name = api::name(&obj).to_string();
         c.object = if !self.trace.enabled {
             String::new()
-        } else if ns.is_empty() { format!("{}/{}", res.kind, name) } else { format!("{}/{}/{}", res.kind, ns, name) };
+        } else if ns.is_empty() {
+            format!("{}/{}", res.kind, name)
+        } else {
+            format!("{}/{}/{}", res.kind, ns, name)
+        };
         let errs = crate::validation::validate(res.kind, res.namespaced, &obj);
         if !errs.is_empty() {
             let s = Status::invalid(res, &name, &errs);
@@ -504,7 +584,8 @@ impl ApiServer {
         record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
         match self.validate_admission(res, "CREATE", "", ns, &name, user, Some(&obj), None, req.dry_run) {
             Ok(consulted) => {
-                let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
+                let msg =
+                    if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
                 record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
             }
             Err(s) => {
@@ -574,10 +655,26 @@ impl ApiServer {
                 None
             } else if !want.is_empty() {
                 let Some(ip) = parse_ip(&want).filter(|ip| (ip & !(SERVICE_SIZE - 1)) == SERVICE_NET) else {
-                    return Err(Status::invalid(&RESOURCES[api::rid::SERVICE], api::name(obj), &[crate::status::FieldError::invalid("spec.clusterIPs", &json!([want]), format!("failed to allocate IP {want}: the provided IP ({want}) is not in the valid range. The range of valid IPs is 10.96.0.0/16"))]));
+                    return Err(Status::invalid(
+                        &RESOURCES[api::rid::SERVICE],
+                        api::name(obj),
+                        &[crate::status::FieldError::invalid(
+                            "spec.clusterIPs",
+                            &json!([want]),
+                            format!("failed to allocate IP {want}: the provided IP ({want}) is not in the valid range. The range of valid IPs is 10.96.0.0/16"),
+                        )],
+                    ));
                 };
                 if !self.allocated_ips.insert(ip) {
-                    return Err(Status::invalid(&RESOURCES[api::rid::SERVICE], api::name(obj), &[crate::status::FieldError::invalid("spec.clusterIPs", &json!([want]), format!("failed to allocate IP {want}: provided IP is already allocated"))]));
+                    return Err(Status::invalid(
+                        &RESOURCES[api::rid::SERVICE],
+                        api::name(obj),
+                        &[crate::status::FieldError::invalid(
+                            "spec.clusterIPs",
+                            &json!([want]),
+                            format!("failed to allocate IP {want}: provided IP is already allocated"),
+                        )],
+                    ));
                 }
                 Some(ip)
             } else {
@@ -682,7 +779,16 @@ impl ApiServer {
         }
     }
 
-    fn update(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, body: Option<Value>) -> Result<Object, Status> {
+    fn update(
+        &mut self,
+        c: &Ctx,
+        user: &UserInfo,
+        res: &ResourceInfo,
+        rid: ResourceId,
+        ns: &str,
+        req: &Request,
+        body: Option<Value>,
+    ) -> Result<Object, Status> {
         let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
             return self.fail(c, "etcd", Status::not_found(res, &req.name));
         };
@@ -704,10 +810,18 @@ impl ApiServer {
                     _ => scale = body.clone(),
                 }
                 let Some(r) = api::get_i64(&scale, &["spec", "replicas"]) else {
-                    return self.fail(c, "validation", Status::invalid(&RESOURCES[rid], &req.name, &[crate::status::FieldError::required("spec.replicas", "")]));
+                    return self.fail(
+                        c,
+                        "validation",
+                        Status::invalid(&RESOURCES[rid], &req.name, &[crate::status::FieldError::required("spec.replicas", "")]),
+                    );
                 };
                 if r < 0 {
-                    let s = Status::new(422, "Invalid", format!("Scale.autoscaling {:?} is invalid: spec.replicas: Invalid value: {r}: must be greater than or equal to 0", req.name));
+                    let s = Status::new(
+                        422,
+                        "Invalid",
+                        format!("Scale.autoscaling {:?} is invalid: spec.replicas: Invalid value: {r}: must be greater than or equal to 0", req.name),
+                    );
                     return self.fail(c, "validation", s);
                 }
                 let mut n = (*current).clone();
@@ -824,10 +938,14 @@ impl ApiServer {
         // Finalizers may not be added while deleting.
         if api::is_deleting(&current) {
             let old_f: BTreeSet<&str> = api::get_array(&current, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).collect();
-            let new_f: Vec<String> = api::get_array(&new, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).filter(|f| !old_f.contains(f)).map(str::to_string).collect();
+            let new_f: Vec<String> =
+                api::get_array(&new, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).filter(|f| !old_f.contains(f)).map(str::to_string).collect();
             if !new_f.is_empty() {
                 let list: Vec<String> = new_f.iter().map(|f| format!("{f:?}")).collect();
-                let e = crate::status::FieldError::forbidden("metadata.finalizers", format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", list.join(", ")));
+                let e = crate::status::FieldError::forbidden(
+                    "metadata.finalizers",
+                    format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", list.join(", ")),
+                );
                 return self.fail(c, "validation", Status::invalid(res, &req.name, &[e]));
             }
         }
@@ -843,7 +961,8 @@ impl ApiServer {
         record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
         match self.validate_admission(res, "UPDATE", sub, ns, &req.name, user, Some(&new), Some(&current), req.dry_run) {
             Ok(consulted) => {
-                let msg = if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
+                let msg =
+                    if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
                 record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
             }
             Err(s) => {
@@ -871,7 +990,8 @@ impl ApiServer {
         // The last finalizer removed from a deleting object completes its deletion.
         let spec_finalized = res.kind != "Namespace" || api::get_array(&new, &["spec", "finalizers"]).is_empty();
         if api::is_deleting(&new) && api::get_array(&new, &["metadata", "finalizers"]).is_empty() && spec_finalized {
-            let grace_left = res.kind == "Pod" && get_str(&new, &["metadata", "deletionTimestamp"]).and_then(crate::sim::parse_rfc3339).is_some_and(|t| t > self.now);
+            let grace_left =
+                res.kind == "Pod" && get_str(&new, &["metadata", "deletionTimestamp"]).and_then(crate::sim::parse_rfc3339).is_some_and(|t| t > self.now);
             if !grace_left {
                 return self.remove(c, res, &key, &new);
             }
@@ -1108,9 +1228,13 @@ mod tests {
         let mut a = server();
         let e = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), Credentials::Token("nope".into()))).unwrap_err();
         assert_eq!(e.code, 401);
-        let e = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), Credentials::Token("ajay-token".into()))).unwrap_err();
+        let e =
+            a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), Credentials::Token("ajay-token".into()))).unwrap_err();
         assert_eq!(e.code, 403);
-        assert_eq!(e.message, "deployments.apps is forbidden: User \"ajay\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"default\"");
+        assert_eq!(
+            e.message,
+            "deployments.apps is forbidden: User \"ajay\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"default\""
+        );
         assert_eq!(a.trace.records.last().unwrap().flow, Flow::Denied);
         assert_eq!(a.store.count(api::rid::DEPLOYMENT), 0);
     }
@@ -1156,7 +1280,9 @@ mod tests {
         let mut a = server();
         let admin = as_user(&UserInfo::admin());
         a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin.clone())).unwrap();
-        let s = a.handle(Request::patch(api::rid::DEPLOYMENT, "default", "web", PatchType::Merge, json!({"spec": {"replicas": 4}}), admin.clone()).with_sub("scale")).unwrap();
+        let s = a
+            .handle(Request::patch(api::rid::DEPLOYMENT, "default", "web", PatchType::Merge, json!({"spec": {"replicas": 4}}), admin.clone()).with_sub("scale"))
+            .unwrap();
         assert_eq!(s["kind"], "Scale");
         assert_eq!(s["spec"]["replicas"], 4);
         let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "cfg-"}});

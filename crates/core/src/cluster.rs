@@ -71,6 +71,19 @@ impl Cx<'_> {
     }
 }
 
+/// Run one loop once against an API server, outside any cluster: how unit tests seed
+/// caches, call a sync and count the writes. Returns the timers the loop set.
+pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec<(Millis, String, bool)> {
+    let mut timers = Vec::new();
+    let mut events = Recorder::default();
+    api.now = now;
+    let user = c.user().name.clone();
+    let name = c.name();
+    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user };
+    c.run(&mut cx);
+    timers
+}
+
 /// An independent control loop.
 pub trait Controller {
     /// The component name (`deployment-controller`, `default-scheduler`, `kubelet`).
@@ -147,20 +160,32 @@ pub fn default_nodes() -> Vec<NodeSpec> {
     cp.labels.insert("node-role.kubernetes.io/control-plane".into(), json!(""));
     cp.labels.insert("node.kubernetes.io/exclude-from-external-load-balancers".into(), json!(""));
     cp.taints.push(json!({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}));
-    vec![cp, NodeSpec::worker("node-a", "zone-a", "4", "8Gi"), NodeSpec::worker("node-b", "zone-b", "4", "8Gi"), NodeSpec::worker("node-c", "zone-c", "4", "8Gi")]
+    vec![
+        cp,
+        NodeSpec::worker("node-a", "zone-a", "4", "8Gi"),
+        NodeSpec::worker("node-b", "zone-b", "4", "8Gi"),
+        NodeSpec::worker("node-c", "zone-c", "4", "8Gi"),
+    ]
 }
 
 /// The pod CIDR of the `i`th node: 10.244.i.0/24 for small clusters, a /24 of
 /// 10.64.0.0/10 for large ones.
 pub fn pod_cidr(i: usize, total: usize) -> (u32, String) {
-    let base: u32 = if total <= 256 { (10 << 24) | (244 << 16) | ((i as u32) << 8) } else { (10 << 24) | ((64 + (i as u32 >> 8)) << 16) | ((i as u32 & 255) << 8) };
+    let base: u32 =
+        if total <= 256 { (10 << 24) | (244 << 16) | ((i as u32) << 8) } else { (10 << 24) | ((64 + (i as u32 >> 8)) << 16) | ((i as u32 & 255) << 8) };
     (base, format!("{}/24", crate::apiserver::ip_string(base)))
 }
 
 /// The Node object a kubelet registers.
 pub fn node_object(spec: &NodeSpec, index: usize, total: usize, now: Millis) -> Value {
     let mut labels = spec.labels.clone();
-    for (k, v) in [("kubernetes.io/hostname", spec.name.as_str()), ("kubernetes.io/os", "linux"), ("kubernetes.io/arch", "amd64"), ("beta.kubernetes.io/os", "linux"), ("beta.kubernetes.io/arch", "amd64")] {
+    for (k, v) in [
+        ("kubernetes.io/hostname", spec.name.as_str()),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        ("beta.kubernetes.io/os", "linux"),
+        ("beta.kubernetes.io/arch", "amd64"),
+    ] {
         labels.entry(k.to_string()).or_insert(json!(v));
     }
     let mut capacity = spec.capacity.clone();
@@ -213,7 +238,10 @@ enum Task {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Apply manifests the way `kubectl apply -f` would.
-    Apply { text: String, file: String },
+    Apply {
+        text: String,
+        file: String,
+    },
     /// A kubectl command line (without `kubectl`).
     Kubectl(String),
     Fault(Fault),
@@ -355,7 +383,9 @@ impl Cluster {
 
     /// Whether nothing is left that would change the cluster.
     pub fn quiet(&self) -> bool {
-        self.work_tasks == 0 && self.wake_pending.iter().all(|w| *w != Some(false)) && !self.controllers.iter().enumerate().any(|(i, c)| self.running[i] && c.busy(self.now))
+        self.work_tasks == 0
+            && self.wake_pending.iter().all(|w| *w != Some(false))
+            && !self.controllers.iter().enumerate().any(|(i, c)| self.running[i] && c.busy(self.now))
     }
 
     /// The time of the next task, if any.
@@ -536,10 +566,13 @@ impl Cluster {
                 if handled {
                     f.describe()
                 } else {
-                    format!("error: no node named {:?}", match f {
-                        Fault::NodeDown(n) | Fault::NodeUp(n) => n,
-                        _ => "",
-                    })
+                    format!(
+                        "error: no node named {:?}",
+                        match f {
+                            Fault::NodeDown(n) | Fault::NodeUp(n) => n,
+                            _ => "",
+                        }
+                    )
                 }
             }
         }
@@ -576,11 +609,30 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
         put(api, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}), true);
         put(api, root_ca_configmap(ns), true);
     }
-    for sa in ["deployment-controller", "replicaset-controller", "endpointslice-controller", "generic-garbage-collector", "node-controller", "taint-eviction-controller", "namespace-controller"] {
+    for sa in [
+        "deployment-controller",
+        "replicaset-controller",
+        "endpointslice-controller",
+        "generic-garbage-collector",
+        "node-controller",
+        "taint-eviction-controller",
+        "namespace-controller",
+    ] {
         put(api, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": "kube-system"}}), true);
     }
-    for (name, value, desc) in [("system-cluster-critical", 2_000_000_000i64, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."), ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node.")] {
-        put(api, json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority"}), true);
+    for (name, value, desc) in [
+        (
+            "system-cluster-critical",
+            2_000_000_000i64,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+        ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
+    ] {
+        put(
+            api,
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority"}),
+            true,
+        );
     }
     api.reserve_ip("10.96.0.1");
     put(

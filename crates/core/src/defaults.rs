@@ -322,7 +322,10 @@ mod tests {
     #[test]
     fn qos_classes() {
         assert_eq!(qos_class(&json!({"containers": [{"name": "a"}]})), "BestEffort");
-        assert_eq!(qos_class(&json!({"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]})), "Guaranteed");
+        assert_eq!(
+            qos_class(&json!({"containers": [{"resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]})),
+            "Guaranteed"
+        );
         assert_eq!(qos_class(&json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]})), "Burstable");
     }
 }

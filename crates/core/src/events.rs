@@ -33,13 +33,34 @@ impl Recorder {
     /// Record an event about `involved` (with an optional `fieldPath` such as
     /// `spec.containers{nginx}`). Failures to write are dropped, as the real recorder does.
     #[allow(clippy::too_many_arguments)]
-    pub fn record(&mut self, api: &mut ApiServer, src: &Source, involved: &Value, field_path: Option<&str>, ty: &str, reason: &str, message: &str, action: Option<&str>) -> Option<Object> {
+    pub fn record(
+        &mut self,
+        api: &mut ApiServer,
+        src: &Source,
+        involved: &Value,
+        field_path: Option<&str>,
+        ty: &str,
+        reason: &str,
+        message: &str,
+        action: Option<&str>,
+    ) -> Option<Object> {
         let uid = api::uid(involved).to_string();
         let ns = {
             let n = api::namespace(involved);
-            if n.is_empty() { "default".to_string() } else { n.to_string() }
+            if n.is_empty() {
+                "default".to_string()
+            } else {
+                n.to_string()
+            }
         };
-        let key = (src.component.to_string(), src.host.clone(), format!("{uid}{}", field_path.unwrap_or("")), ty.to_string(), reason.to_string(), message.to_string());
+        let key = (
+            src.component.to_string(),
+            src.host.clone(),
+            format!("{uid}{}", field_path.unwrap_or("")),
+            ty.to_string(),
+            reason.to_string(),
+            message.to_string(),
+        );
         let now = api.now;
         let creds = Credentials::User(src.user.clone());
         if let Some((ens, ename, count)) = self.seen.get(&key).cloned() {

@@ -145,7 +145,10 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
         if kind.is_empty() {
             missing.push("kind not set");
         }
-        return format!("error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false", missing.join(", "));
+        return format!(
+            "error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false",
+            missing.join(", ")
+        );
     }
     let name = api::name(&obj).to_string();
     let Some(r) = resource_for_kind(&av, &kind) else {
@@ -155,7 +158,11 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
     let res = &RESOURCES[r];
     let ns = if res.namespaced {
         let n = api::namespace(&obj);
-        if n.is_empty() { "default".to_string() } else { n.to_string() }
+        if n.is_empty() {
+            "default".to_string()
+        } else {
+            n.to_string()
+        }
     } else {
         String::new()
     };
@@ -279,7 +286,9 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
     let r = resource_for_name(first).ok_or_else(|| format!("error: the server doesn't have a resource type {first:?}"))?;
     if let Some(sel) = &f.selector {
         let selector = crate::labels::Selector::parse(sel).map_err(|e| format!("error: {e}"))?;
-        let list = api.handle(Request::new(Verb::List, r, if RESOURCES[r].namespaced { ns } else { "" }, "", creds.clone())).map_err(|s| s.kubectl_message(None, ""))?;
+        let list = api
+            .handle(Request::new(Verb::List, r, if RESOURCES[r].namespaced { ns } else { "" }, "", creds.clone()))
+            .map_err(|s| s.kubectl_message(None, ""))?;
         for item in api::get_array(&list, &["items"]) {
             if selector.matches(api::labels(item)) {
                 out.push((r, api::name(item).to_string()));
@@ -321,9 +330,13 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
                 Err(e) => vec![e],
                 Ok(ts) => ts
                     .into_iter()
-                    .map(|(r, name)| match api.handle(Request::patch(r, &ns, &name, PatchType::Merge, json!({"spec": {"replicas": replicas}}), creds.clone()).with_sub("scale")) {
-                        Ok(_) => format!("{}/{name} scaled", kind_prefix(r)),
-                        Err(s) => s.kubectl_message(None, ""),
+                    .map(|(r, name)| {
+                        match api
+                            .handle(Request::patch(r, &ns, &name, PatchType::Merge, json!({"spec": {"replicas": replicas}}), creds.clone()).with_sub("scale"))
+                        {
+                            Ok(_) => format!("{}/{name} scaled", kind_prefix(r)),
+                            Err(s) => s.kubectl_message(None, ""),
+                        }
                     })
                     .collect(),
             }
@@ -393,8 +406,15 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "label" | "annotate" => {
             let field = if verb == "label" { "labels" } else { "annotations" };
             let overwrite = f.get("--overwrite") == Some("true");
-            let (pairs, rest): (Vec<String>, Vec<String>) = f.positional.iter().cloned().partition(|p| p.contains('=') || (p.ends_with('-') && !p.contains('/') && f.positional.first() != Some(p)));
-            let f2 = Flags { positional: rest, namespace: f.namespace.clone(), selector: f.selector.clone(), all_namespaces: f.all_namespaces, values: f.values.clone() };
+            let (pairs, rest): (Vec<String>, Vec<String>) =
+                f.positional.iter().cloned().partition(|p| p.contains('=') || (p.ends_with('-') && !p.contains('/') && f.positional.first() != Some(p)));
+            let f2 = Flags {
+                positional: rest,
+                namespace: f.namespace.clone(),
+                selector: f.selector.clone(),
+                all_namespaces: f.all_namespaces,
+                values: f.values.clone(),
+            };
             if pairs.is_empty() {
                 return vec![format!("error: at least one {} update is required", if verb == "label" { "label" } else { "annotation" })];
             }
@@ -431,7 +451,9 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
                         }
                         let before = api::resource_version(&live).to_string();
                         match api.handle(Request::patch(r, target_ns, &name, PatchType::Merge, json!({"metadata": {field: m}}), creds.clone())) {
-                            Ok(after) if api::resource_version(&after) == before => lines.push(format!("{}/{name} not {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" })),
+                            Ok(after) if api::resource_version(&after) == before => {
+                                lines.push(format!("{}/{name} not {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" }))
+                            }
                             Ok(_) => lines.push(format!("{}/{name} {}", kind_prefix(r), if verb == "label" { "labeled" } else { "annotated" })),
                             Err(s) => lines.push(s.kubectl_message(None, "")),
                         }

@@ -236,7 +236,14 @@ impl Kubelets {
                 // Gone from the API (force-deleted, or deleted while the node was away).
                 if let Some(rt) = self.nodes[ni].pods.remove(key) {
                     self.release_ip(ni, &rt);
-                    cx.trace(Flow::Kubelet, "remove", format!("Pod/{}/{}", key.0, key.1), "ok", "", format!("kubelet on {node_name} stops containers of a pod that no longer exists"));
+                    cx.trace(
+                        Flow::Kubelet,
+                        "remove",
+                        format!("Pod/{}/{}", key.0, key.1),
+                        "ok",
+                        "",
+                        format!("kubelet on {node_name} stops containers of a pod that no longer exists"),
+                    );
                 }
             }
             (true, false) => {
@@ -273,7 +280,14 @@ impl Kubelets {
                     name: get_str(c, &["name"]).unwrap_or("").to_string(),
                     image: get_str(c, &["image"]).unwrap_or("").to_string(),
                     init,
-                    state: CState::Waiting { reason: if get_array(pod, &["spec", "initContainers"]).is_empty() || init { "ContainerCreating".into() } else { "PodInitializing".into() }, message: None },
+                    state: CState::Waiting {
+                        reason: if get_array(pod, &["spec", "initContainers"]).is_empty() || init {
+                            "ContainerCreating".into()
+                        } else {
+                            "PodInitializing".into()
+                        },
+                        message: None,
+                    },
                     last: None,
                     restarts: 0,
                     ready: false,
@@ -289,10 +303,30 @@ impl Kubelets {
                 });
             }
         }
-        let rt = PodRt { uid: api::uid(pod).to_string(), stage: Stage::Volumes, ip: None, ip_offset: None, started: cx.now, ctrs, mount_fail_since: None, mount_backoff: 500, long_mount_reported: false, epoch: self.epoch, ready_reported: false, last_written: None };
+        let rt = PodRt {
+            uid: api::uid(pod).to_string(),
+            stage: Stage::Volumes,
+            ip: None,
+            ip_offset: None,
+            started: cx.now,
+            ctrs,
+            mount_fail_since: None,
+            mount_backoff: 500,
+            long_mount_reported: false,
+            epoch: self.epoch,
+            ready_reported: false,
+            last_written: None,
+        };
         let node = &mut self.nodes[ni];
         node.pods.insert(key.clone(), rt);
-        cx.trace(Flow::Kubelet, "sync", format!("Pod/{}/{}", key.0, key.1), "ok", api::resource_version(pod), format!("kubelet on {} sees the pod bound to its node", node.name));
+        cx.trace(
+            Flow::Kubelet,
+            "sync",
+            format!("Pod/{}/{}", key.0, key.1),
+            "ok",
+            api::resource_version(pod),
+            format!("kubelet on {} sees the pod bound to its node", node.name),
+        );
         if api::is_deleting(pod) {
             self.terminate(cx, ni, key, pod);
             return;
@@ -344,7 +378,8 @@ impl Kubelets {
     /// Missing env sources give CreateContainerConfigError.
     fn missing_env(&self, pod: &Value, ctr: &str) -> Option<String> {
         let ns = api::namespace(pod);
-        let c = get_array(pod, &["spec", "containers"]).iter().chain(get_array(pod, &["spec", "initContainers"])).find(|c| get_str(c, &["name"]) == Some(ctr))?;
+        let c =
+            get_array(pod, &["spec", "containers"]).iter().chain(get_array(pod, &["spec", "initContainers"])).find(|c| get_str(c, &["name"]) == Some(ctr))?;
         for e in get_array(c, &["env"]) {
             if let Some(r) = get(e, &["valueFrom", "configMapKeyRef"]) {
                 let (n, k) = (get_str(r, &["name"]).unwrap_or(""), get_str(r, &["key"]).unwrap_or(""));
@@ -364,7 +399,9 @@ impl Kubelets {
                 }
                 match self.secrets.get(ns, n) {
                     None => return Some(format!("secret {n:?} not found")),
-                    Some(s) if get(s, &["data", k]).is_none() && get(s, &["stringData", k]).is_none() => return Some(format!("couldn't find key {k} in Secret {ns}/{n}")),
+                    Some(s) if get(s, &["data", k]).is_none() && get(s, &["stringData", k]).is_none() => {
+                        return Some(format!("couldn't find key {k} in Secret {ns}/{n}"))
+                    }
                     _ => {}
                 }
             }
@@ -456,7 +493,14 @@ impl Kubelets {
         rt.ip_offset = Some(offset);
         rt.stage = Stage::Containers;
         let name = node.name.clone();
-        cx.trace(Flow::Runtime, "network", format!("Pod/{}/{}", key.0, key.1), "ok", "", format!("CRI created the pod sandbox on {name}; CNI assigned IP {ip}"));
+        cx.trace(
+            Flow::Runtime,
+            "network",
+            format!("Pod/{}/{}", key.0, key.1),
+            "ok",
+            "",
+            format!("CRI created the pod sandbox on {name}; CNI assigned IP {ip}"),
+        );
         self.write_status(cx, ni, key);
         if let Some(pod) = self.pods.get(&key.0, &key.1).cloned() {
             self.run_containers(cx, ni, key, &pod);
@@ -499,7 +543,12 @@ impl Kubelets {
         let obj = format!("Pod/{}/{}", key.0, key.1);
         let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
         let src = self.nodes[ni].source.clone();
-        let policy = get_array(pod, &["spec", if c.init { "initContainers" } else { "containers" }]).iter().find(|x| get_str(x, &["name"]) == Some(c.name.as_str())).and_then(|x| get_str(x, &["imagePullPolicy"])).unwrap_or("IfNotPresent").to_string();
+        let policy = get_array(pod, &["spec", if c.init { "initContainers" } else { "containers" }])
+            .iter()
+            .find(|x| get_str(x, &["name"]) == Some(c.name.as_str()))
+            .and_then(|x| get_str(x, &["imagePullPolicy"]))
+            .unwrap_or("IfNotPresent")
+            .to_string();
         let pull = self.registry.pull(&c.image);
         let full = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
         let present = self.nodes[ni].images.contains(&full);
@@ -519,7 +568,15 @@ impl Kubelets {
                 self.write_status(cx, ni, key);
             }
             Pull::Ok { behaviour, .. } if present && policy != "Always" => {
-                cx.event(&src, pod, Some(&field), "Normal", "Pulled", &format!("Container image {:?} already present on machine and can be accessed by the pod", c.image), None);
+                cx.event(
+                    &src,
+                    pod,
+                    Some(&field),
+                    "Normal",
+                    "Pulled",
+                    &format!("Container image {:?} already present on machine and can be accessed by the pod", c.image),
+                    None,
+                );
                 self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i].behaviour = Some(behaviour);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("image {} already present on {node_name}", c.image));
                 self.create_container(cx, ni, key, i);
@@ -554,7 +611,11 @@ impl Kubelets {
         if reason != "Pulling" {
             return;
         }
-        let (asked, done) = message.as_deref().and_then(|m| m.split_once('|')).map(|(a, b)| (a.parse::<Millis>().unwrap_or(0), b.parse::<Millis>().unwrap_or(0))).unwrap_or((cx.now, cx.now));
+        let (asked, done) = message
+            .as_deref()
+            .and_then(|m| m.split_once('|'))
+            .map(|(a, b)| (a.parse::<Millis>().unwrap_or(0), b.parse::<Millis>().unwrap_or(0)))
+            .unwrap_or((cx.now, cx.now));
         let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
         let src = self.nodes[ni].source.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
@@ -563,7 +624,13 @@ impl Kubelets {
                 let full = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
                 self.nodes[ni].images.insert(full);
                 let pull_ms = behaviour.pull_ms;
-                let msg = format!("Successfully pulled image {:?} in {} ({} including waiting). Image size: {} bytes.", c.image, go_duration(pull_ms), go_duration(done.saturating_sub(asked)), behaviour.size);
+                let msg = format!(
+                    "Successfully pulled image {:?} in {} ({} including waiting). Image size: {} bytes.",
+                    c.image,
+                    go_duration(pull_ms),
+                    go_duration(done.saturating_sub(asked)),
+                    behaviour.size
+                );
                 cx.event(&src, &pod, Some(&field), "Normal", "Pulled", &msg, None);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("pulled {} in {}", c.image, go_duration(pull_ms)));
                 let repo = Reference::parse(&c.image).map(|r| format!("{}/{}", r.registry, r.repository)).unwrap_or_default();
@@ -606,7 +673,14 @@ impl Kubelets {
         let src = self.nodes[ni].source.clone();
         cx.event(&src, &pod, Some(&field), "Normal", "BackOff", &format!("Back-off pulling image {image:?}"), None);
         cx.event(&src, &pod, Some(&field), "Warning", "Failed", "Error: ImagePullBackOff", None);
-        cx.trace(Flow::NodeError, "image", format!("Pod/{}/{}", key.0, key.1), "error", "", format!("ImagePullBackOff: retrying {image} in {}", go_duration(backoff)));
+        cx.trace(
+            Flow::NodeError,
+            "image",
+            format!("Pod/{}/{}", key.0, key.1),
+            "error",
+            "",
+            format!("ImagePullBackOff: retrying {image} in {}", go_duration(backoff)),
+        );
         self.write_status(cx, ni, key);
         cx.every(backoff, Self::timer_key(&node_name, key, epoch, &format!("retry-pull:{i}")));
     }
@@ -759,7 +833,14 @@ impl Kubelets {
         let restart = restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0);
         if !restart {
             c.state = term;
-            cx.trace(if code == 0 { Flow::Runtime } else { Flow::NodeError }, "exit", obj, if code == 0 { "ok" } else { "error" }, "", format!("container {name} exited with code {code}"));
+            cx.trace(
+                if code == 0 { Flow::Runtime } else { Flow::NodeError },
+                "exit",
+                obj,
+                if code == 0 { "ok" } else { "error" },
+                "",
+                format!("container {name} exited with code {code}"),
+            );
             self.write_status(cx, ni, key);
             return;
         }
@@ -776,8 +857,19 @@ impl Kubelets {
             cx.after(100, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}")));
             return;
         }
-        c.state = CState::Waiting { reason: "CrashLoopBackOff".into(), message: Some(format!("back-off {} restarting failed container={name} pod={}_{}({uid})", go_duration(backoff), key.1, key.0)) };
-        cx.event(&src, &pod, Some(&field), "Warning", "BackOff", &format!("Back-off restarting failed container {name} in pod {}_{}({uid})", key.1, key.0), None);
+        c.state = CState::Waiting {
+            reason: "CrashLoopBackOff".into(),
+            message: Some(format!("back-off {} restarting failed container={name} pod={}_{}({uid})", go_duration(backoff), key.1, key.0)),
+        };
+        cx.event(
+            &src,
+            &pod,
+            Some(&field),
+            "Warning",
+            "BackOff",
+            &format!("Back-off restarting failed container {name} in pod {}_{}({uid})", key.1, key.0),
+            None,
+        );
         cx.trace(Flow::NodeError, "restart", obj, "error", "", format!("CrashLoopBackOff: restarting {name} in {}", go_duration(backoff)));
         self.write_status(cx, ni, key);
         cx.every(backoff, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}")));
@@ -796,7 +888,15 @@ impl Kubelets {
         if let Some(pod) = self.pods.get(&key.0, &key.1).cloned() {
             let field = format!("spec.containers{{{}}}", self.nodes[ni].pods[key].ctrs[i].name);
             let image = self.nodes[ni].pods[key].ctrs[i].image.clone();
-            cx.event(&src, &pod, Some(&field), "Normal", "Pulled", &format!("Container image {image:?} already present on machine and can be accessed by the pod"), None);
+            cx.event(
+                &src,
+                &pod,
+                Some(&field),
+                "Normal",
+                "Pulled",
+                &format!("Container image {image:?} already present on machine and can be accessed by the pod"),
+                None,
+            );
         }
         self.create_container(cx, ni, key, i);
     }
@@ -810,13 +910,25 @@ impl Kubelets {
         let epoch = rt.epoch;
         let grace = get_i64(pod, &["metadata", "deletionGracePeriodSeconds"]).unwrap_or(30).max(0) as Millis * 1000;
         let mut wait = 0;
-        let running: Vec<(String, bool)> = rt.ctrs.iter().filter(|c| matches!(c.state, CState::Running { .. })).map(|c| (c.name.clone(), c.behaviour.as_ref().is_some_and(|b| b.ignores_sigterm))).collect();
+        let running: Vec<(String, bool)> = rt
+            .ctrs
+            .iter()
+            .filter(|c| matches!(c.state, CState::Running { .. }))
+            .map(|c| (c.name.clone(), c.behaviour.as_ref().is_some_and(|b| b.ignores_sigterm)))
+            .collect();
         for (name, ignores) in &running {
             cx.event(&src, pod, Some(&format!("spec.containers{{{name}}}")), "Normal", "Killing", &format!("Stopping container {name}"), None);
             let t = if *ignores { grace.max(2000) } else { 400.min(grace.max(1)) };
             wait = wait.max(t);
         }
-        cx.trace(Flow::Kubelet, "terminate", format!("Pod/{}/{}", key.0, key.1), "ok", api::resource_version(pod), format!("kubelet on {node_name} stops {} container(s) (grace period {}s)", running.len(), grace / 1000));
+        cx.trace(
+            Flow::Kubelet,
+            "terminate",
+            format!("Pod/{}/{}", key.0, key.1),
+            "ok",
+            api::resource_version(pod),
+            format!("kubelet on {node_name} stops {} container(s) (grace period {}s)", running.len(), grace / 1000),
+        );
         cx.after(wait.max(1), Self::timer_key(&node_name, key, epoch, "stopped"));
     }
 
@@ -836,7 +948,14 @@ impl Kubelets {
         r.grace_period = Some(0);
         let res = cx.api.handle(req_as(r, "kubelet", &user));
         if res.is_ok() {
-            cx.trace(Flow::Kubelet, "terminate", format!("Pod/{}/{}", key.0, key.1), "ok", "", "containers stopped; kubelet deleted the pod (grace period 0)".into());
+            cx.trace(
+                Flow::Kubelet,
+                "terminate",
+                format!("Pod/{}/{}", key.0, key.1),
+                "ok",
+                "",
+                "containers stopped; kubelet deleted the pod (grace period 0)".into(),
+            );
         }
         if let Some(rt) = self.nodes[ni].pods.remove(key) {
             self.release_ip(ni, &rt);
@@ -870,7 +989,9 @@ impl Kubelets {
                 }
             };
             let last = match &c.last {
-                Some(CState::Terminated { exit, reason, started, finished }) => json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id}}),
+                Some(CState::Terminated { exit, reason, started, finished }) => {
+                    json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id}})
+                }
                 _ => json!({}),
             };
             let image = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
@@ -893,7 +1014,11 @@ impl Kubelets {
         let restart = get_str(pod, &["spec", "restartPolicy"]).unwrap_or("Always");
         let all_done = !regular.is_empty() && regular.iter().all(|c| matches!(c.state, CState::Terminated { .. }));
         let phase = if all_done && restart != "Always" {
-            if regular.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. })) { "Succeeded" } else { "Failed" }
+            if regular.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. })) {
+                "Succeeded"
+            } else {
+                "Failed"
+            }
         } else if any_started && initialized {
             "Running"
         } else {
@@ -914,7 +1039,14 @@ impl Kubelets {
             crate::apiserver::set_condition(&mut holder, "Initialized", "True", None, None, now);
         } else {
             let names: Vec<&str> = inits.iter().filter(|c| !matches!(c.state, CState::Terminated { exit: 0, .. })).map(|c| c.name.as_str()).collect();
-            crate::apiserver::set_condition(&mut holder, "Initialized", "False", Some("ContainersNotInitialized"), Some(&format!("containers with incomplete status: [{}]", names.join(" "))), now);
+            crate::apiserver::set_condition(
+                &mut holder,
+                "Initialized",
+                "False",
+                Some("ContainersNotInitialized"),
+                Some(&format!("containers with incomplete status: [{}]", names.join(" "))),
+                now,
+            );
         }
         let terminal = phase == "Succeeded" || phase == "Failed";
         if terminal {
@@ -946,17 +1078,30 @@ impl Kubelets {
         if fresher(&pod, rt.last_written.as_ref()).get("status") == Some(&status) {
             return;
         }
-        let ready_now = status["conditions"].as_array().is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
+        let ready_now = status["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
         let user = self.nodes[ni].user.clone();
         // The kubelet's status manager patches the status subresource.
         let body = json!({"status": status});
-        let r = cx.api.handle(req_as(Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user));
+        let r = cx.api.handle(req_as(
+            Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"),
+            "kubelet",
+            &user,
+        ));
         if let Ok(stored) = r {
             let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
             rt.last_written = Some(stored);
             if ready_now && !rt.ready_reported {
                 rt.ready_reported = true;
-                cx.trace(Flow::Ready, "ready", format!("Pod/{}/{}", key.0, key.1), "ok", "", format!("kubelet on {} reports the pod Ready", self.nodes[ni].name));
+                cx.trace(
+                    Flow::Ready,
+                    "ready",
+                    format!("Pod/{}/{}", key.0, key.1),
+                    "ok",
+                    "",
+                    format!("kubelet on {} reports the pod Ready", self.nodes[ni].name),
+                );
             } else if !ready_now {
                 rt.ready_reported = false;
             }
@@ -980,7 +1125,11 @@ impl Kubelets {
             }
             None => {
                 let uid = self.node_objs.get("", &name).map(|o| api::uid(o).to_string()).unwrap_or_default();
-                let _ = cx.api.handle(req_as(Request::create(rid::LEASE, "kube-node-lease", lease_object(&name, &uid, cx.now), Credentials::User(user.clone())), "kubelet", &user));
+                let _ = cx.api.handle(req_as(
+                    Request::create(rid::LEASE, "kube-node-lease", lease_object(&name, &uid, cx.now), Credentials::User(user.clone())),
+                    "kubelet",
+                    &user,
+                ));
             }
         }
         // Post Ready again if the node controller marked the node Unknown.
@@ -1002,7 +1151,11 @@ impl Kubelets {
                         *c = json!({"type": c["type"].clone(), "status": st, "reason": reason, "message": msg, "lastHeartbeatTime": ts, "lastTransitionTime": ts});
                     }
                 }
-                if cx.api.handle(req_as(Request::update(rid::NODE, "", &name, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user)).is_ok() {
+                if cx
+                    .api
+                    .handle(req_as(Request::update(rid::NODE, "", &name, body, Credentials::User(user.clone())).with_sub("status"), "kubelet", &user))
+                    .is_ok()
+                {
                     let src = self.nodes[ni].source.clone();
                     cx.event(&src, &node, None, "Normal", "NodeReady", &format!("Node {name} status is now: NodeReady"), None);
                     cx.trace(Flow::Kubelet, "heartbeat", format!("Node/{name}"), "ok", "", format!("kubelet on {name} posts Ready again"));
@@ -1093,7 +1246,14 @@ impl Controller for Kubelets {
         cx.user = self.nodes[ni].user.name.clone();
         let obj = format!("Node/{name}");
         if down && !was {
-            cx.trace(Flow::Kubelet, "fault", obj, "error", "", format!("node {name} is down: its kubelet stops heartbeats and status updates; its containers keep running"));
+            cx.trace(
+                Flow::Kubelet,
+                "fault",
+                obj,
+                "error",
+                "",
+                format!("node {name} is down: its kubelet stops heartbeats and status updates; its containers keep running"),
+            );
         } else if !down && was {
             cx.trace(Flow::Kubelet, "fault", obj, "ok", "", format!("node {name} is back: its kubelet resyncs its pods"));
             self.heartbeat(cx, ni);

@@ -17,7 +17,8 @@ fn requirement_matches(op: &str, key: &str, values: &[Value], labels: Option<&Ma
         "Exists" => have.is_some(),
         "DoesNotExist" => have.is_none(),
         "Gt" | "Lt" => {
-            let (Some(h), Some(v)) = (have.and_then(|h| h.parse::<i64>().ok()), values.first().and_then(Value::as_str).and_then(|v| v.parse::<i64>().ok())) else {
+            let (Some(h), Some(v)) = (have.and_then(|h| h.parse::<i64>().ok()), values.first().and_then(Value::as_str).and_then(|v| v.parse::<i64>().ok()))
+            else {
                 return false;
             };
             if op == "Gt" {

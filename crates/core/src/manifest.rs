@@ -63,13 +63,7 @@ pub fn parse(text: &str) -> Vec<Document> {
             !t.is_empty() && !t.starts_with('#')
         });
         let end_line = start + lines.len().saturating_sub(1);
-        let mut doc = Document {
-            index: docs.len(),
-            start_line: start + first_content.unwrap_or(0),
-            end_line,
-            object: None,
-            diagnostics: vec![],
-        };
+        let mut doc = Document { index: docs.len(), start_line: start + first_content.unwrap_or(0), end_line, object: None, diagnostics: vec![] };
         match serde_yaml::from_str::<Value>(&body) {
             Ok(Value::Object(m)) => doc.object = Some(Value::Object(m)),
             Ok(Value::Null) => continue,

@@ -146,7 +146,9 @@ fn set_pointer(target: &mut Value, path: &str, v: Value, insert: bool) -> Result
     for p in parents {
         cur = match cur {
             Value::Object(m) => m.get_mut(p).ok_or_else(|| format!("doc is missing path: {path}"))?,
-            Value::Array(a) => a.get_mut(p.parse::<usize>().map_err(|_| format!("invalid index {p}"))?).ok_or_else(|| format!("doc is missing path: {path}"))?,
+            Value::Array(a) => {
+                a.get_mut(p.parse::<usize>().map_err(|_| format!("invalid index {p}"))?).ok_or_else(|| format!("doc is missing path: {path}"))?
+            }
             _ => return Err(format!("doc is missing path: {path}")),
         };
     }

@@ -214,9 +214,30 @@ pub fn bootstrap_policy() -> Vec<Value> {
         ),
         cluster_role(
             "view",
-            vec![
-                rule(&["", "apps", "batch", "discovery.k8s.io"], &["pods", "services", "configmaps", "endpoints", "events", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs", "endpointslices", "namespaces", "limitranges", "resourcequotas", "persistentvolumeclaims", "serviceaccounts", "pods/log"], READ),
-            ],
+            vec![rule(
+                &["", "apps", "batch", "discovery.k8s.io"],
+                &[
+                    "pods",
+                    "services",
+                    "configmaps",
+                    "endpoints",
+                    "events",
+                    "deployments",
+                    "replicasets",
+                    "daemonsets",
+                    "statefulsets",
+                    "jobs",
+                    "cronjobs",
+                    "endpointslices",
+                    "namespaces",
+                    "limitranges",
+                    "resourcequotas",
+                    "persistentvolumeclaims",
+                    "serviceaccounts",
+                    "pods/log",
+                ],
+                READ,
+            )],
         ),
         cluster_role(
             "system:kube-scheduler",
@@ -296,14 +317,38 @@ pub fn bootstrap_policy() -> Vec<Value> {
         ),
         cluster_role(
             "system:controller:namespace-controller",
-            vec![rule(&[""], &["namespaces"], &["delete", "get", "list", "watch"]), rule(&[""], &["namespaces/finalize", "namespaces/status"], &["update"]), rule(&["*"], &["*"], &["delete", "deletecollection", "get", "list"])],
+            vec![
+                rule(&[""], &["namespaces"], &["delete", "get", "list", "watch"]),
+                rule(&[""], &["namespaces/finalize", "namespaces/status"], &["update"]),
+                rule(&["*"], &["*"], &["delete", "deletecollection", "get", "list"]),
+            ],
         ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];
-    out.push(cluster_role_binding("cluster-admin", "cluster-admin", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"})));
-    out.push(cluster_role_binding("system:kube-scheduler", "system:kube-scheduler", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"})));
-    out.push(cluster_role_binding("system:basic-user", "system:basic-user", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"})));
-    for c in ["deployment-controller", "replicaset-controller", "endpointslice-controller", "generic-garbage-collector", "node-controller", "taint-eviction-controller", "namespace-controller"] {
+    out.push(cluster_role_binding(
+        "cluster-admin",
+        "cluster-admin",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}),
+    ));
+    out.push(cluster_role_binding(
+        "system:kube-scheduler",
+        "system:kube-scheduler",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}),
+    ));
+    out.push(cluster_role_binding(
+        "system:basic-user",
+        "system:basic-user",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}),
+    ));
+    for c in [
+        "deployment-controller",
+        "replicaset-controller",
+        "endpointslice-controller",
+        "generic-garbage-collector",
+        "node-controller",
+        "taint-eviction-controller",
+        "namespace-controller",
+    ] {
         let n = format!("system:controller:{c}");
         out.push(cluster_role_binding(&n, &n, json!({"kind": "ServiceAccount", "name": c, "namespace": "kube-system"})));
     }

@@ -32,7 +32,16 @@ pub struct Behaviour {
 
 impl Default for Behaviour {
     fn default() -> Self {
-        Behaviour { size: 20_000_000, pull_ms: 1500, crash_after_ms: None, needs_command: false, never_ready: false, ready_after_ms: 0, ignores_sigterm: false, logs: vec![] }
+        Behaviour {
+            size: 20_000_000,
+            pull_ms: 1500,
+            crash_after_ms: None,
+            needs_command: false,
+            never_ready: false,
+            ready_after_ms: 0,
+            ignores_sigterm: false,
+            logs: vec![],
+        }
     }
 }
 
@@ -107,10 +116,28 @@ const CATALOGUE: &[Known] = &[
     Known { repo: "docker.io/library/nginx", majors: &["1"], size: 72_300_000, needs_command: false, ignores_sigterm: false },
     Known { repo: "docker.io/library/busybox", majors: &["1"], size: 2_150_000, needs_command: true, ignores_sigterm: true },
     Known { repo: "docker.io/library/alpine", majors: &["3"], size: 3_640_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/ubuntu", majors: &["20.04", "22.04", "24.04", "jammy", "noble", "focal"], size: 29_700_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/debian", majors: &["11", "12", "13", "bookworm", "bullseye", "trixie"], size: 48_500_000, needs_command: true, ignores_sigterm: true },
+    Known {
+        repo: "docker.io/library/ubuntu",
+        majors: &["20.04", "22.04", "24.04", "jammy", "noble", "focal"],
+        size: 29_700_000,
+        needs_command: true,
+        ignores_sigterm: true,
+    },
+    Known {
+        repo: "docker.io/library/debian",
+        majors: &["11", "12", "13", "bookworm", "bullseye", "trixie"],
+        size: 48_500_000,
+        needs_command: true,
+        ignores_sigterm: true,
+    },
     Known { repo: "docker.io/library/redis", majors: &["5", "6", "7", "8"], size: 45_100_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/postgres", majors: &["12", "13", "14", "15", "16", "17", "18"], size: 158_000_000, needs_command: false, ignores_sigterm: false },
+    Known {
+        repo: "docker.io/library/postgres",
+        majors: &["12", "13", "14", "15", "16", "17", "18"],
+        size: 158_000_000,
+        needs_command: false,
+        ignores_sigterm: false,
+    },
     Known { repo: "docker.io/library/mysql", majors: &["5", "8", "9"], size: 172_000_000, needs_command: false, ignores_sigterm: false },
     Known { repo: "docker.io/library/httpd", majors: &["2"], size: 58_900_000, needs_command: false, ignores_sigterm: false },
     Known { repo: "docker.io/library/memcached", majors: &["1"], size: 30_600_000, needs_command: false, ignores_sigterm: false },
@@ -136,7 +163,10 @@ fn tag_ok(tag: &str, majors: &[&str]) -> bool {
 /// The outcome of a pull.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pull {
-    Ok { behaviour: Behaviour, digest: String },
+    Ok {
+        behaviour: Behaviour,
+        digest: String,
+    },
     /// The CRI error text (`rpc error: code = NotFound desc = ...`).
     Err(String),
     /// The reference cannot be parsed (`InvalidImageName`).
@@ -166,7 +196,9 @@ impl Registry {
         };
         let full = r.full();
         if self.missing.contains(image) || self.missing.contains(&full) {
-            return Pull::Err(format!("rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"));
+            return Pull::Err(format!(
+                "rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"
+            ));
         }
         if let Some(b) = self.declared.get(image).or_else(|| self.declared.get(&full)) {
             return Pull::Ok { behaviour: b.clone(), digest: r.digest() };

@@ -120,7 +120,8 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             if u == "admin" {
                 Credentials::Token("admin-token".into())
             } else {
-                let tok = sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
+                let tok =
+                    sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
                 Credentials::Token(tok)
             }
         } else {
@@ -164,7 +165,14 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
         }
     }
     if !plain.is_empty() {
-        sc.steps.insert(0, Step { at: 0, credentials: Credentials::Token("admin-token".into()), action: Action::Apply { text: plain.join("\n---\n"), file: file.to_string() } });
+        sc.steps.insert(
+            0,
+            Step {
+                at: 0,
+                credentials: Credentials::Token("admin-token".into()),
+                action: Action::Apply { text: plain.join("\n---\n"), file: file.to_string() },
+            },
+        );
     }
 }
 

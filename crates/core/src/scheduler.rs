@@ -130,7 +130,11 @@ impl NodeInfo {
             ports: BTreeSet::new(),
             zone: api::label(&obj, "topology.kubernetes.io/zone").map(str::to_string),
             unschedulable: api::get_bool(&obj, &["spec", "unschedulable"]).unwrap_or(false),
-            hard_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| matches!(get_str(t, &["effect"]), Some("NoSchedule") | Some("NoExecute"))).cloned().collect(),
+            hard_taints: get_array(&obj, &["spec", "taints"])
+                .iter()
+                .filter(|t| matches!(get_str(t, &["effect"]), Some("NoSchedule") | Some("NoExecute")))
+                .cloned()
+                .collect(),
             prefer_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule")).cloned().collect(),
             obj,
         }
@@ -245,7 +249,14 @@ impl Scheduler {
         if self.placed.contains_key(key) {
             return;
         }
-        let p = Placed { node: ni, anti_affinity: has_required_anti_affinity(pod), req: pod_requests(pod), ports: host_ports(pod), owner: owner_uid(pod), priority: get_i64(pod, &["spec", "priority"]).unwrap_or(0) };
+        let p = Placed {
+            node: ni,
+            anti_affinity: has_required_anti_affinity(pod),
+            req: pod_requests(pod),
+            ports: host_ports(pod),
+            owner: owner_uid(pod),
+            priority: get_i64(pod, &["spec", "priority"]).unwrap_or(0),
+        };
         let info = &mut self.infos[ni];
         info.req.cpu += p.req.cpu;
         info.req.memory += p.req.memory;
@@ -319,7 +330,11 @@ impl Scheduler {
                     }
                 }
                 _ => {
-                    let relevant = d.old.as_ref().is_none_or(|o| o.get("spec") != d.object.get("spec") || o.get("metadata").and_then(|m| m.get("labels")) != d.object.get("metadata").and_then(|m| m.get("labels")) || get(o, &["status", "allocatable"]) != get(&d.object, &["status", "allocatable"]));
+                    let relevant = d.old.as_ref().is_none_or(|o| {
+                        o.get("spec") != d.object.get("spec")
+                            || o.get("metadata").and_then(|m| m.get("labels")) != d.object.get("metadata").and_then(|m| m.get("labels"))
+                            || get(o, &["status", "allocatable"]) != get(&d.object, &["status", "allocatable"])
+                    });
                     match self.index.get(&name) {
                         Some(&i) => {
                             let fresh = NodeInfo::new(d.object.clone());
@@ -368,11 +383,22 @@ impl Scheduler {
                         } else {
                             self.account(&key, p);
                         }
-                    } else if !api::is_deleting(p) && !terminal && get_str(p, &["spec", "schedulerName"]).unwrap_or("default-scheduler") == "default-scheduler" && get_array(p, &["spec", "schedulingGates"]).is_empty() {
+                    } else if !api::is_deleting(p)
+                        && !terminal
+                        && get_str(p, &["spec", "schedulerName"]).unwrap_or("default-scheduler") == "default-scheduler"
+                        && get_array(p, &["spec", "schedulingGates"]).is_empty()
+                    {
                         if !self.unschedulable.contains_key(&key) {
                             let new = d.kind == EventType::Added;
                             if new && cx.tracing() {
-                                cx.trace(Flow::Scheduler, "queue", format!("Pod/{}/{}", key.0, key.1), "ok", api::resource_version(p), "scheduler sees an unscheduled pod and queues it".into());
+                                cx.trace(
+                                    Flow::Scheduler,
+                                    "queue",
+                                    format!("Pod/{}/{}", key.0, key.1),
+                                    "ok",
+                                    api::resource_version(p),
+                                    "scheduler sees an unscheduled pod and queues it".into(),
+                                );
                             }
                             self.enqueue(key, get_i64(p, &["spec", "priority"]).unwrap_or(0));
                         }
@@ -465,7 +491,8 @@ impl Scheduler {
             if nss.is_empty() && get(term, &["namespaceSelector"]).is_none() {
                 api::namespace(other) == ns
             } else {
-                nss.iter().any(|n| n.as_str() == Some(api::namespace(other))) || get(term, &["namespaceSelector"]).is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
+                nss.iter().any(|n| n.as_str() == Some(api::namespace(other)))
+                    || get(term, &["namespaceSelector"]).is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
             }
         };
         for term in get_array(pod, &["spec", "affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
@@ -475,7 +502,12 @@ impl Scheduler {
             let any = self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
             if !any {
                 // The first pod of a group that matches its own term may start a domain.
-                let exists_anywhere = self.infos.iter().flat_map(|i| i.pods.iter()).filter_map(|k| self.pods.get(&k.0, &k.1)).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
+                let exists_anywhere = self
+                    .infos
+                    .iter()
+                    .flat_map(|i| i.pods.iter())
+                    .filter_map(|k| self.pods.get(&k.0, &k.1))
+                    .any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
                 if exists_anywhere || !selector_matches(sel, api::labels(pod)) {
                     return Some("node(s) didn't match pod affinity rules");
                 }
@@ -496,7 +528,10 @@ impl Scheduler {
         for k in &self.infos[ni].pods {
             let Some(o) = self.pods.get(&k.0, &k.1) else { continue };
             for term in get_array(o, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
-                if get_str(term, &["topologyKey"]) == Some("kubernetes.io/hostname") && selector_matches(get(term, &["labelSelector"]), api::labels(pod)) && api::namespace(o) == ns {
+                if get_str(term, &["topologyKey"]) == Some("kubernetes.io/hostname")
+                    && selector_matches(get(term, &["labelSelector"]), api::labels(pod))
+                    && api::namespace(o) == ns
+                {
                     return Some("node(s) didn't satisfy existing pods anti-affinity rules");
                 }
             }
@@ -517,7 +552,12 @@ impl Scheduler {
                     continue;
                 }
                 let Some(domain) = api::label(&info.obj, &key) else { continue };
-                let n = info.pods.iter().filter_map(|k| self.pods.get(&k.0, &k.1)).filter(|o| api::namespace(o) == ns && selector_matches(sel.as_ref(), api::labels(o))).count() as u32;
+                let n = info
+                    .pods
+                    .iter()
+                    .filter_map(|k| self.pods.get(&k.0, &k.1))
+                    .filter(|o| api::namespace(o) == ns && selector_matches(sel.as_ref(), api::labels(o)))
+                    .count() as u32;
                 *counts.entry(domain.to_string()).or_default() += n;
             }
             out.push(Spread {
@@ -534,7 +574,14 @@ impl Scheduler {
             // pods of the same owner.
             if let Some(o) = owner_uid(pod) {
                 let zones = self.owner_zones.get(&o).cloned().unwrap_or_default();
-                out.push(Spread { key: "kubernetes.io/hostname".into(), max_skew: 3, hard: false, self_match: true, counts: BTreeMap::new(), node_counts: Some(o) });
+                out.push(Spread {
+                    key: "kubernetes.io/hostname".into(),
+                    max_skew: 3,
+                    hard: false,
+                    self_match: true,
+                    counts: BTreeMap::new(),
+                    node_counts: Some(o),
+                });
                 out.push(Spread { key: "topology.kubernetes.io/zone".into(), max_skew: 5, hard: false, self_match: true, counts: zones, node_counts: None });
             }
         }
@@ -570,7 +617,11 @@ impl Scheduler {
                 .iter()
                 .map(|&ni| {
                     let node = &self.infos[ni].obj;
-                    prefs.iter().filter(|p| get(p, &["preference"]).is_some_and(|t| node_selector_term_matches(t, api::labels(node), api::name(node)))).map(|p| get_i64(p, &["weight"]).unwrap_or(0)).sum()
+                    prefs
+                        .iter()
+                        .filter(|p| get(p, &["preference"]).is_some_and(|t| node_selector_term_matches(t, api::labels(node), api::name(node))))
+                        .map(|p| get_i64(p, &["weight"]).unwrap_or(0))
+                        .sum()
                 })
                 .collect();
             let max = raw.iter().copied().max().unwrap_or(0);
@@ -597,7 +648,9 @@ impl Scheduler {
                             let cnt = match (&s.node_counts, nc) {
                                 (Some(_), Some(nc)) => nc.get(&ni).copied().unwrap_or(0),
                                 (Some(_), None) => 0,
-                                _ if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                                _ if s.key == "topology.kubernetes.io/zone" => {
+                                    self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0)
+                                }
                                 _ => api::label(node, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                             };
                             (cnt as f64 + s.max_skew as f64 - 1.0) * w
@@ -668,7 +721,14 @@ impl Scheduler {
             let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
             match self.preempt(cx, &pod, &req, &statuses) {
                 Ok(Some(node)) => {
-                    cx.trace(Flow::Pending, "preemption", obj.clone(), "pending", "", format!("preempting lower-priority pods on {node}; nominated node {node}"));
+                    cx.trace(
+                        Flow::Pending,
+                        "preemption",
+                        obj.clone(),
+                        "pending",
+                        "",
+                        format!("preempting lower-priority pods on {node}; nominated node {node}"),
+                    );
                 }
                 Ok(None) => {}
                 Err(m) => msg = format!("{msg} {m}"),
@@ -755,7 +815,8 @@ impl Scheduler {
                 continue;
             }
             let info = &self.infos[*ni];
-            let mut victims: Vec<(i64, Key)> = info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
+            let mut victims: Vec<(i64, Key)> =
+                info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
             victims.sort();
             let freed_cpu: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
             let freed_mem: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();

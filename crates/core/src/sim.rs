@@ -149,14 +149,7 @@ impl Rng {
         let b = self.0.next_u64();
         let b = (b & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
         let a = (a & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
-        format!(
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xffff,
-            b >> 48,
-            b & 0xffff_ffff_ffff
-        )
+        format!("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xffff, a & 0xffff, b >> 48, b & 0xffff_ffff_ffff)
     }
     /// `n` characters of the apiserver's name-suffix alphabet (no vowels, no confusables),
     /// as `k8s.io/apimachinery/pkg/util/rand.String` draws them.

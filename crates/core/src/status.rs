@@ -160,10 +160,7 @@ impl Status {
             1 => format!("{} {:?} is invalid: {}", res.qualified_kind(), name, seen[0]),
             _ => format!("{} {:?} is invalid: [{}]", res.qualified_kind(), name, seen.join(", ")),
         };
-        let causes: Vec<Value> = errors
-            .iter()
-            .map(|e| json!({"reason": e.kind.cause_type(), "message": e.body(), "field": e.field}))
-            .collect();
+        let causes: Vec<Value> = errors.iter().map(|e| json!({"reason": e.kind.cause_type(), "message": e.body(), "field": e.field})).collect();
         Status::new(422, "Invalid", message).with_details(json!({"name": name, "group": res.group, "kind": res.kind, "causes": causes}))
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -173,8 +170,7 @@ impl Status {
         Status::new(401, "Unauthorized", "Unauthorized")
     }
     pub fn internal(err: &str) -> Self {
-        Status::new(500, "InternalError", format!("Internal error occurred: {err}"))
-            .with_details(json!({"causes": [{"message": err}]}))
+        Status::new(500, "InternalError", format!("Internal error occurred: {err}")).with_details(json!({"causes": [{"message": err}]}))
     }
     pub fn expired(message: impl Into<String>) -> Self {
         Status::new(410, "Expired", message)
@@ -209,9 +205,7 @@ impl Status {
                 let causes = crate::api::get_array(d, &["causes"]);
                 let kind = crate::api::get_str(d, &["kind"]).unwrap_or("");
                 let name = crate::api::get_str(d, &["name"]).unwrap_or("");
-                let line = |c: &Value| {
-                    format!("{}: {}", crate::api::get_str(c, &["field"]).unwrap_or(""), crate::api::get_str(c, &["message"]).unwrap_or(""))
-                };
+                let line = |c: &Value| format!("{}: {}", crate::api::get_str(c, &["field"]).unwrap_or(""), crate::api::get_str(c, &["message"]).unwrap_or(""));
                 if causes.len() == 1 {
                     return format!("{prefix}The {kind} {name:?} is invalid: {}", line(&causes[0]));
                 }

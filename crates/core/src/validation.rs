@@ -18,11 +18,7 @@ fn is_alnum_lower(c: char) -> bool {
 }
 
 pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.chars().all(|c| is_alnum_lower(c) || c == '-')
-        && s.starts_with(is_alnum_lower)
-        && s.ends_with(is_alnum_lower)
+    !s.is_empty() && s.len() <= 63 && s.chars().all(|c| is_alnum_lower(c) || c == '-') && s.starts_with(is_alnum_lower) && s.ends_with(is_alnum_lower)
 }
 
 pub fn is_dns1123_subdomain(s: &str) -> bool {
@@ -296,7 +292,8 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
         }
     }
     validate_labels("spec.template.metadata.labels", labels, errs);
-    let claims: Vec<String> = get_array(obj, &["spec", "volumeClaimTemplates"]).iter().filter_map(|c| get_str(c, &["metadata", "name"])).map(str::to_string).collect();
+    let claims: Vec<String> =
+        get_array(obj, &["spec", "volumeClaimTemplates"]).iter().filter_map(|c| get_str(c, &["metadata", "name"])).map(str::to_string).collect();
     match get(obj, &["spec", "template", "spec"]) {
         Some(spec) => {
             validate_pod_spec_with("spec.template.spec", spec, &claims, errs);
@@ -363,7 +360,11 @@ fn validate_strategy(obj: &Value, errs: &mut Vec<FieldError>) {
             let surge = int_or_percent(ru.and_then(|r| r.get("maxSurge")), 100, true).unwrap_or(0);
             let unavail = int_or_percent(ru.and_then(|r| r.get("maxUnavailable")), 100, false).unwrap_or(0);
             if surge == 0 && unavail == 0 {
-                errs.push(FieldError::invalid("spec.strategy.rollingUpdate.maxUnavailable", ru.and_then(|r| r.get("maxUnavailable")).unwrap_or(&json!(0)), "may not be 0 when `maxSurge` is 0"));
+                errs.push(FieldError::invalid(
+                    "spec.strategy.rollingUpdate.maxUnavailable",
+                    ru.and_then(|r| r.get("maxUnavailable")).unwrap_or(&json!(0)),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
             }
         }
         _ => {
@@ -417,7 +418,11 @@ fn validate_service(obj: &Value, errs: &mut Vec<FieldError>) {
             if tys == "ClusterIP" {
                 errs.push(FieldError::forbidden(format!("spec.ports[{i}].nodePort"), "may not be used when `type` is 'ClusterIP'"));
             } else if !(30000..=32767).contains(&np) {
-                errs.push(FieldError::invalid(format!("spec.ports[{i}].nodePort"), &json!(np), "provided port is not in the valid range. The range of valid ports is 30000-32767"));
+                errs.push(FieldError::invalid(
+                    format!("spec.ports[{i}].nodePort"),
+                    &json!(np),
+                    "provided port is not in the valid range. The range of valid ports is 30000-32767",
+                ));
             }
         }
     }
@@ -509,7 +514,10 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
         errs.push(FieldError::new(
             crate::status::FieldErrorKind::Invalid,
             "spec.selector",
-            Some(format!("v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}", go_map(get(new, &["spec", "selector", "matchLabels"]).and_then(Value::as_object)))),
+            Some(format!(
+                "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}",
+                go_map(get(new, &["spec", "selector", "matchLabels"]).and_then(Value::as_object))
+            )),
             "field is immutable",
         ));
     }
@@ -572,7 +580,10 @@ mod tests {
         let mut d = deployment();
         d["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
         let e = validate("Deployment", true, &d);
-        assert_eq!(e[0].to_string(), "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`");
+        assert_eq!(
+            e[0].to_string(),
+            "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+        );
     }
 
     #[test]

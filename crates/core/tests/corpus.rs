@@ -2,6 +2,9 @@
 //! cluster: what a real 1.36 API server accepts is accepted, and the few files it rejects
 //! are rejected with its error.
 
+// Tests read their fixtures from disk; the determinism lint guards the library itself.
+#![allow(clippy::disallowed_methods)]
+
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config};
 use std::path::{Path, PathBuf};

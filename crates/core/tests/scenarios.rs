@@ -2,6 +2,9 @@
 //! final state are compared with reviewed snapshots in `tests/golden/` (rewrite them with
 //! `KUBELOOP_BLESS=1 cargo test`), and each test asserts the behaviour it is named after.
 
+// Tests read their fixtures from disk; the determinism lint guards the library itself.
+#![allow(clippy::disallowed_methods)]
+
 use kubeloop_core::api::{self, get_array, get_str, rid, Object};
 use kubeloop_core::cluster::Cluster;
 use kubeloop_core::scenario::{add_file, Scenario};
@@ -47,7 +50,11 @@ fn summary(c: &Cluster) -> String {
     out.push_str("--- pods\n");
     for p in pods(c) {
         let waiting = get_array(&p, &["status", "containerStatuses"]).iter().find_map(|s| get_str(s, &["state", "waiting", "reason"])).map(str::to_string);
-        let status = if api::is_deleting(&p) { "Terminating".to_string() } else { waiting.unwrap_or_else(|| get_str(&p, &["status", "phase"]).unwrap_or("").to_string()) };
+        let status = if api::is_deleting(&p) {
+            "Terminating".to_string()
+        } else {
+            waiting.unwrap_or_else(|| get_str(&p, &["status", "phase"]).unwrap_or("").to_string())
+        };
         out.push_str(&format!("{} {} ready={} node={}\n", api::name(&p), status, ready(&p), get_str(&p, &["spec", "nodeName"]).unwrap_or("<none>")));
     }
     out
@@ -63,8 +70,20 @@ fn golden(name: &str, c: &Cluster) {
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_default();
     if expected != actual {
-        let diff: Vec<String> = expected.lines().zip(actual.lines()).enumerate().filter(|(_, (a, b))| a != b).take(5).map(|(i, (a, b))| format!("line {}:\n  expected: {a}\n  actual:   {b}", i + 1)).collect();
-        panic!("{name}: trace differs from tests/golden/{name}.txt (rerun with KUBELOOP_BLESS=1 after reviewing)\n{}\nexpected {} lines, got {}", diff.join("\n"), expected.lines().count(), actual.lines().count());
+        let diff: Vec<String> = expected
+            .lines()
+            .zip(actual.lines())
+            .enumerate()
+            .filter(|(_, (a, b))| a != b)
+            .take(5)
+            .map(|(i, (a, b))| format!("line {}:\n  expected: {a}\n  actual:   {b}", i + 1))
+            .collect();
+        panic!(
+            "{name}: trace differs from tests/golden/{name}.txt (rerun with KUBELOOP_BLESS=1 after reviewing)\n{}\nexpected {} lines, got {}",
+            diff.join("\n"),
+            expected.lines().count(),
+            actual.lines().count()
+        );
     }
 }
 
@@ -78,7 +97,8 @@ fn checkout_reaches_two_ready_pods_and_the_latest_tag_is_denied() {
     // The Deployment, its ReplicaSet and the Service's endpoints all agree.
     let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "checkout").expect("deployment");
     assert_eq!(d["status"]["readyReplicas"], 2);
-    let conds: Vec<(&str, &str)> = get_array(d, &["status", "conditions"]).iter().map(|c| (get_str(c, &["type"]).unwrap_or(""), get_str(c, &["reason"]).unwrap_or(""))).collect();
+    let conds: Vec<(&str, &str)> =
+        get_array(d, &["status", "conditions"]).iter().map(|c| (get_str(c, &["type"]).unwrap_or(""), get_str(c, &["reason"]).unwrap_or(""))).collect();
     assert_eq!(conds, vec![("Available", "MinimumReplicasAvailable"), ("Progressing", "NewReplicaSetAvailable")]);
     let slice = c.api.store.list(rid::ENDPOINTSLICE, Some("default")).find(|s| api::label(s, "kubernetes.io/service-name") == Some("checkout")).expect("slice");
     assert_eq!(get_array(slice, &["endpoints"]).iter().filter(|e| e["conditions"]["ready"] == true).count(), 2);
@@ -113,7 +133,8 @@ fn a_node_failure_is_healed_by_the_reconcile_loops() {
     let ready_cond = kubeloop_core::controllers::replicaset::condition(&node, "Ready").expect("Ready").clone();
     assert_eq!(ready_cond["status"], "Unknown");
     assert_eq!(ready_cond["message"], "Kubelet stopped posting node status.");
-    let taints: Vec<String> = get_array(&node, &["spec", "taints"]).iter().map(|t| format!("{}:{}", t["key"].as_str().unwrap_or(""), t["effect"].as_str().unwrap_or(""))).collect();
+    let taints: Vec<String> =
+        get_array(&node, &["spec", "taints"]).iter().map(|t| format!("{}:{}", t["key"].as_str().unwrap_or(""), t["effect"].as_str().unwrap_or(""))).collect();
     assert_eq!(taints, vec!["node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute"]);
     let on_b: Vec<Object> = pods(&c).into_iter().filter(|p| get_str(p, &["spec", "nodeName"]) == Some("node-b")).collect();
     assert_eq!(on_b.len(), 1);
@@ -122,7 +143,10 @@ fn a_node_failure_is_healed_by_the_reconcile_loops() {
     c.run_until(420_000);
     let ps = pods(&c);
     assert_eq!(ps.iter().filter(|p| !api::is_deleting(p) && ready(p)).count(), 3, "three ready replicas again");
-    assert!(ps.iter().any(|p| api::is_deleting(p) && get_str(p, &["spec", "nodeName"]) == Some("node-b")), "the evicted pod stays Terminating while its node is away");
+    assert!(
+        ps.iter().any(|p| api::is_deleting(p) && get_str(p, &["spec", "nodeName"]) == Some("node-b")),
+        "the evicted pod stays Terminating while its node is away"
+    );
     assert_eq!(events(&c, "TaintManagerEviction").len(), 1);
     assert_eq!(events(&c, "NodeNotReady").iter().filter(|m| m.as_str() == "Node node-b status is now: NodeNotReady").count(), 1);
     // When the node returns its kubelet finishes the deletion and the taints go.
@@ -168,7 +192,9 @@ fn failure_paths_show_the_real_reasons() {
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     );
     assert!(events(&c, "FailedMount").contains(&"MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found".to_string()));
-    assert!(events(&c, "Failed").iter().any(|m| m.starts_with("Failed to pull image \"nginxx:1.27\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginxx:1.27\"")));
+    assert!(events(&c, "Failed").iter().any(|m| m.starts_with(
+        "Failed to pull image \"nginxx:1.27\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginxx:1.27\""
+    )));
     assert!(events(&c, "Failed").contains(&"Error: ImagePullBackOff".to_string()));
     assert!(events(&c, "BackOff").iter().any(|m| m.starts_with("Back-off restarting failed container payments in pod crasher_default(")));
     // The ConfigMap arrives at 90s and the waiting pod starts.
@@ -211,7 +237,10 @@ fn one_seed_gives_a_byte_identical_run() {
 fn bad_input_never_loses_the_other_documents() {
     let mut c = Cluster::new(Default::default());
     let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: [broken\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  replica: 3\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: also-good}\n";
-    let out = c.act(kubeloop_core::apiserver::Credentials::Token("admin-token".into()), kubeloop_core::cluster::Action::Apply { text: text.into(), file: "mixed.yaml".into() });
+    let out = c.act(
+        kubeloop_core::apiserver::Credentials::Token("admin-token".into()),
+        kubeloop_core::cluster::Action::Apply { text: text.into(), file: "mixed.yaml".into() },
+    );
     assert_eq!(out.output.len(), 5, "{:?}", out.output);
     assert_eq!(out.output[0], "configmap/good created");
     assert!(out.output[1].starts_with("error: error parsing mixed.yaml: error converting YAML to JSON: yaml: line 8: "), "{}", out.output[1]);

@@ -223,7 +223,13 @@ impl DeploymentController {
         if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
         }
-        cx.api.handle(req_as(Request::update(rid::DEPLOYMENT, api::namespace(d), api::name(d), body, self.creds()).with_sub("status"), "deployment-controller", &self.user)).ok()
+        cx.api
+            .handle(req_as(
+                Request::update(rid::DEPLOYMENT, api::namespace(d), api::name(d), body, self.creds()).with_sub("status"),
+                "deployment-controller",
+                &self.user,
+            ))
+            .ok()
     }
 
     fn write_conditions(&self, cx: &mut Cx, d: &mut Object, conds: Vec<Value>) {
@@ -256,7 +262,14 @@ impl DeploymentController {
         for d in r.deltas {
             if d.kind != EventType::Deleted {
                 if d.kind == EventType::Added && cx.tracing() {
-                    cx.trace(Flow::DeploymentController, "watch", format!("Deployment/{}/{}", api::namespace(&d.object), api::name(&d.object)), "ok", api::resource_version(&d.object), "deployment-controller sees the Deployment".into());
+                    cx.trace(
+                        Flow::DeploymentController,
+                        "watch",
+                        format!("Deployment/{}/{}", api::namespace(&d.object), api::name(&d.object)),
+                        "ok",
+                        api::resource_version(&d.object),
+                        "deployment-controller sees the Deployment".into(),
+                    );
                 }
                 self.queue.insert((api::namespace(&d.object).to_string(), api::name(&d.object).to_string()));
             }
@@ -317,7 +330,9 @@ impl DeploymentController {
         let Some(d) = self.deployments.get(&key.0, &key.1).cloned() else { return };
         let dname = format!("Deployment/{}/{}", key.0, key.1);
         let selector = get(&d, &["spec", "selector"]).cloned();
-        let empty_selector = selector.as_ref().is_none_or(|s| get(s, &["matchLabels"]).and_then(Value::as_object).is_none_or(|m| m.is_empty()) && get_array(s, &["matchExpressions"]).is_empty());
+        let empty_selector = selector
+            .as_ref()
+            .is_none_or(|s| get(s, &["matchLabels"]).and_then(Value::as_object).is_none_or(|m| m.is_empty()) && get_array(s, &["matchExpressions"]).is_empty());
         if empty_selector {
             cx.event(&self.source, &d, None, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required.", None);
             return;
@@ -333,8 +348,19 @@ impl DeploymentController {
                     let mut refs = get_array(&rs, &["metadata", "ownerReferences"]).to_vec();
                     refs.push(api::owner_reference(&d));
                     let patch = json!({"metadata": {"ownerReferences": refs}});
-                    if let Ok(adopted) = cx.api.handle(req_as(Request::patch(rid::REPLICASET, &key.0, api::name(&rs), crate::apiserver::PatchType::Merge, patch, self.creds()), "deployment-controller", &self.user)) {
-                        cx.trace(Flow::DeploymentController, "adopt", format!("ReplicaSet/{}/{}", key.0, api::name(&rs)), "ok", api::resource_version(&adopted), format!("{dname} adopted ReplicaSet {}", api::name(&rs)));
+                    if let Ok(adopted) = cx.api.handle(req_as(
+                        Request::patch(rid::REPLICASET, &key.0, api::name(&rs), crate::apiserver::PatchType::Merge, patch, self.creds()),
+                        "deployment-controller",
+                        &self.user,
+                    )) {
+                        cx.trace(
+                            Flow::DeploymentController,
+                            "adopt",
+                            format!("ReplicaSet/{}/{}", key.0, api::name(&rs)),
+                            "ok",
+                            api::resource_version(&adopted),
+                            format!("{dname} adopted ReplicaSet {}", api::name(&rs)),
+                        );
                         all.push(adopted);
                     }
                 }
@@ -348,7 +374,8 @@ impl DeploymentController {
         }
         let template = get(&d, &["spec", "template"]).cloned().unwrap_or(json!({}));
         let tmpl_key = template_without_hash(&template);
-        let new_rs = all.iter().filter(|rs| get(rs, &["spec", "template"]).map(template_without_hash).as_ref() == Some(&tmpl_key)).min_by_key(|rs| created(rs)).cloned();
+        let new_rs =
+            all.iter().filter(|rs| get(rs, &["spec", "template"]).map(template_without_hash).as_ref() == Some(&tmpl_key)).min_by_key(|rs| created(rs)).cloned();
         let old: Vec<Object> = all.iter().filter(|rs| new_rs.as_ref().is_none_or(|n| api::uid(n) != api::uid(rs))).cloned().collect();
         let paused = api::get_bool(&d, &["spec", "paused"]).unwrap_or(false);
         let paused_cond = get_array(&d, &["status", "conditions"]).iter().any(|c| get_str(c, &["reason"]) == Some("DeploymentPaused"));
@@ -414,7 +441,9 @@ impl DeploymentController {
                         }
                     }
                 }
-                if let Ok(r) = cx.api.handle(req_as(Request::update(rid::REPLICASET, &ns, api::name(&rs), body, self.creds()), "deployment-controller", &self.user)) {
+                if let Ok(r) =
+                    cx.api.handle(req_as(Request::update(rid::REPLICASET, &ns, api::name(&rs), body, self.creds()), "deployment-controller", &self.user))
+                {
                     return Some(r);
                 }
             }
@@ -441,7 +470,16 @@ impl DeploymentController {
         api::entry(&mut labels, &[]).insert(HASH_LABEL.into(), json!(hash));
         let mut annotations = Map::new();
         for (k, v) in get(d, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
-            if ![REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, "kubectl.kubernetes.io/last-applied-configuration", "deprecated.deployment.rollback.to"].contains(&k.as_str()) {
+            if ![
+                REVISION,
+                REVISION_HISTORY,
+                DESIRED_REPLICAS,
+                MAX_REPLICAS,
+                "kubectl.kubernetes.io/last-applied-configuration",
+                "deprecated.deployment.rollback.to",
+            ]
+            .contains(&k.as_str())
+            {
                 annotations.insert(k.clone(), v.clone());
             }
         }
@@ -460,7 +498,14 @@ impl DeploymentController {
         }
         match cx.api.handle(req_as(Request::create(rid::REPLICASET, &ns, body, self.creds()), "deployment-controller", &self.user)) {
             Ok(rs) => {
-                cx.trace(Flow::DeploymentController, "create-replicaset", format!("ReplicaSet/{ns}/{name}"), "ok", api::resource_version(&rs), format!("Deployment/{ns}/{} has no ReplicaSet for its template: created {name} with {n} replicas", api::name(d)));
+                cx.trace(
+                    Flow::DeploymentController,
+                    "create-replicaset",
+                    format!("ReplicaSet/{ns}/{name}"),
+                    "ok",
+                    api::resource_version(&rs),
+                    format!("Deployment/{ns}/{} has no ReplicaSet for its template: created {name} with {n} replicas", api::name(d)),
+                );
                 if n > 0 {
                     cx.event(&self.source, d, None, "Normal", "ScalingReplicaSet", &format!("Scaled up replica set {name} from 0 to {n}"), None);
                 }
@@ -597,7 +642,8 @@ impl DeploymentController {
         // Wait until no old pod is running.
         let old_uids: BTreeSet<&str> = old.iter().map(|r| api::uid(r)).collect();
         let running = self.pods.list(Some(api::namespace(d))).any(|p| {
-            api::controller_ref(p).and_then(|r| get_str(r, &["uid"])).is_some_and(|u| old_uids.contains(u)) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"))
+            api::controller_ref(p).and_then(|r| get_str(r, &["uid"])).is_some_and(|u| old_uids.contains(u))
+                && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"))
         });
         if running {
             self.sync_status(cx, d, all, new_rs.as_ref());
@@ -690,7 +736,14 @@ impl DeploymentController {
             let ns = api::namespace(rs).to_string();
             let name = api::name(rs).to_string();
             if cx.api.handle(req_as(Request::delete(rid::REPLICASET, &ns, &name, self.creds()), "deployment-controller", &self.user)).is_ok() {
-                cx.trace(Flow::DeploymentController, "cleanup", format!("ReplicaSet/{ns}/{name}"), "ok", "", format!("deleted old ReplicaSet {name} beyond revisionHistoryLimit {limit}"));
+                cx.trace(
+                    Flow::DeploymentController,
+                    "cleanup",
+                    format!("ReplicaSet/{ns}/{name}"),
+                    "ok",
+                    "",
+                    format!("deleted old ReplicaSet {name} beyond revisionHistoryLimit {limit}"),
+                );
             }
         }
     }
@@ -765,8 +818,17 @@ impl DeploymentController {
         let new_status = Value::Object(status);
         if d.get("status") != Some(&new_status) {
             if let Some(s) = self.write_status(cx, d, new_status) {
-                if complete(&s, s.get("status").and_then(Value::as_object).unwrap_or(&Map::new())) && !complete(d, d.get("status").and_then(Value::as_object).unwrap_or(&Map::new())) {
-                    cx.trace(Flow::DeploymentController, "status", format!("Deployment/{}/{}", api::namespace(d), api::name(d)), "ok", api::resource_version(&s), format!("deployment {:?} successfully rolled out", api::name(d)));
+                if complete(&s, s.get("status").and_then(Value::as_object).unwrap_or(&Map::new()))
+                    && !complete(d, d.get("status").and_then(Value::as_object).unwrap_or(&Map::new()))
+                {
+                    cx.trace(
+                        Flow::DeploymentController,
+                        "status",
+                        format!("Deployment/{}/{}", api::namespace(d), api::name(d)),
+                        "ok",
+                        api::resource_version(&s),
+                        format!("deployment {:?} successfully rolled out", api::name(d)),
+                    );
                 }
             }
         }
@@ -789,7 +851,10 @@ fn progressing(d: &Value, new: &Map<String, Value>) -> bool {
     let old_updated = st(d, "updatedReplicas");
     let old_old = st(d, "replicas") - old_updated;
     let new_old = g("replicas") - g("updatedReplicas");
-    g("updatedReplicas") > old_updated || new_old < old_old || g("readyReplicas") > st(d, "readyReplicas") || g("availableReplicas") > st(d, "availableReplicas")
+    g("updatedReplicas") > old_updated
+        || new_old < old_old
+        || g("readyReplicas") > st(d, "readyReplicas")
+        || g("availableReplicas") > st(d, "availableReplicas")
 }
 
 impl Controller for DeploymentController {

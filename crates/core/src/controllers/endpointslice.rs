@@ -54,7 +54,13 @@ pub fn slice_ports(svc: &Value, pod: Option<&Object>) -> Vec<Value> {
             let port = match get(p, &["targetPort"]) {
                 Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
                 Some(Value::String(name)) => pod
-                    .and_then(|pod| get_array(pod, &["spec", "containers"]).iter().flat_map(|c| get_array(c, &["ports"])).find(|cp| get_str(cp, &["name"]) == Some(name.as_str())).and_then(|cp| get_i64(cp, &["containerPort"])))
+                    .and_then(|pod| {
+                        get_array(pod, &["spec", "containers"])
+                            .iter()
+                            .flat_map(|c| get_array(c, &["ports"]))
+                            .find(|cp| get_str(cp, &["name"]) == Some(name.as_str()))
+                            .and_then(|cp| get_i64(cp, &["containerPort"]))
+                    })
                     .unwrap_or(0),
                 _ => get_i64(p, &["port"]).unwrap_or(0),
             };
@@ -109,7 +115,15 @@ impl EndpointSliceController {
         let deltas = self.pods.sync(&cx.api.store).deltas;
         for d in deltas {
             // Only changes that can alter an endpoint matter.
-            let relevant = |p: &Value| (get_str(p, &["status", "podIP"]).map(str::to_string), pod_is_ready(p), api::is_deleting(p), api::labels(p).cloned(), get_str(p, &["status", "phase"]).map(str::to_string));
+            let relevant = |p: &Value| {
+                (
+                    get_str(p, &["status", "podIP"]).map(str::to_string),
+                    pod_is_ready(p),
+                    api::is_deleting(p),
+                    api::labels(p).cloned(),
+                    get_str(p, &["status", "phase"]).map(str::to_string),
+                )
+            };
             if d.kind == EventType::Modified && d.old.as_ref().map(|o| relevant(o)) == Some(relevant(&d.object)) {
                 continue;
             }
@@ -132,7 +146,10 @@ impl EndpointSliceController {
         let owned: Vec<Object> = self
             .slices
             .list(Some(&key.0))
-            .filter(|s| api::label(s, "kubernetes.io/service-name") == Some(key.1.as_str()) && api::label(s, "endpointslice.kubernetes.io/managed-by") == Some(MANAGED_BY))
+            .filter(|s| {
+                api::label(s, "kubernetes.io/service-name") == Some(key.1.as_str())
+                    && api::label(s, "endpointslice.kubernetes.io/managed-by") == Some(MANAGED_BY)
+            })
             .cloned()
             .collect();
         let svc = self.services.get(&key.0, &key.1).cloned();
@@ -156,11 +173,20 @@ impl EndpointSliceController {
                         "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": crate::sim::rfc3339(cx.now)}, "ownerReferences": [api::owner_reference(&svc)]},
                     "addressType": "IPv4", "endpoints": endpoints, "ports": ports});
                 if let Ok(s) = cx.api.handle(req_as(Request::create(rid::ENDPOINTSLICE, &key.0, body, creds), "endpointslice-controller", &self.user)) {
-                    cx.trace(Flow::Ready, "endpoints", obj, "ok", api::resource_version(&s), format!("EndpointSlice {} created: {ready} ready endpoint(s)", api::name(&s)));
+                    cx.trace(
+                        Flow::Ready,
+                        "endpoints",
+                        obj,
+                        "ok",
+                        api::resource_version(&s),
+                        format!("EndpointSlice {} created: {ready} ready endpoint(s)", api::name(&s)),
+                    );
                 }
             }
             Some(slice) => {
-                let unchanged = slice.get("endpoints").map(|e| e == &json!(endpoints)).unwrap_or(endpoints.is_empty()) && slice.get("ports") == Some(&json!(ports)) && api::labels(slice) == Some(&labels);
+                let unchanged = slice.get("endpoints").map(|e| e == &json!(endpoints)).unwrap_or(endpoints.is_empty())
+                    && slice.get("ports") == Some(&json!(ports))
+                    && api::labels(slice) == Some(&labels);
                 if unchanged {
                     return;
                 }
@@ -169,8 +195,17 @@ impl EndpointSliceController {
                 body["ports"] = json!(ports);
                 body["metadata"]["labels"] = json!(labels);
                 api::set(&mut body, &["metadata", "annotations", "endpoints.kubernetes.io/last-change-trigger-time"], json!(crate::sim::rfc3339(cx.now)));
-                if let Ok(s) = cx.api.handle(req_as(Request::update(rid::ENDPOINTSLICE, &key.0, api::name(slice), body, creds), "endpointslice-controller", &self.user)) {
-                    cx.trace(Flow::Ready, "endpoints", obj, "ok", api::resource_version(&s), format!("EndpointSlice {} updated: {ready} ready endpoint(s)", api::name(&s)));
+                if let Ok(s) =
+                    cx.api.handle(req_as(Request::update(rid::ENDPOINTSLICE, &key.0, api::name(slice), body, creds), "endpointslice-controller", &self.user))
+                {
+                    cx.trace(
+                        Flow::Ready,
+                        "endpoints",
+                        obj,
+                        "ok",
+                        api::resource_version(&s),
+                        format!("EndpointSlice {} updated: {ready} ready endpoint(s)", api::name(&s)),
+                    );
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! `orphan` have their dependents' references removed first. Before deleting, the
 //! collector confirms the owner's absence with a live read, as the real one does.
 
-use crate::api::{self, get_array, get_bool, get_str, rid, resource_for_kind, Object, ObjectKey, ResourceId};
+use crate::api::{self, get_array, get_bool, get_str, resource_for_kind, rid, Object, ObjectKey, ResourceId};
 use crate::apiserver::{Credentials, PatchType, Request, Verb};
 use crate::cluster::{req_as, Controller, Cx};
 use crate::informer::Informer;
@@ -16,7 +16,8 @@ use crate::trace::Flow;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
-const WATCHED: &[ResourceId] = &[rid::DEPLOYMENT, rid::REPLICASET, rid::POD, rid::ENDPOINTSLICE, rid::SERVICE, rid::NODE, rid::LEASE, rid::CONFIGMAP, rid::SECRET, 15, 16, 18, 19];
+const WATCHED: &[ResourceId] =
+    &[rid::DEPLOYMENT, rid::REPLICASET, rid::POD, rid::ENDPOINTSLICE, rid::SERVICE, rid::NODE, rid::LEASE, rid::CONFIGMAP, rid::SECRET, 15, 16, 18, 19];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Work {
@@ -75,7 +76,8 @@ impl GarbageCollector {
             for d in deltas {
                 let key = key_of(*r, &d.object);
                 let uid = api::uid(&d.object).to_string();
-                let owners: Vec<String> = get_array(&d.object, &["metadata", "ownerReferences"]).iter().filter_map(|o| get_str(o, &["uid"])).map(str::to_string).collect();
+                let owners: Vec<String> =
+                    get_array(&d.object, &["metadata", "ownerReferences"]).iter().filter_map(|o| get_str(o, &["uid"])).map(str::to_string).collect();
                 if let Some(old) = &d.old {
                     for o in get_array(old, &["metadata", "ownerReferences"]) {
                         if let Some(ou) = get_str(o, &["uid"]) {
@@ -151,7 +153,11 @@ impl GarbageCollector {
             }
             let gone: BTreeSet<&str> = dangling.iter().chain(waiting.iter()).filter_map(|r| get_str(r, &["uid"])).collect();
             let keep: Vec<Value> = refs.iter().filter(|r| !gone.contains(get_str(r, &["uid"]).unwrap_or(""))).cloned().collect();
-            let _ = cx.api.handle(req_as(Request::patch(k.resource, &k.namespace, &k.name, PatchType::Merge, json!({"metadata": {"ownerReferences": keep}}), self.creds()), "generic-garbage-collector", &self.user));
+            let _ = cx.api.handle(req_as(
+                Request::patch(k.resource, &k.namespace, &k.name, PatchType::Merge, json!({"metadata": {"ownerReferences": keep}}), self.creds()),
+                "generic-garbage-collector",
+                &self.user,
+            ));
             return;
         }
         let has_dependents = self.dependents.get(api::uid(&obj)).is_some_and(|d| !d.is_empty());
@@ -184,8 +190,13 @@ impl GarbageCollector {
         if fins.iter().any(|f| f == "orphan") {
             for d in &deps {
                 let Some(dep) = self.cached(d).cloned() else { continue };
-                let keep: Vec<Value> = get_array(&dep, &["metadata", "ownerReferences"]).iter().filter(|r| get_str(r, &["uid"]) != Some(uid.as_str())).cloned().collect();
-                let _ = cx.api.handle(req_as(Request::patch(d.resource, &d.namespace, &d.name, PatchType::Merge, json!({"metadata": {"ownerReferences": keep}}), self.creds()), "generic-garbage-collector", &self.user));
+                let keep: Vec<Value> =
+                    get_array(&dep, &["metadata", "ownerReferences"]).iter().filter(|r| get_str(r, &["uid"]) != Some(uid.as_str())).cloned().collect();
+                let _ = cx.api.handle(req_as(
+                    Request::patch(d.resource, &d.namespace, &d.name, PatchType::Merge, json!({"metadata": {"ownerReferences": keep}}), self.creds()),
+                    "generic-garbage-collector",
+                    &self.user,
+                ));
                 cx.trace(Flow::DeploymentController, "garbage-collect", d.display(), "ok", "", format!("orphaned: ownerReference to {} removed", k.display()));
             }
             self.remove_finalizer(cx, k, &obj, "orphan");
@@ -193,7 +204,11 @@ impl GarbageCollector {
         }
         if fins.iter().any(|f| f == "foregroundDeletion") {
             let blocking = deps.iter().filter(|d| {
-                self.cached(d).is_some_and(|dep| get_array(dep, &["metadata", "ownerReferences"]).iter().any(|r| get_str(r, &["uid"]) == Some(uid.as_str()) && get_bool(r, &["blockOwnerDeletion"]) == Some(true)))
+                self.cached(d).is_some_and(|dep| {
+                    get_array(dep, &["metadata", "ownerReferences"])
+                        .iter()
+                        .any(|r| get_str(r, &["uid"]) == Some(uid.as_str()) && get_bool(r, &["blockOwnerDeletion"]) == Some(true))
+                })
             });
             if blocking.count() == 0 {
                 self.remove_finalizer(cx, k, &obj, "foregroundDeletion");
@@ -207,7 +222,11 @@ impl GarbageCollector {
 
     fn remove_finalizer(&self, cx: &mut Cx, k: &ObjectKey, obj: &Value, f: &str) {
         let keep: Vec<String> = finalizers(obj).into_iter().filter(|x| x != f).collect();
-        let r = cx.api.handle(req_as(Request::patch(k.resource, &k.namespace, &k.name, PatchType::Merge, json!({"metadata": {"finalizers": keep}}), self.creds()), "generic-garbage-collector", &self.user));
+        let r = cx.api.handle(req_as(
+            Request::patch(k.resource, &k.namespace, &k.name, PatchType::Merge, json!({"metadata": {"finalizers": keep}}), self.creds()),
+            "generic-garbage-collector",
+            &self.user,
+        ));
         if r.is_ok() {
             cx.trace(Flow::DeploymentController, "garbage-collect", k.display(), "ok", "", format!("removed finalizer {f}"));
         }

@@ -30,7 +30,12 @@ impl Default for ServiceAccountsController {
 
 impl ServiceAccountsController {
     pub fn new() -> Self {
-        ServiceAccountsController { user: UserInfo::admin(), namespaces: Informer::new(rid::NAMESPACE), sas: Informer::new(rid::SERVICEACCOUNT), cms: Informer::new(rid::CONFIGMAP) }
+        ServiceAccountsController {
+            user: UserInfo::admin(),
+            namespaces: Informer::new(rid::NAMESPACE),
+            sas: Informer::new(rid::SERVICEACCOUNT),
+            cms: Informer::new(rid::CONFIGMAP),
+        }
     }
 }
 
@@ -54,11 +59,19 @@ impl Controller for ServiceAccountsController {
             if self.sas.get(&ns, "default").is_none() {
                 let body = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}});
                 if cx.api.handle(req_as(Request::create(rid::SERVICEACCOUNT, &ns, body, creds.clone()), "serviceaccount-controller", &self.user)).is_ok() {
-                    cx.trace(Flow::MutatingAdmission, "serviceaccount", format!("ServiceAccount/{ns}/default"), "ok", "", format!("created the default ServiceAccount of namespace {ns}"));
+                    cx.trace(
+                        Flow::MutatingAdmission,
+                        "serviceaccount",
+                        format!("ServiceAccount/{ns}/default"),
+                        "ok",
+                        "",
+                        format!("created the default ServiceAccount of namespace {ns}"),
+                    );
                 }
             }
             if self.cms.get(&ns, "kube-root-ca.crt").is_none() {
-                let _ = cx.api.handle(req_as(Request::create(rid::CONFIGMAP, &ns, root_ca_configmap(&ns), creds.clone()), "root-ca-cert-publisher", &self.user));
+                let _ =
+                    cx.api.handle(req_as(Request::create(rid::CONFIGMAP, &ns, root_ca_configmap(&ns), creds.clone()), "root-ca-cert-publisher", &self.user));
             }
         }
     }

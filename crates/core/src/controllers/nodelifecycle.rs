@@ -104,7 +104,14 @@ impl NodeLifecycleController {
             m.remove("resourceVersion");
         }
         let stored = cx.api.handle(req_as(Request::update(rid::NODE, "", name, body, self.creds()).with_sub("status"), "node-controller", &self.user));
-        cx.trace(Flow::NodeError, "node-lifecycle", format!("Node/{name}"), "error", "", format!("no heartbeat from {name} for {}s: conditions Unknown (Kubelet stopped posting node status.)", GRACE / 1000));
+        cx.trace(
+            Flow::NodeError,
+            "node-lifecycle",
+            format!("Node/{name}"),
+            "error",
+            "",
+            format!("no heartbeat from {name} for {}s: conditions Unknown (Kubelet stopped posting node status.)", GRACE / 1000),
+        );
         cx.event(&self.source, node, None, "Normal", "NodeNotReady", &format!("Node {name} status is now: NodeNotReady"), None);
         // MarkPodsNotReady
         let pods: Vec<Object> = self.pods.list(None).filter(|p| get_str(p, &["spec", "nodeName"]) == Some(name)).cloned().collect();
@@ -124,7 +131,11 @@ impl NodeLifecycleController {
             if let Some(m) = pb.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
-            let _ = cx.api.handle(req_as(Request::update(rid::POD, api::namespace(&p), api::name(&p), pb, self.creds()).with_sub("status"), "node-controller", &self.user));
+            let _ = cx.api.handle(req_as(
+                Request::update(rid::POD, api::namespace(&p), api::name(&p), pb, self.creds()).with_sub("status"),
+                "node-controller",
+                &self.user,
+            ));
             cx.event(&self.source, &p, None, "Warning", "NodeNotReady", "Node is not ready", None);
         }
         stored.unwrap_or_else(|_| node.clone())
@@ -138,10 +149,14 @@ impl NodeLifecycleController {
             _ => None,
         };
         let taints = get_array(node, &["spec", "taints"]).to_vec();
-        let mut next: Vec<Value> = taints.iter().filter(|t| {
-            let k = get_str(t, &["key"]).unwrap_or("");
-            (k != UNREACHABLE && k != NOT_READY) || Some(k) == want
-        }).cloned().collect();
+        let mut next: Vec<Value> = taints
+            .iter()
+            .filter(|t| {
+                let k = get_str(t, &["key"]).unwrap_or("");
+                (k != UNREACHABLE && k != NOT_READY) || Some(k) == want
+            })
+            .cloned()
+            .collect();
         if let Some(k) = want {
             for effect in ["NoSchedule", "NoExecute"] {
                 if !next.iter().any(|t| get_str(t, &["key"]) == Some(k) && get_str(t, &["effect"]) == Some(effect)) {
@@ -271,9 +286,17 @@ impl TaintEvictionController {
             None | Some(None) => {}
             Some(Some(at)) if at <= cx.now => {
                 cx.event(&self.source, &pod, None, "Normal", "TaintManagerEviction", &format!("Marking for deletion Pod {ns}/{name}"), None);
-                let r = cx.api.handle(req_as(Request::delete(rid::POD, ns, name, Credentials::User(self.user.clone())), "taint-eviction-controller", &self.user));
+                let r =
+                    cx.api.handle(req_as(Request::delete(rid::POD, ns, name, Credentials::User(self.user.clone())), "taint-eviction-controller", &self.user));
                 if r.is_ok() {
-                    cx.trace(Flow::NodeError, "eviction", format!("Pod/{ns}/{name}"), "ok", "", format!("node {} is tainted NoExecute and the pod's toleration ran out: evicted", api::name(&node)));
+                    cx.trace(
+                        Flow::NodeError,
+                        "eviction",
+                        format!("Pod/{ns}/{name}"),
+                        "ok",
+                        "",
+                        format!("node {} is tainted NoExecute and the pod's toleration ran out: evicted", api::name(&node)),
+                    );
                 }
             }
             Some(Some(at)) => {
@@ -313,7 +336,9 @@ impl Controller for TaintEvictionController {
         for d in pod_deltas {
             let newly_bound = get_str(&d.object, &["spec", "nodeName"]).is_some() && d.old.as_ref().is_none_or(|o| get_str(o, &["spec", "nodeName"]).is_none());
             if newly_bound {
-                let tainted = get_str(&d.object, &["spec", "nodeName"]).and_then(|n| self.nodes.get("", n)).is_some_and(|n| get_array(n, &["spec", "taints"]).iter().any(|t| get_str(t, &["effect"]) == Some("NoExecute")));
+                let tainted = get_str(&d.object, &["spec", "nodeName"])
+                    .and_then(|n| self.nodes.get("", n))
+                    .is_some_and(|n| get_array(n, &["spec", "taints"]).iter().any(|t| get_str(t, &["effect"]) == Some("NoExecute")));
                 if tainted {
                     self.queue.insert(format!("{}/{}", api::namespace(&d.object), api::name(&d.object)));
                 }

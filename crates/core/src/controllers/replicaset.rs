@@ -384,7 +384,9 @@ impl ReplicaSetController {
         let ns = api::namespace(rs);
         self.by_owner
             .get(api::uid(rs))
-            .map(|set| set.iter().filter_map(|(n, name)| self.pods.get(n, name).cloned()).filter(|p| p.get("metadata").is_some() && ns == api::namespace(p)).collect())
+            .map(|set| {
+                set.iter().filter_map(|(n, name)| self.pods.get(n, name).cloned()).filter(|p| p.get("metadata").is_some() && ns == api::namespace(p)).collect()
+            })
             .unwrap_or_default()
     }
 
@@ -407,9 +409,20 @@ impl ReplicaSetController {
                 let mut refs = get_array(&p, &["metadata", "ownerReferences"]).to_vec();
                 refs.push(api::owner_reference(&rs));
                 let patch = json!({"metadata": {"ownerReferences": refs, "uid": api::uid(&p)}});
-                let r = cx.api.handle(req_as(Request::patch(rid::POD, &key.0, api::name(&p), PatchType::Strategic, patch, crate::apiserver::Credentials::User(self.user.clone())), "replicaset-controller", &self.user));
+                let r = cx.api.handle(req_as(
+                    Request::patch(rid::POD, &key.0, api::name(&p), PatchType::Strategic, patch, crate::apiserver::Credentials::User(self.user.clone())),
+                    "replicaset-controller",
+                    &self.user,
+                ));
                 if r.is_ok() {
-                    cx.trace(Flow::ReplicaSetController, "adopt", format!("Pod/{}/{}", key.0, api::name(&p)), "ok", "", format!("{obj_name} adopted orphan pod {}", api::name(&p)));
+                    cx.trace(
+                        Flow::ReplicaSetController,
+                        "adopt",
+                        format!("Pod/{}/{}", key.0, api::name(&p)),
+                        "ok",
+                        "",
+                        format!("{obj_name} adopted orphan pod {}", api::name(&p)),
+                    );
                 }
             }
         }
@@ -446,10 +459,21 @@ impl ReplicaSetController {
                     self.expectations.insert(key.clone(), Expectations { adds: 0, dels: names.iter().cloned().collect() });
                     failure = None;
                     for n in names {
-                        let r = cx.api.handle(req_as(Request::delete(rid::POD, &key.0, &n, crate::apiserver::Credentials::User(self.user.clone())), "replicaset-controller", &self.user));
+                        let r = cx.api.handle(req_as(
+                            Request::delete(rid::POD, &key.0, &n, crate::apiserver::Credentials::User(self.user.clone())),
+                            "replicaset-controller",
+                            &self.user,
+                        ));
                         match r {
                             Ok(_) => {
-                                cx.trace(Flow::ReplicaSetController, "delete-pod", format!("Pod/{}/{n}", key.0), "ok", "", format!("{obj_name} has {active_len} pods, wants {replicas}: deleting {n}"));
+                                cx.trace(
+                                    Flow::ReplicaSetController,
+                                    "delete-pod",
+                                    format!("Pod/{}/{n}", key.0),
+                                    "ok",
+                                    "",
+                                    format!("{obj_name} has {active_len} pods, wants {replicas}: deleting {n}"),
+                                );
                                 cx.event(&self.source, &rs, None, "Normal", "SuccessfulDelete", &format!("Deleted pod: {n}"), None);
                             }
                             Err(s) => {
@@ -492,7 +516,11 @@ impl ReplicaSetController {
             if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
-            let _ = cx.api.handle(req_as(Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"), "replicaset-controller", &self.user));
+            let _ = cx.api.handle(req_as(
+                Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"),
+                "replicaset-controller",
+                &self.user,
+            ));
         }
         // Availability after minReadySeconds needs a later look.
         if waiting {
@@ -518,7 +546,11 @@ impl ReplicaSetController {
             let size = batch.min(remaining);
             let mut failed = None;
             for _ in 0..size {
-                let r = cx.api.handle(req_as(Request::create(rid::POD, &key.0, pod.clone(), crate::apiserver::Credentials::User(self.user.clone())), "replicaset-controller", &self.user));
+                let r = cx.api.handle(req_as(
+                    Request::create(rid::POD, &key.0, pod.clone(), crate::apiserver::Credentials::User(self.user.clone())),
+                    "replicaset-controller",
+                    &self.user,
+                ));
                 match r {
                     Ok(p) => {
                         created += 1;
@@ -543,7 +575,14 @@ impl ReplicaSetController {
                         if !terminating {
                             cx.event(&self.source, rs, None, "Warning", "FailedCreate", &format!("Error creating: {}", s.message), None);
                         }
-                        cx.trace(Flow::ReplicaSetController, "create-pod", format!("Pod/{}/{}-", key.0, key.1), "error", "", format!("Error creating: {}", s.message));
+                        cx.trace(
+                            Flow::ReplicaSetController,
+                            "create-pod",
+                            format!("Pod/{}/{}-", key.0, key.1),
+                            "error",
+                            "",
+                            format!("Error creating: {}", s.message),
+                        );
                         failed = Some(("FailedCreate".to_string(), s.message.clone()));
                     }
                 }
@@ -619,8 +658,62 @@ mod tests {
 
     #[test]
     fn scale_down_prefers_unscheduled_then_pending_then_not_ready() {
-        let pods = vec![pod("running", Some("n1"), "Running", true), pod("pending", Some("n1"), "Pending", false), pod("unassigned", None, "Pending", false), pod("notready", Some("n2"), "Running", false)];
+        let pods = vec![
+            pod("running", Some("n1"), "Running", true),
+            pod("pending", Some("n1"), "Pending", false),
+            pod("unassigned", None, "Pending", false),
+            pod("notready", Some("n2"), "Running", false),
+        ];
         assert_eq!(plan(1, &pods, 60_000), Plan::Delete(vec!["unassigned".into(), "pending".into(), "notready".into()]));
+    }
+
+    fn seeded_api() -> crate::apiserver::ApiServer {
+        let mut c = crate::cluster::Cluster::new(crate::cluster::Config { trace: true, ..Default::default() });
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+              "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}});
+        c.api.handle(crate::apiserver::Request::create(rid::REPLICASET, "default", rs, crate::apiserver::Credentials::User(UserInfo::admin()))).unwrap();
+        std::mem::replace(&mut c.api, crate::apiserver::ApiServer::new(1, true))
+    }
+
+    #[test]
+    fn a_sync_creates_the_missing_pods_once_and_expectations_hold_the_next_sync() {
+        let mut api = seeded_api();
+        let mut rsc = ReplicaSetController::new();
+        crate::cluster::run_once(&mut rsc, &mut api, 1000);
+        assert_eq!(api.store.count(rid::POD), 3, "three pods created in slow-start batches 1 and 2");
+        let creates = api.trace.requests.iter().filter(|r| r.verb == "create" && r.object.starts_with("Pod/")).count();
+        assert_eq!(creates, 3);
+        let events = api.trace.requests.iter().filter(|r| r.verb == "create" && r.object.starts_with("Event/")).count();
+        assert_eq!(events, 3, "one SuccessfulCreate each");
+        // The pods are now in the informer; expectations are met and nothing more is created.
+        crate::cluster::run_once(&mut rsc, &mut api, 1005);
+        assert_eq!(api.store.count(rid::POD), 3);
+        let rs = api.store.get_by(rid::REPLICASET, "default", "web").unwrap();
+        assert_eq!(rs["status"]["replicas"], 3);
+        assert!(rs["status"].get("readyReplicas").is_none());
+    }
+
+    #[test]
+    fn a_lowered_replica_count_deletes_the_lowest_ranked_pods() {
+        let mut api = seeded_api();
+        let mut rsc = ReplicaSetController::new();
+        crate::cluster::run_once(&mut rsc, &mut api, 1000);
+        crate::cluster::run_once(&mut rsc, &mut api, 1005);
+        let admin = crate::apiserver::Credentials::User(UserInfo::admin());
+        api.handle(crate::apiserver::Request::patch(
+            rid::REPLICASET,
+            "default",
+            "web",
+            crate::apiserver::PatchType::Merge,
+            json!({"spec": {"replicas": 1}}),
+            admin,
+        ))
+        .unwrap();
+        crate::cluster::run_once(&mut rsc, &mut api, 2000);
+        let deletes = api.trace.requests.iter().filter(|r| r.verb == "delete" && r.object.starts_with("Pod/")).count();
+        assert_eq!(deletes, 2);
+        assert_eq!(api.store.count(rid::POD), 1, "unscheduled pods go at once, without a grace period");
     }
 
     #[test]

@@ -1,0 +1,79 @@
+//! The `kubeloop` binary as a user runs it: scenario output in both formats, byte-identical
+//! reruns, clear errors for bad arguments, and the benchmark's report.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn kubeloop(args: &[&str]) -> (i32, String, String) {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_kubeloop")).args(args).current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).output().expect("run kubeloop");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn run_prints_the_trace_as_json_with_every_documented_field() {
+    let (code, out, err) = kubeloop(&["run", "examples/checkout.yaml", "--output", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    for k in ["objects", "trace", "requests", "seed", "end"] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    let rec = &v["trace"][0];
+    for k in ["t", "flow", "stage", "component", "user", "verb", "object", "resourceVersion", "result", "message"] {
+        assert!(rec.get(k).is_some(), "trace record lacks {k}: {rec}");
+    }
+    let denied = v["requests"].as_array().unwrap().iter().find(|r| r["code"] == 422).expect("the :latest denial");
+    assert_eq!(denied["status"]["reason"], "Invalid");
+    assert_eq!(denied["object"], "Deployment/default/checkout-canary");
+    let flows: std::collections::BTreeSet<&str> = v["trace"].as_array().unwrap().iter().filter_map(|r| r["flow"].as_str()).collect();
+    for f in ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "denied"] {
+        assert!(flows.contains(f), "no record for step {f}");
+    }
+    assert!(v["objects"].as_array().unwrap().iter().any(|o| o["kind"] == "Event"), "events are stored objects");
+}
+
+#[test]
+fn the_same_seed_prints_the_same_bytes() {
+    let a = kubeloop(&["run", "examples/node-failure.yaml", "-o", "json"]);
+    let b = kubeloop(&["run", "examples/node-failure.yaml", "-o", "json"]);
+    assert_eq!(a.0, 0);
+    assert_eq!(a.1, b.1);
+    let c = kubeloop(&["run", "examples/node-failure.yaml", "-o", "json", "--seed", "99"]);
+    assert_ne!(a.1, c.1);
+}
+
+#[test]
+fn text_output_and_for_duration() {
+    let (code, out, _) = kubeloop(&["run", "examples/hand-scale.yaml", "--for", "20s"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("# kubeloop run hand-scale (seed 5)"));
+    assert!(out.contains("# state at 20.000s"));
+    assert!(!out.contains("scaled"), "the hand scale at 30s has not happened yet");
+}
+
+#[test]
+fn bad_arguments_say_what_is_wrong() {
+    let (code, _, err) = kubeloop(&["run"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("needs at least one FILE"));
+    let (code, _, err) = kubeloop(&["run", "examples/checkout.yaml", "--for", "soon"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--for needs a duration"));
+    let (code, _, err) = kubeloop(&["run", "no-such-file.yaml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read no-such-file.yaml"));
+    let (code, _, err) = kubeloop(&["frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown command"));
+}
+
+#[test]
+fn bench_reports_its_measurements() {
+    let (code, out, err) = kubeloop(&["bench", "--nodes", "10", "--pods", "60"]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(v["ready_pods"], 60);
+    assert!(v["wall_seconds"].as_f64().unwrap() > 0.0);
+    assert!(v["api_writes"].as_u64().unwrap() > 600);
+    assert!(v["peak_memory_mib"].as_u64().is_some());
+}
