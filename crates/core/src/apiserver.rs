@@ -912,8 +912,14 @@ impl ApiServer {
             api::set(&mut n, &["spec", "finalizers"], fins);
             new = n;
         } else if sub == "status" {
-            // `new` was built from the stored object: metadata and spec in the body are
-            // ignored, as the status strategy does.
+            // `new` was built from the stored object: spec and labels in the body are ignored,
+            // as the status strategy does. The Deployment status strategy keeps the body's
+            // annotations (the controller records the revision that way).
+            if res.kind == "Deployment" && matches!(req.verb, Verb::Update) {
+                if let Some(a) = get(&body, &["metadata", "annotations"]) {
+                    api::set(&mut new, &["metadata", "annotations"], a.clone());
+                }
+            }
         } else if has_status_subresource(res.kind) {
             match current.get("status") {
                 Some(s) => api::set(&mut new, &["status"], s.clone()),

@@ -816,8 +816,16 @@ impl DeploymentController {
             status.insert("conditions".into(), json!(conds));
         }
         let new_status = Value::Object(status);
-        if d.get("status") != Some(&new_status) {
-            if let Some(s) = self.write_status(cx, d, new_status) {
+        // The Deployment carries its new ReplicaSet's revision (`SetDeploymentRevision`).
+        let revision_now = new_rs.and_then(|r| api::annotation(r, REVISION)).map(str::to_string);
+        let revision_changed = revision_now.is_some() && revision_now.as_deref() != api::annotation(d, REVISION);
+        if d.get("status") != Some(&new_status) || revision_changed {
+            let mut d2 = (**d).clone();
+            if let Some(rv) = &revision_now {
+                api::entry(&mut d2, &["metadata", "annotations"]).insert(REVISION.into(), json!(rv));
+            }
+            let d2 = Object::new(d2);
+            if let Some(s) = self.write_status(cx, &d2, new_status) {
                 if complete(&s, s.get("status").and_then(Value::as_object).unwrap_or(&Map::new()))
                     && !complete(d, d.get("status").and_then(Value::as_object).unwrap_or(&Map::new()))
                 {

@@ -282,6 +282,7 @@ impl ReplicaSetController {
     }
 
     fn sync_informers(&mut self, cx: &mut Cx) {
+        let fresh = self.rs.state == crate::informer::WatchState::Empty;
         let r = self.rs.sync(&cx.api.store);
         if let Some(m) = r.relisted {
             cx.trace(Flow::ReplicaSetController, "watch", "ReplicaSet".into(), "relist", "", format!("watch expired ({m}); relisted ReplicaSets"));
@@ -306,6 +307,17 @@ impl ReplicaSetController {
         let r = self.pods.sync(&cx.api.store);
         if let Some(m) = r.relisted {
             cx.trace(Flow::ReplicaSetController, "watch", "Pod".into(), "relist", "", format!("watch expired ({m}); relisted Pods"));
+        }
+        if fresh {
+            let (n_rs, n_pods) = (self.rs.len(), self.pods.len());
+            cx.trace(
+                Flow::ReplicaSetController,
+                "list",
+                "ReplicaSet".into(),
+                "ok",
+                &cx.api.store.revision().to_string(),
+                format!("listed {n_rs} ReplicaSets and {n_pods} Pods"),
+            );
         }
         for d in r.deltas {
             let ns = api::namespace(&d.object).to_string();

@@ -1,0 +1,195 @@
+//! Deployment strategies, deletion propagation, controller restarts and preemption, each
+//! checked against what Kubernetes does.
+
+// Tests build their fixtures in memory; the determinism lint guards the library itself.
+#![allow(clippy::disallowed_methods)]
+
+use kubeloop_core::api::{self, get_array, get_str, rid};
+use kubeloop_core::apiserver::{Credentials, Request};
+use kubeloop_core::cluster::{Action, Cluster, Config, Fault};
+use kubeloop_core::trace::Flow;
+
+fn admin() -> Credentials {
+    Credentials::Token("admin-token".into())
+}
+
+fn apply(c: &mut Cluster, text: &str) -> Vec<String> {
+    c.act(admin(), Action::Apply { text: text.into(), file: "test.yaml".into() }).output
+}
+
+fn deployment(image: &str, strategy: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n  strategy: {strategy}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n"
+    )
+}
+
+fn scalings(c: &Cluster) -> Vec<String> {
+    c.api
+        .trace
+        .records
+        .iter()
+        .filter(|r| r.component == "deployment-controller" && r.stage == "scale" || r.stage == "create-replicaset")
+        .map(|r| r.message.clone())
+        .collect()
+}
+
+fn ready_pods(c: &Cluster) -> usize {
+    c.api.store.list(rid::POD, None).filter(|p| !api::is_deleting(p) && kubeloop_core::controllers::replicaset::pod_is_ready(p)).count()
+}
+
+#[test]
+fn a_rolling_update_follows_max_surge_and_max_unavailable() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.26", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    assert_eq!(ready_pods(&c), 3);
+    let out = apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    assert_eq!(out, vec!["deployment.apps/web configured"]);
+    c.run_to_quiet(600_000);
+    let rss: Vec<_> = c.api.store.list(rid::REPLICASET, None).cloned().collect();
+    assert_eq!(rss.len(), 2, "the old ReplicaSet is kept for history");
+    let (old, new): (Vec<_>, Vec<_>) = rss.iter().partition(|r| api::annotation(r, "deployment.kubernetes.io/revision") == Some("1"));
+    let (old, new) = (api::name(old[0]).to_string(), api::name(new[0]).to_string());
+    assert_eq!(new[0..].len(), new.len());
+    let s = scalings(&c);
+    let rolled: Vec<&String> = s.iter().skip(1).collect();
+    // With 3 replicas, 25% surge rounds up to 1 and 25% unavailable rounds down to 0.
+    let expected = [
+        format!("Deployment/default/web has no ReplicaSet for its template: created {new} with 1 replicas"),
+        format!("Scaled down replica set {old} from 3 to 2"),
+        format!("Scaled up replica set {new} from 1 to 2"),
+        format!("Scaled down replica set {old} from 2 to 1"),
+        format!("Scaled up replica set {new} from 2 to 3"),
+        format!("Scaled down replica set {old} from 1 to 0"),
+    ];
+    assert_eq!(rolled, expected.iter().collect::<Vec<_>>());
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap();
+    assert_eq!(api::annotation(d, "deployment.kubernetes.io/revision"), Some("2"));
+    assert_eq!(d["status"]["updatedReplicas"], 3);
+    assert_eq!(ready_pods(&c), 3);
+}
+
+#[test]
+fn recreate_stops_every_old_pod_before_starting_new_ones() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.26", "{type: Recreate}"));
+    c.run_to_quiet(600_000);
+    let t0 = c.now;
+    apply(&mut c, &deployment("nginx:1.27", "{type: Recreate}"));
+    c.run_to_quiet(600_000);
+    let s = scalings(&c);
+    assert!(s[1].starts_with("Scaled down replica set web-") && s[1].ends_with("from 3 to 0"), "{s:?}");
+    assert!(s[2].contains("created web-") && s[2].ends_with("with 3 replicas"), "{s:?}");
+    // No new pod existed while an old one was still running.
+    let first_new = c.api.trace.records.iter().find(|r| r.stage == "create-pod" && r.t > t0).map(|r| r.t).unwrap();
+    let last_old_gone = c.api.trace.records.iter().filter(|r| r.stage == "terminate" && r.message.contains("deleted the pod")).map(|r| r.t).max().unwrap();
+    assert!(first_new >= last_old_gone, "new pods at {first_new}ms, last old pod gone at {last_old_gone}ms");
+    assert_eq!(ready_pods(&c), 3);
+}
+
+fn delete(c: &mut Cluster, cascade: &str) -> Vec<String> {
+    c.act(admin(), Action::Kubectl(format!("delete deployment web --cascade={cascade}"))).output
+}
+
+#[test]
+fn deletion_propagates_in_the_background_by_default() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    assert_eq!(delete(&mut c, "background"), vec!["deployment.apps \"web\" deleted from default namespace"]);
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_none(), "the owner goes at once");
+    c.run_to_quiet(600_000);
+    assert_eq!(c.api.store.count(rid::REPLICASET), 0);
+    assert_eq!(c.api.store.count(rid::POD), 0);
+}
+
+#[test]
+fn foreground_deletion_waits_for_the_dependents() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    delete(&mut c, "foreground");
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").expect("still there while dependents exist");
+    assert!(api::is_deleting(d));
+    assert_eq!(get_array(d, &["metadata", "finalizers"]), &[serde_json::json!("foregroundDeletion")]);
+    c.run_until(c.now + 50);
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_some(), "pods are still terminating");
+    assert!(c.api.store.list(rid::POD, None).all(|p| api::is_deleting(p)));
+    c.run_to_quiet(600_000);
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_none());
+    assert_eq!(c.api.store.count(rid::POD), 0);
+}
+
+#[test]
+fn orphaning_keeps_the_replicaset_and_a_new_deployment_adopts_it() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    let pods_before: Vec<String> = c.api.store.list(rid::POD, None).map(|p| api::name(p).to_string()).collect();
+    delete(&mut c, "orphan");
+    c.run_to_quiet(600_000);
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_none());
+    let rs = c.api.store.list(rid::REPLICASET, None).next().expect("orphaned ReplicaSet").clone();
+    assert!(api::controller_ref(&rs).is_none());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    let rs = c.api.store.list(rid::REPLICASET, None).next().expect("adopted").clone();
+    assert_eq!(api::controller_ref(&rs).and_then(|r| get_str(r, &["kind"])), Some("Deployment"));
+    let pods_after: Vec<String> = c.api.store.list(rid::POD, None).map(|p| api::name(p).to_string()).collect();
+    assert_eq!(pods_before, pods_after, "the same pods kept running throughout");
+}
+
+#[test]
+fn a_stopped_controller_relists_after_its_watch_expires() {
+    let mut c = Cluster::new(Config::default());
+    c.act(admin(), Action::Fault(Fault::ControllerDown("replicaset-controller".into())));
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_until(120_000);
+    assert_eq!(c.api.store.count(rid::POD), 0, "no pods while the ReplicaSet controller is down");
+    assert_eq!(c.api.store.count(rid::REPLICASET), 1);
+    c.act(admin(), Action::Fault(Fault::ControllerUp("replicaset-controller".into())));
+    c.run_to_quiet(600_000);
+    assert_eq!(ready_pods(&c), 3);
+    // A restarted controller starts from a fresh list, then reconciles what it finds.
+    assert!(
+        c.api.trace.records.iter().any(|r| r.component == "replicaset-controller" && r.stage == "list" && r.message == "listed 1 ReplicaSets and 0 Pods"),
+        "{:?}",
+        c.api.trace.records.iter().filter(|r| r.component == "replicaset-controller" && r.stage == "list").collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_higher_priority_pod_preempts_a_lower_one() {
+    let mut nodes = kubeloop_core::cluster::default_nodes();
+    nodes.truncate(2); // control plane and node-a only
+    let mut c = Cluster::new(Config { nodes, ..Config::default() });
+    apply(
+        &mut c,
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: low}\nspec:\n  containers:\n  - {name: c, image: nginx:1.27, resources: {requests: {cpu: \"3\"}}}\n",
+    );
+    c.run_to_quiet(600_000);
+    apply(&mut c, "apiVersion: v1\nkind: Pod\nmetadata: {name: urgent}\nspec:\n  priorityClassName: high\n  containers:\n  - {name: c, image: nginx:1.27, resources: {requests: {cpu: \"3\"}}}\n");
+    c.run_to_quiet(600_000);
+    let urgent = c.api.store.get_by(rid::POD, "default", "urgent").unwrap();
+    assert_eq!(get_str(urgent, &["spec", "nodeName"]), Some("node-a"));
+    assert_eq!(urgent["spec"]["priority"], 1000);
+    assert!(c.api.store.get_by(rid::POD, "default", "low").is_none(), "the victim was deleted");
+    let preempted: Vec<String> = c
+        .api
+        .store
+        .list(rid::EVENT, None)
+        .filter(|e| get_str(e, &["reason"]) == Some("Preempted"))
+        .map(|e| get_str(e, &["message"]).unwrap_or("").to_string())
+        .collect();
+    assert_eq!(preempted, vec![format!("Preempted by pod {} on node node-a", api::uid(urgent))]);
+    assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Pending && r.stage == "filter" && r.object == "Pod/default/urgent"));
+}
+
+#[test]
+fn an_unauthorized_user_is_denied_with_the_real_message() {
+    let mut c = Cluster::new(Config { users: vec![("jane".into(), "jane-token".into(), vec![])], ..Config::default() });
+    let out = c.act(Credentials::Token("jane-token".into()), Action::Kubectl("delete pod anything".into())).output;
+    assert_eq!(out, vec!["Error from server (Forbidden): pods \"anything\" is forbidden: User \"jane\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\""]);
+    let e = c.api.handle(Request::new(kubeloop_core::apiserver::Verb::List, rid::POD, "default", "", Credentials::Token("wrong".into()))).unwrap_err();
+    assert_eq!((e.code, e.reason.as_str()), (401, "Unauthorized"));
+}
