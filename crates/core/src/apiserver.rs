@@ -466,8 +466,8 @@ impl ApiServer {
         crate::defaults::apply(res.kind, obj);
         notes.push("defaults applied".to_string());
         if res.kind == "Pod" && op == "CREATE" {
-            let snapshot = obj.clone();
-            let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
+            // These plugins read the request's identity and edit the object in place.
+            let req = self.admission_request(op, res, "", ns, name.to_string(), user, None, old, dry);
             admission::limit_ranger(&self.store, &req, obj)?;
             let rng = &mut self.rng;
             admission::service_account(&self.store, &req, obj, || rng.name_suffix(5))?;
@@ -475,12 +475,14 @@ impl ApiServer {
             admission::priority(&self.store, &req, obj)?;
             notes.push("LimitRanger, ServiceAccount, DefaultTolerationSeconds, Priority".into());
         }
-        let snapshot = obj.clone();
-        let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
-        let mut v = Verdict::default();
-        admission::webhooks(&self.store, &mut self.cel, &req, true, &self.webhooks_down, &mut v)?;
-        notes.extend(v.consulted);
-        self.warnings.extend(v.warnings);
+        if self.store.count(api::rid::MWC) > 0 {
+            let snapshot = obj.clone();
+            let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
+            let mut v = Verdict::default();
+            admission::webhooks(&self.store, &mut self.cel, &req, true, &self.webhooks_down, &mut v)?;
+            notes.extend(v.consulted);
+            self.warnings.extend(v.warnings);
+        }
         Ok(notes)
     }
 
@@ -792,7 +794,7 @@ impl ApiServer {
         let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
             return self.fail(c, "etcd", Status::not_found(res, &req.name));
         };
-        let Some(body) = body else {
+        let Some(mut body) = body else {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
         let sub = req.subresource.as_str();
@@ -873,7 +875,8 @@ impl ApiServer {
                 }
                 n
             }
-            _ => body.clone(),
+            // A full update: the body is the new object.
+            _ => std::mem::take(&mut body),
         };
         if sub != "scale" {
             if let Err(s) = self.decode(res, &new) {
