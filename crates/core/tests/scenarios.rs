@@ -192,6 +192,10 @@ fn failure_paths_show_the_real_reasons() {
         "0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
     );
     assert!(events(&c, "FailedMount").contains(&"MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found".to_string()));
+    // Identical events are folded into one whose count grows.
+    let mount = c.api.store.list(rid::EVENT, None).find(|e| get_str(e, &["reason"]) == Some("FailedMount")).expect("event").clone();
+    assert!(mount["count"].as_i64().unwrap_or(0) >= 5, "{}", mount["count"]);
+    assert_ne!(mount["firstTimestamp"], mount["lastTimestamp"]);
     assert!(events(&c, "Failed").iter().any(|m| m.starts_with(
         "Failed to pull image \"nginxx:1.27\": rpc error: code = Unknown desc = failed to pull and unpack image \"docker.io/library/nginxx:1.27\""
     )));
