@@ -878,7 +878,13 @@ impl ApiServer {
             // A full update: the body is the new object.
             _ => std::mem::take(&mut body),
         };
-        if sub != "scale" {
+        if sub == "status" {
+            let errs = crate::schema::check_field(&res.api_version(), res.kind, "status", &new);
+            if !errs.is_empty() {
+                let s = Status::bad_request(format!("{} in version {:?} cannot be handled as a {}: {}", res.kind, res.version, res.kind, errs.message()));
+                return self.fail(c, "schema", s);
+            }
+        } else if sub != "scale" {
             if let Err(s) = self.decode(res, &new) {
                 return self.fail(c, "schema", s);
             }
@@ -985,7 +991,8 @@ impl ApiServer {
         }
         // A no-op update writes nothing and keeps the resourceVersion.
         api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(&current)));
-        if new == *current {
+        let unchanged = if sub == "status" && res.kind != "Deployment" { new.get("status") == current.get("status") } else { new == *current };
+        if unchanged {
             record!(self, c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());
             self.log(c, 200, None);
             return Ok(current);

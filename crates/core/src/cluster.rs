@@ -294,6 +294,8 @@ pub struct Cluster {
     steps: Vec<Step>,
     next_step: usize,
     compact_mark: u64,
+    /// Tasks run so far: wakes, timers, steps (for benchmarks).
+    pub tasks_run: [u64; 3],
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -344,6 +346,7 @@ impl Cluster {
             steps: vec![],
             next_step: 0,
             compact_mark: 0,
+            tasks_run: [0; 3],
         };
         for i in 0..n {
             c.push(0, Task::Wake(i), false);
@@ -428,17 +431,20 @@ impl Cluster {
         self.api.now = self.now;
         match task {
             Task::Wake(i) => {
+                self.tasks_run[0] += 1;
                 self.wake_pending[i] = None;
                 if self.running[i] {
                     self.with_controller(i, |c, cx| c.run(cx));
                 }
             }
             Task::Timer(i, key) => {
+                self.tasks_run[1] += 1;
                 if self.running[i] {
                     self.with_controller(i, |c, cx| c.timer(cx, &key));
                 }
             }
             Task::Step(i) => {
+                self.tasks_run[2] += 1;
                 let s = self.steps[i].clone();
                 self.next_step = self.next_step.max(i + 1);
                 self.execute(&s);

@@ -414,7 +414,7 @@ impl Scheduler {
     fn filter(&self, pod: &Value, req: &Requests, ports: &[(String, i64)], affinity: bool, ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
-        let tolerations = get_array(pod, &["spec", "tolerations"]);
+        let tolerations = if info.unschedulable || !info.hard_taints.is_empty() { get_array(pod, &["spec", "tolerations"]) } else { &[] };
         let unresolvable = |r: &str| Err(NodeStatus { reasons: vec![r.to_string()], resolvable: false });
         // NodeUnschedulable
         if info.unschedulable && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
@@ -629,35 +629,29 @@ impl Scheduler {
                 total[i] += 2 * if max == 0 { 0 } else { raw[i] * 100 / max };
             }
         }
-        // PodTopologySpread (weight 2).
+        // PodTopologySpread (weight 2): per constraint, the matching pods in each node's
+        // domain, weighted by log(number of domains + 2) (`scoring.go`).
         let soft: Vec<&Spread> = spread.iter().filter(|s| !s.hard || !s.counts.is_empty()).collect();
         if !soft.is_empty() && n > 0 {
-            let raw: Vec<f64> = feasible
-                .iter()
-                .map(|&ni| {
-                    let node = &self.infos[ni].obj;
-                    soft.iter()
-                        .map(|s| {
-                            let nc = s.node_counts.as_ref().and_then(|o| self.owner_nodes.get(o));
-                            let domains = match (&s.node_counts, nc) {
-                                (Some(_), Some(nc)) => nc.len().max(1),
-                                (Some(_), None) => 1,
-                                _ => s.counts.len().max(1),
-                            };
-                            let w = ((domains + 2) as f64).ln();
-                            let cnt = match (&s.node_counts, nc) {
-                                (Some(_), Some(nc)) => nc.get(&ni).copied().unwrap_or(0),
-                                (Some(_), None) => 0,
-                                _ if s.key == "topology.kubernetes.io/zone" => {
-                                    self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0)
-                                }
-                                _ => api::label(node, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
-                            };
-                            (cnt as f64 + s.max_skew as f64 - 1.0) * w
-                        })
-                        .sum()
-                })
-                .collect();
+            let zones: BTreeSet<&str> = feasible.iter().filter_map(|&ni| self.infos[ni].zone.as_deref()).collect();
+            let mut raw = vec![0f64; n];
+            for s in &soft {
+                let per_node = s.node_counts.as_ref().map(|o| self.owner_nodes.get(o));
+                let domains = match (&per_node, s.key.as_str()) {
+                    (Some(_), _) => n,
+                    (None, "topology.kubernetes.io/zone") => zones.len(),
+                    _ => s.counts.len(),
+                };
+                let w = ((domains.max(1) + 2) as f64).ln();
+                for (i, &ni) in feasible.iter().enumerate() {
+                    let cnt = match per_node {
+                        Some(nc) => nc.and_then(|m| m.get(&ni)).copied().unwrap_or(0),
+                        None if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                        None => api::label(&self.infos[ni].obj, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                    };
+                    raw[i] += (cnt as f64 + s.max_skew as f64 - 1.0) * w;
+                }
+            }
             let maxs = raw.iter().cloned().fold(f64::MIN, f64::max);
             let mins = raw.iter().cloned().fold(f64::MAX, f64::min);
             for i in 0..n {

@@ -248,6 +248,22 @@ pub fn check(api_version: &str, kind: &str, body: &Value) -> DecodeErrors {
     w.out
 }
 
+/// Strict-decode only `body[field]` (a status update leaves the rest as stored, already
+/// decoded); errors name the field's full path.
+pub fn check_field(api_version: &str, kind: &str, field: &str, body: &Value) -> DecodeErrors {
+    let s = schema();
+    let Some(&root) = s.kinds.get(&format!("{api_version}/{kind}")) else {
+        return DecodeErrors::default();
+    };
+    let (name, root_ty) = &s.defs[root];
+    let Ty::Obj(props) = root_ty else { return DecodeErrors::default() };
+    let (Some(t), Some(v)) = (props.get(field), body.get(field)) else { return DecodeErrors::default() };
+    let short = name.rsplit('.').next().unwrap_or(name);
+    let mut w = Walker { s, out: DecodeErrors::default(), path: field.to_string(), go_path: field.to_string() };
+    w.walk(t, v, short);
+    w.out
+}
+
 /// Whether the generated schema knows this kind (a build-data sanity check).
 pub fn knows(api_version: &str, kind: &str) -> bool {
     schema().kinds.contains_key(&format!("{api_version}/{kind}"))

@@ -265,12 +265,10 @@ impl ReplicaSetController {
             }
         }
         if let Some((uid, pod)) = now {
-            let labels = api::controller_ref(pod)
-                .and_then(|r| get_str(r, &["name"]))
-                .and_then(|n| self.rs.get(&key.0, n))
-                .map(|rs| template_labels(rs))
-                .unwrap_or_default();
-            let c = Counts::of(pod, &labels);
+            let empty = serde_json::Map::new();
+            let rs = api::controller_ref(pod).and_then(|r| get_str(r, &["name"])).and_then(|n| self.rs.get(&key.0, n));
+            let labels = rs.and_then(|rs| get(rs, &["spec", "template", "metadata", "labels"])).and_then(Value::as_object).unwrap_or(&empty);
+            let c = Counts::of(pod, labels);
             self.counts.entry(uid.to_string()).or_default().add(c, 1);
             self.contributions.insert(key.clone(), (uid.to_string(), c));
         }
