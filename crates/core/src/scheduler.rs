@@ -190,7 +190,7 @@ pub struct Scheduler {
     seq: u64,
     next_start: usize,
     /// owner uid -> pods per node index, and per zone (system default spreading).
-    owner_nodes: HashMap<String, HashMap<usize, u32>>,
+    owner_nodes: HashMap<String, Vec<u32>>,
     owner_zones: HashMap<String, BTreeMap<String, u32>>,
     /// Placed pods with required pod anti-affinity (their terms constrain everyone).
     anti_affinity_pods: usize,
@@ -273,7 +273,12 @@ impl Scheduler {
             info.ports.insert(hp.clone());
         }
         if let Some(o) = &p.owner {
-            *self.owner_nodes.entry(o.clone()).or_default().entry(ni).or_default() += 1;
+            let total = self.index.len();
+            let counts = self.owner_nodes.entry(o.clone()).or_default();
+            if counts.len() < total {
+                counts.resize(total, 0);
+            }
+            counts[ni] += 1;
             if let Some(z) = &info.zone {
                 *self.owner_zones.entry(o.clone()).or_default().entry(z.clone()).or_default() += 1;
             }
@@ -299,10 +304,8 @@ impl Scheduler {
             info.ports.remove(hp);
         }
         if let Some(o) = &p.owner {
-            if let Some(m) = self.owner_nodes.get_mut(o) {
-                if let Some(c) = m.get_mut(&p.node) {
-                    *c = c.saturating_sub(1);
-                }
+            if let Some(c) = self.owner_nodes.get_mut(o).and_then(|m| m.get_mut(p.node)) {
+                *c = c.saturating_sub(1);
             }
             if let Some(z) = &info.zone {
                 if let Some(m) = self.owner_zones.get_mut(o) {
@@ -645,7 +648,7 @@ impl Scheduler {
                 let w = ((domains.max(1) + 2) as f64).ln();
                 for (i, &ni) in feasible.iter().enumerate() {
                     let cnt = match per_node {
-                        Some(nc) => nc.and_then(|m| m.get(&ni)).copied().unwrap_or(0),
+                        Some(nc) => nc.and_then(|m| m.get(ni)).copied().unwrap_or(0),
                         None if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                         None => api::label(&self.infos[ni].obj, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
                     };

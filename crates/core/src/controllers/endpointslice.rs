@@ -115,16 +115,10 @@ impl EndpointSliceController {
         let deltas = self.pods.sync(&cx.api.store).deltas;
         for d in deltas {
             // Only changes that can alter an endpoint matter.
-            let relevant = |p: &Value| {
-                (
-                    get_str(p, &["status", "podIP"]).map(str::to_string),
-                    pod_is_ready(p),
-                    api::is_deleting(p),
-                    api::labels(p).cloned(),
-                    get_str(p, &["status", "phase"]).map(str::to_string),
-                )
-            };
-            if d.kind == EventType::Modified && d.old.as_ref().map(|o| relevant(o)) == Some(relevant(&d.object)) {
+            fn relevant(p: &Value) -> (Option<&str>, bool, bool, Option<&serde_json::Map<String, Value>>, Option<&str>) {
+                (get_str(p, &["status", "podIP"]), pod_is_ready(p), api::is_deleting(p), api::labels(p), get_str(p, &["status", "phase"]))
+            }
+            if d.kind == EventType::Modified && d.old.as_ref().is_some_and(|o| relevant(o) == relevant(&d.object)) {
                 continue;
             }
             let ns = api::namespace(&d.object).to_string();

@@ -78,7 +78,11 @@ impl GarbageCollector {
                 let uid = api::uid(&d.object).to_string();
                 let owners: Vec<String> =
                     get_array(&d.object, &["metadata", "ownerReferences"]).iter().filter_map(|o| get_str(o, &["uid"])).map(str::to_string).collect();
-                if let Some(old) = &d.old {
+                let refs_changed = d.kind != EventType::Modified
+                    || d.old.as_ref().is_none_or(|o| {
+                        o.get("metadata").and_then(|m| m.get("ownerReferences")) != d.object.get("metadata").and_then(|m| m.get("ownerReferences"))
+                    });
+                if let Some(old) = d.old.as_ref().filter(|_| refs_changed) {
                     for o in get_array(old, &["metadata", "ownerReferences"]) {
                         if let Some(ou) = get_str(o, &["uid"]) {
                             if let Some(set) = self.dependents.get_mut(ou) {
@@ -103,11 +107,19 @@ impl GarbageCollector {
                         }
                     }
                     _ => {
-                        self.uids.insert(uid.clone(), key.clone());
-                        for ou in &owners {
-                            self.dependents.entry(ou.clone()).or_default().insert(key.clone());
-                            if !self.uids.contains_key(ou) {
-                                self.queue.insert(Work::Dependent(key.clone()));
+                        // Index changes only when the object is new or its owners changed.
+                        let owners_changed = d.old.as_ref().is_none_or(|o| {
+                            o.get("metadata").and_then(|m| m.get("ownerReferences")) != d.object.get("metadata").and_then(|m| m.get("ownerReferences"))
+                        });
+                        if d.kind == EventType::Added {
+                            self.uids.insert(uid.clone(), key.clone());
+                        }
+                        if owners_changed {
+                            for ou in &owners {
+                                self.dependents.entry(ou.clone()).or_default().insert(key.clone());
+                                if !self.uids.contains_key(ou) {
+                                    self.queue.insert(Work::Dependent(key.clone()));
+                                }
                             }
                         }
                         let f = finalizers(&d.object);

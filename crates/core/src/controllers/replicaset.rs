@@ -358,7 +358,9 @@ impl ReplicaSetController {
                             }
                         }
                         EventType::Modified => {
-                            self.by_owner.entry(uid.clone()).or_default().insert((ns.clone(), name.clone()));
+                            if old_owner.as_ref().map(|o| &o.0) != Some(uid) {
+                                self.by_owner.entry(uid.clone()).or_default().insert((ns.clone(), name.clone()));
+                            }
                             if api::is_deleting(&d.object) && d.old.as_ref().is_some_and(|o| !api::is_deleting(o)) {
                                 if let Some(e) = self.expectations.get_mut(&rs_key) {
                                     e.dels.remove(&name);
