@@ -115,7 +115,9 @@ impl EndpointSliceController {
         let deltas = self.pods.sync(&cx.api.store).deltas;
         for d in deltas {
             // Only changes that can alter an endpoint matter.
-            fn relevant(p: &Value) -> (Option<&str>, bool, bool, Option<&serde_json::Map<String, Value>>, Option<&str>) {
+            /// What of a pod an endpoint reflects: IP, readiness, termination, labels, phase.
+            type Facts<'a> = (Option<&'a str>, bool, bool, Option<&'a serde_json::Map<String, Value>>, Option<&'a str>);
+            fn relevant(p: &Value) -> Facts<'_> {
                 (get_str(p, &["status", "podIP"]), pod_is_ready(p), api::is_deleting(p), api::labels(p), get_str(p, &["status", "phase"]))
             }
             if d.kind == EventType::Modified && d.old.as_ref().is_some_and(|o| relevant(o) == relevant(&d.object)) {
