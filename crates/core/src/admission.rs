@@ -407,7 +407,20 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
         let bname = crate::api::name(binding);
         let fail_closed = get_str(policy, &["spec", "failurePolicy"]).unwrap_or("Fail") == "Fail";
         let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect();
-        let params = CelValue::Null;
+        let params = match resolve_params(store, req, policy, binding) {
+            Params::None => CelValue::Null,
+            Params::Found(p) => to_cel(&p),
+            Params::Skip => continue,
+            Params::Fail(msg) => {
+                if !fail_closed {
+                    continue;
+                }
+                match policy_denial(req, policy_name, bname, &msg, "", &actions) {
+                    Some(s) => return Err(s),
+                    None => continue,
+                }
+            }
+        };
         // Variables are evaluated in order; each sees the earlier ones.
         let mut variables = std::collections::BTreeMap::<String, CelValue>::new();
         let mut base: Vec<(&str, &CelValue)> =
@@ -481,6 +494,43 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
     Ok(())
 }
 
+/// The `params` a binding gives its policy (`paramKind` + `paramRef`).
+enum Params {
+    None,
+    Found(Value),
+    /// `parameterNotFoundAction: Allow` and nothing found: the binding does not apply.
+    Skip,
+    Fail(String),
+}
+
+fn resolve_params(store: &Store, req: &Request, policy: &Value, binding: &Value) -> Params {
+    let Some(kind) = get(policy, &["spec", "paramKind"]) else { return Params::None };
+    let av = get_str(kind, &["apiVersion"]).unwrap_or("");
+    let k = get_str(kind, &["kind"]).unwrap_or("");
+    let Some(rid) = crate::api::resource_for_kind(av, k) else {
+        let (group, version) = av.split_once('/').unwrap_or(("", av));
+        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        return Params::Fail(format!("failed to configure policy: failed to find resource referenced by paramKind: '{gv}, Kind={k}'"));
+    };
+    let Some(r) = get(binding, &["spec", "paramRef"]) else {
+        return Params::Fail("failed to configure binding: paramRef is required when paramKind is set".into());
+    };
+    let namespaced = crate::api::RESOURCES[rid].namespaced;
+    let ns = get_str(r, &["namespace"]).map(str::to_string).unwrap_or_else(|| if namespaced { req.namespace.to_string() } else { String::new() });
+    let found = match get_str(r, &["name"]) {
+        Some(n) => store.get_by(rid, &ns, n).map(|o| (**o).clone()),
+        None => store
+            .list(rid, if namespaced { Some(ns.as_str()) } else { None })
+            .find(|o| crate::labels::selector_matches(get(r, &["selector"]), crate::api::labels(o)))
+            .map(|o| (**o).clone()),
+    };
+    match (found, get_str(r, &["parameterNotFoundAction"]).unwrap_or("Deny")) {
+        (Some(p), _) => Params::Found(p),
+        (None, "Allow") => Params::Skip,
+        (None, _) => Params::Fail("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into()),
+    }
+}
+
 fn policy_denial(req: &Request, policy: &str, binding: &str, msg: &str, reason: &str, actions: &BTreeSet<&str>) -> Option<Status> {
     if !actions.contains("Deny") {
         return None;
@@ -538,13 +588,23 @@ pub fn backend_failure(store: &Store, webhook: &Value, down: &BTreeSet<String>, 
     None
 }
 
-/// Call every matching webhook of the validating (or mutating) configurations.
-pub fn webhooks(store: &Store, cache: &mut CelCache, req: &Request, mutating: bool, down: &BTreeSet<String>, verdict: &mut Verdict) -> Result<(), Status> {
+/// Call every matching webhook of the validating (or mutating) configurations. Mutating
+/// webhooks' patches (the `kubeloop.dev/patch` annotation, a merge patch in YAML or JSON)
+/// are returned for the caller to apply, in order.
+pub fn webhooks(
+    store: &Store,
+    cache: &mut CelCache,
+    req: &Request,
+    mutating: bool,
+    down: &BTreeSet<String>,
+    verdict: &mut Verdict,
+) -> Result<Vec<Value>, Status> {
     let rid = if mutating { crate::api::rid::MWC } else { crate::api::rid::VWC };
     let any = store.list(rid, None).any(|cfg| get_array(cfg, &["webhooks"]).iter().any(|wh| get_array(wh, &["rules"]).iter().any(|r| rule_matches(r, req))));
     if !any {
-        return Ok(());
+        return Ok(vec![]);
     }
+    let mut patches = Vec::new();
     let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
     let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
     let request = to_cel(&req.cel_request());
@@ -592,9 +652,21 @@ pub fn webhooks(store: &Store, cache: &mut CelCache, req: &Request, mutating: bo
                 };
                 return Err(Status::new(403, "Forbidden", text));
             }
+            if mutating {
+                if let Some(p) = crate::api::annotation(cfg, "kubeloop.dev/patch") {
+                    match serde_yaml::from_str::<Value>(p) {
+                        Ok(v) if v.is_object() => patches.push(v),
+                        _ => {
+                            return Err(Status::internal(&format!(
+                                "failed calling webhook {wname:?}: received invalid webhook response: the patch is not a JSON object"
+                            )))
+                        }
+                    }
+                }
+            }
         }
     }
-    Ok(())
+    Ok(patches)
 }
 
 #[cfg(test)]

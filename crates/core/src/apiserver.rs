@@ -479,7 +479,15 @@ impl ApiServer {
             let snapshot = obj.clone();
             let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
             let mut v = Verdict::default();
-            admission::webhooks(&self.store, &mut self.cel, &req, true, &self.webhooks_down, &mut v)?;
+            let patches = admission::webhooks(&self.store, &mut self.cel, &req, true, &self.webhooks_down, &mut v)?;
+            for p in &patches {
+                crate::patch::strategic_merge(obj, p);
+            }
+            if !patches.is_empty() {
+                // The patched object is defaulted again, as the webhook dispatcher does.
+                crate::defaults::apply(res.kind, obj);
+                notes.push(format!("{} webhook patch(es) applied", patches.len()));
+            }
             notes.extend(v.consulted);
             self.warnings.extend(v.warnings);
         }

@@ -120,6 +120,13 @@ fn retrieval_error(s: &Status, r: ResourceId, name: &str, ns: &str, file: &str) 
     )
 }
 
+/// kubectl prints the server's warnings (`Warning: ...`) before the result.
+fn with_warnings(api: &ApiServer, line: String) -> String {
+    let mut out: Vec<String> = api.warnings.iter().map(|w| format!("Warning: {w}")).collect();
+    out.push(line);
+    out.join("\n")
+}
+
 /// `kubectl apply -f <file>` with `text` as the file's content.
 pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -184,7 +191,7 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
             let mut body = obj.clone();
             api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
             match api.handle(Request::create(r, &ns, body, creds.clone())) {
-                Ok(_) => format!("{prefix} created"),
+                Ok(_) => with_warnings(api, format!("{prefix} created")),
                 Err(s) => s.kubectl_message(Some(file), "creating"),
             }
         }
@@ -202,8 +209,8 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
             api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
             let before = api::resource_version(&live).to_string();
             match api.handle(Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone())) {
-                Ok(after) if api::resource_version(&after) == before => format!("{prefix} unchanged"),
-                Ok(_) => format!("{prefix} configured"),
+                Ok(after) if api::resource_version(&after) == before => with_warnings(api, format!("{prefix} unchanged")),
+                Ok(_) => with_warnings(api, format!("{prefix} configured")),
                 Err(s) => {
                     let gv = res.api_version();
                     let reason = if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) };
