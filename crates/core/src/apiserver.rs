@@ -143,48 +143,36 @@ impl Request {
     }
 }
 
-/// Kinds whose `metadata.generation` tracks spec changes.
+/// Per kind: does `metadata.generation` track spec changes, and is status served as a
+/// subresource (so that the main resource ignores status changes)?
+const KIND_TRAITS: &[(&str, bool, bool)] = &[
+    ("Deployment", true, true),
+    ("ReplicaSet", true, true),
+    ("DaemonSet", true, true),
+    ("StatefulSet", true, true),
+    ("Job", true, true),
+    ("CronJob", true, true),
+    ("Pod", true, true),
+    ("ValidatingAdmissionPolicy", true, true),
+    ("ValidatingAdmissionPolicyBinding", true, false),
+    ("PodDisruptionBudget", true, true),
+    ("HorizontalPodAutoscaler", true, true),
+    ("Ingress", true, true),
+    ("NetworkPolicy", true, false),
+    ("Service", false, true),
+    ("Node", false, true),
+    ("Namespace", false, true),
+    ("PersistentVolumeClaim", false, true),
+    ("PersistentVolume", false, true),
+    ("ResourceQuota", false, true),
+];
+
 fn has_generation(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Deployment"
-            | "ReplicaSet"
-            | "DaemonSet"
-            | "StatefulSet"
-            | "Job"
-            | "CronJob"
-            | "Pod"
-            | "ValidatingAdmissionPolicy"
-            | "ValidatingAdmissionPolicyBinding"
-            | "PodDisruptionBudget"
-            | "HorizontalPodAutoscaler"
-            | "Ingress"
-            | "NetworkPolicy"
-    )
+    KIND_TRAITS.iter().any(|(k, g, _)| *k == kind && *g)
 }
 
-/// Kinds served with a `status` subresource: the main resource ignores status changes.
 fn has_status_subresource(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Deployment"
-            | "ReplicaSet"
-            | "DaemonSet"
-            | "StatefulSet"
-            | "Job"
-            | "CronJob"
-            | "Pod"
-            | "Service"
-            | "Node"
-            | "Namespace"
-            | "PersistentVolumeClaim"
-            | "PersistentVolume"
-            | "ResourceQuota"
-            | "ValidatingAdmissionPolicy"
-            | "PodDisruptionBudget"
-            | "HorizontalPodAutoscaler"
-            | "Ingress"
-    )
+    KIND_TRAITS.iter().any(|(k, _, st)| *k == kind && *st)
 }
 
 fn strip_for_generation(v: &Value) -> Value {

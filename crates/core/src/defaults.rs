@@ -152,17 +152,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(spec, "replicas", json!(1));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "progressDeadlineSeconds", json!(600));
-            let strategy = spec.entry("strategy").or_insert_with(|| json!({}));
-            if let Some(s) = strategy.as_object_mut() {
-                default(s, "type", json!("RollingUpdate"));
-                if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                    let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
-                    if let Some(ru) = ru.as_object_mut() {
-                        default(ru, "maxSurge", json!("25%"));
-                        default(ru, "maxUnavailable", json!("25%"));
-                    }
-                }
-            }
+            default_strategy(spec, "strategy", &[("maxSurge", json!("25%")), ("maxUnavailable", json!("25%"))]);
             template(obj);
         }
         "ReplicaSet" => {
@@ -172,17 +162,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
         "DaemonSet" => {
             let spec = entry(obj, &["spec"]);
             default(spec, "revisionHistoryLimit", json!(10));
-            let st = spec.entry("updateStrategy").or_insert_with(|| json!({}));
-            if let Some(s) = st.as_object_mut() {
-                default(s, "type", json!("RollingUpdate"));
-                if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                    let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
-                    if let Some(ru) = ru.as_object_mut() {
-                        default(ru, "maxUnavailable", json!(1));
-                        default(ru, "maxSurge", json!(0));
-                    }
-                }
-            }
+            default_strategy(spec, "updateStrategy", &[("maxUnavailable", json!(1)), ("maxSurge", json!(0))]);
             template(obj);
         }
         "StatefulSet" => {
@@ -191,16 +171,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(spec, "podManagementPolicy", json!("OrderedReady"));
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
-            let st = spec.entry("updateStrategy").or_insert_with(|| json!({}));
-            if let Some(s) = st.as_object_mut() {
-                default(s, "type", json!("RollingUpdate"));
-                if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
-                    let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
-                    if let Some(ru) = ru.as_object_mut() {
-                        default(ru, "partition", json!(0));
-                    }
-                }
-            }
+            default_strategy(spec, "updateStrategy", &[("partition", json!(0))]);
             template(obj);
         }
         "Job" => {
@@ -229,6 +200,22 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(entry(obj, &["status"]), "phase", json!("Pending"));
         }
         _ => {}
+    }
+}
+
+/// `<field>: {type: RollingUpdate, rollingUpdate: {...}}`, the workload kinds' update
+/// strategy defaults; other strategy types get no rollingUpdate block.
+fn default_strategy(spec: &mut Map<String, Value>, field: &str, rolling: &[(&str, Value)]) {
+    let st = spec.entry(field).or_insert_with(|| json!({}));
+    let Some(s) = st.as_object_mut() else { return };
+    default(s, "type", json!("RollingUpdate"));
+    if s.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+        let ru = s.entry("rollingUpdate").or_insert_with(|| json!({}));
+        if let Some(ru) = ru.as_object_mut() {
+            for (k, v) in rolling {
+                default(ru, k, v.clone());
+            }
+        }
     }
 }
 

@@ -414,7 +414,16 @@ impl Scheduler {
         cluster_event
     }
 
-    fn filter(&self, pod: &Value, req: &Requests, ports: &[(String, i64)], affinity: bool, ni: usize, spread: &[Spread]) -> Result<(), NodeStatus> {
+    fn filter(
+        &self,
+        pod: &Value,
+        req: &Requests,
+        ports: &[(String, i64)],
+        affinity: bool,
+        affinity_terms: bool,
+        ni: usize,
+        spread: &[Spread],
+    ) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
         let tolerations = if info.unschedulable || !info.hard_taints.is_empty() { get_array(pod, &["spec", "tolerations"]) } else { &[] };
@@ -473,8 +482,10 @@ impl Scheduler {
             }
         }
         // InterPodAffinity (required terms)
-        if let Some(r) = self.inter_pod_affinity(pod, ni) {
-            return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
+        if affinity_terms || self.anti_affinity_pods > 0 {
+            if let Some(r) = self.inter_pod_affinity(pod, ni) {
+                return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
+            }
         }
         Ok(())
     }
@@ -680,6 +691,7 @@ impl Scheduler {
         let req = pod_requests(&pod);
         let ports = host_ports(&pod);
         let affinity = pod_has_node_affinity(&pod);
+        let affinity_terms = get(&pod, &["spec", "affinity"]).is_some();
         let spread = self.spread_constraints(&pod);
         // Adaptive percentageOfNodesToScore.
         let to_find = if total < 100 {
@@ -695,7 +707,7 @@ impl Scheduler {
         for off in 0..total {
             let ni = (start + off) % total;
             processed += 1;
-            match self.filter(&pod, &req, &ports, affinity, ni, &spread) {
+            match self.filter(&pod, &req, &ports, affinity, affinity_terms, ni, &spread) {
                 Ok(()) => {
                     feasible.push(ni);
                     if feasible.len() >= to_find {
