@@ -408,8 +408,9 @@ impl Cluster {
         self.api.now = self.now;
     }
 
-    /// Run until quiet (or `cap`), returning the end time.
-    pub fn run_to_quiet(&mut self, cap: Millis) -> Millis {
+    /// Run until quiet, or for at most `budget` of simulated time; returns the end time.
+    pub fn run_to_quiet(&mut self, budget: Millis) -> Millis {
+        let cap = self.now.saturating_add(budget);
         while !self.quiet() {
             match self.queue.peek_time() {
                 Some(t) if t <= cap => {

@@ -193,3 +193,20 @@ fn an_unauthorized_user_is_denied_with_the_real_message() {
     let e = c.api.handle(Request::new(kubeloop_core::apiserver::Verb::List, rid::POD, "default", "", Credentials::Token("wrong".into()))).unwrap_err();
     assert_eq!((e.code, e.reason.as_str()), (401, "Unauthorized"));
 }
+
+#[test]
+fn a_rollout_that_cannot_progress_exceeds_its_deadline() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginxx:1.27", "{type: RollingUpdate}").replace("replicas: 3", "replicas: 1\n  progressDeadlineSeconds: 60"));
+    c.run_until(50_000);
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let progressing = get_array(&d, &["status", "conditions"]).iter().find(|x| x["type"] == "Progressing").unwrap().clone();
+    assert_eq!(progressing["status"], "True");
+    c.run_until(80_000);
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let progressing = get_array(&d, &["status", "conditions"]).iter().find(|x| x["type"] == "Progressing").unwrap().clone();
+    assert_eq!(progressing["status"], "False");
+    assert_eq!(progressing["reason"], "ProgressDeadlineExceeded");
+    let rs = c.api.store.list(rid::REPLICASET, None).next().unwrap();
+    assert_eq!(progressing["message"], format!("ReplicaSet {:?} has timed out progressing.", api::name(rs)));
+}

@@ -191,6 +191,8 @@ pub struct DeploymentController {
     rss: Informer,
     pods: Informer,
     queue: BTreeSet<(String, String)>,
+    /// Rollouts waiting on their progress deadline, and when it falls due.
+    deadlines: std::collections::BTreeMap<(String, String), Millis>,
 }
 
 impl Default for DeploymentController {
@@ -209,6 +211,7 @@ impl DeploymentController {
             rss: Informer::new(rid::REPLICASET),
             pods: Informer::new(rid::POD),
             queue: BTreeSet::new(),
+            deadlines: std::collections::BTreeMap::new(),
         }
     }
 
@@ -840,6 +843,17 @@ impl DeploymentController {
                 }
             }
         }
+        // A rollout still short of its deadline will change the Progressing condition:
+        // the run is not quiet until then.
+        let key = (api::namespace(d).to_string(), api::name(d).to_string());
+        match requeue_at {
+            Some(delay) => {
+                self.deadlines.insert(key, cx.now + delay);
+            }
+            None => {
+                self.deadlines.remove(&key);
+            }
+        }
         if let Some(delay) = requeue_at {
             cx.every(delay, format!("{}/{}", api::namespace(d), api::name(d)));
         }
@@ -887,8 +901,8 @@ impl Controller for DeploymentController {
         }
         self.run(cx);
     }
-    fn busy(&self, _now: Millis) -> bool {
-        !self.queue.is_empty()
+    fn busy(&self, now: Millis) -> bool {
+        !self.queue.is_empty() || self.deadlines.values().any(|t| now <= *t)
     }
     fn restart(&mut self) {
         *self = Self::new();
