@@ -199,18 +199,34 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
     }
     let store = &cluster.api.store;
     outln!(out, "\n# state at {}", secs(end));
+    let mut deployments = vec![["NAMESPACE", "NAME", "READY", "UP-TO-DATE", "AVAILABLE"].map(String::from).to_vec()];
     for d in store.list(rid::DEPLOYMENT, None) {
-        let want = api::get_i64(d, &["spec", "replicas"]).unwrap_or(0);
-        let ready = api::get_i64(d, &["status", "readyReplicas"]).unwrap_or(0);
-        outln!(out, "deployment {}/{}: {ready}/{want} ready", api::namespace(d), api::name(d));
+        let n = |path: &[&str]| api::get_i64(d, path).unwrap_or(0).to_string();
+        deployments.push(vec![
+            api::namespace(d).to_string(),
+            api::name(d).to_string(),
+            format!("{}/{}", n(&["status", "readyReplicas"]), n(&["spec", "replicas"])),
+            n(&["status", "updatedReplicas"]),
+            n(&["status", "availableReplicas"]),
+        ]);
     }
+    if deployments.len() > 1 {
+        out.push_str(&kubeloop_core::printers::table(&deployments));
+        out.push('\n');
+    }
+    let mut rows = vec![["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"].map(String::from).to_vec()];
     for p in store.list(rid::POD, None) {
-        let phase = get_str(p, &["status", "phase"]).unwrap_or("");
-        let waiting = api::get_array(p, &["status", "containerStatuses"]).iter().find_map(|c| get_str(c, &["state", "waiting", "reason"])).map(str::to_string);
-        let status = if api::is_deleting(p) { "Terminating".to_string() } else { waiting.unwrap_or_else(|| phase.to_string()) };
-        let node = get_str(p, &["spec", "nodeName"]).unwrap_or("<none>");
-        let ip = get_str(p, &["status", "podIP"]).unwrap_or("<none>");
-        outln!(out, "pod {}/{}: {status} on {node} ip {ip}", api::namespace(p), api::name(p));
+        let row = kubeloop_core::printers::pod_row(p, end);
+        let age = get_str(p, &["metadata", "creationTimestamp"])
+            .and_then(kubeloop_core::sim::parse_rfc3339)
+            .map(|t| kubeloop_core::printers::human_duration(end.saturating_sub(t)))
+            .unwrap_or_default();
+        let node = get_str(p, &["spec", "nodeName"]).unwrap_or("<none>").to_string();
+        let ip = get_str(p, &["status", "podIP"]).unwrap_or("<none>").to_string();
+        rows.push(vec![api::namespace(p).to_string(), api::name(p).to_string(), row.ready, row.status, row.restarts, age, ip, node]);
+    }
+    if rows.len() > 1 {
+        out.push_str(&kubeloop_core::printers::table(&rows));
     }
     let denied = cluster.api.trace.requests.iter().filter(|r| r.code >= 400).count();
     outln!(out, "{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);

@@ -22,6 +22,7 @@ pub mod kubelet;
 pub mod labels;
 pub mod manifest;
 pub mod patch;
+pub mod printers;
 pub mod quantity;
 pub mod rbac;
 pub mod registry;

@@ -1,0 +1,209 @@
+//! What `kubectl get` prints for an object: the pod STATUS, READY and RESTARTS columns
+//! (`pkg/printers/internalversion/printers.go` printPod) and AGE
+//! (`k8s.io/apimachinery/pkg/util/duration.HumanDuration`).
+
+use crate::api::{get_array, get_i64, get_str, is_deleting};
+use crate::sim::{parse_rfc3339, Millis};
+use serde_json::Value;
+
+/// The READY, STATUS and RESTARTS cells of a pod row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRow {
+    pub ready: String,
+    pub status: String,
+    pub restarts: String,
+}
+
+fn container_reason(c: &Value) -> Option<String> {
+    if let Some(r) = get_str(c, &["state", "waiting", "reason"]).filter(|r| !r.is_empty()) {
+        return Some(r.to_string());
+    }
+    if let Some(t) = c.get("state").and_then(|s| s.get("terminated")) {
+        if let Some(r) = get_str(t, &["reason"]).filter(|r| !r.is_empty()) {
+            return Some(r.to_string());
+        }
+        if let Some(sig) = get_i64(t, &["signal"]).filter(|s| *s != 0) {
+            return Some(format!("Signal:{sig}"));
+        }
+        return Some(format!("ExitCode:{}", get_i64(t, &["exitCode"]).unwrap_or(0)));
+    }
+    None
+}
+
+/// STATUS, READY and RESTARTS as kubectl computes them.
+pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
+    let containers = get_array(pod, &["spec", "containers"]).len();
+    let mut reason = get_str(pod, &["status", "reason"]).or_else(|| get_str(pod, &["status", "phase"])).unwrap_or("").to_string();
+    let gated = get_array(pod, &["status", "conditions"])
+        .iter()
+        .any(|c| get_str(c, &["type"]) == Some("PodScheduled") && get_str(c, &["reason"]) == Some("SchedulingGated"));
+    if gated {
+        reason = "SchedulingGated".into();
+    }
+    let mut restarts = 0i64;
+    let mut ready = 0usize;
+    let mut last_restart: Option<Millis> = None;
+    let mut note_restart = |c: &Value, restarts: &mut i64| {
+        *restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
+        if let Some(t) = get_str(c, &["lastState", "terminated", "finishedAt"]).and_then(parse_rfc3339) {
+            last_restart = Some(last_restart.map_or(t, |l: Millis| l.max(t)));
+        }
+    };
+    // Init containers, in order, until one is not done.
+    let inits = get_array(pod, &["status", "initContainerStatuses"]);
+    let init_total = get_array(pod, &["spec", "initContainers"]).len();
+    let mut initializing = false;
+    for (i, c) in inits.iter().enumerate() {
+        note_restart(c, &mut restarts);
+        if get_i64(c, &["state", "terminated", "exitCode"]) == Some(0) {
+            continue;
+        }
+        if let Some(t) = c.get("state").and_then(|s| s.get("terminated")) {
+            reason = match (get_str(t, &["reason"]).filter(|r| !r.is_empty()), get_i64(t, &["signal"]).filter(|s| *s != 0)) {
+                (Some(r), _) => format!("Init:{r}"),
+                (None, Some(s)) => format!("Init:Signal:{s}"),
+                (None, None) => format!("Init:ExitCode:{}", get_i64(t, &["exitCode"]).unwrap_or(0)),
+            };
+        } else if let Some(w) = get_str(c, &["state", "waiting", "reason"]).filter(|r| !r.is_empty() && *r != "PodInitializing") {
+            reason = format!("Init:{w}");
+        } else {
+            reason = format!("Init:{i}/{init_total}");
+        }
+        initializing = true;
+        break;
+    }
+    if !initializing {
+        restarts = 0;
+        let mut has_running = false;
+        for c in get_array(pod, &["status", "containerStatuses"]).iter().rev() {
+            note_restart(c, &mut restarts);
+            let running = c.get("state").and_then(|s| s.get("running")).is_some();
+            if let Some(r) = container_reason(c) {
+                reason = r;
+            } else if running && c.get("ready") == Some(&Value::Bool(true)) {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        let pod_ready =
+            get_array(pod, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"));
+        if reason == "Completed" && has_running {
+            reason = if pod_ready { "Running".into() } else { "NotReady".into() };
+        }
+    }
+    if is_deleting(pod) {
+        reason = if get_str(pod, &["status", "reason"]) == Some("NodeLost") { "Unknown".into() } else { "Terminating".into() };
+    }
+    let restarts = match last_restart {
+        Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now.saturating_sub(t))),
+        _ => restarts.to_string(),
+    };
+    PodRow { ready: format!("{ready}/{containers}"), status: reason, restarts }
+}
+
+/// Align rows as kubectl's tabwriter does: each column is as wide as its widest cell plus
+/// three spaces (at least six), the last column is not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        for (i, cell) in r.iter().enumerate() {
+            if i + 1 == r.len() {
+                out.push_str(cell);
+            } else {
+                let w = (widths[i] + 3).max(6);
+                out.push_str(cell);
+                out.push_str(&" ".repeat(w - cell.chars().count()));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `duration.HumanDuration`: `45s`, `3m2s`, `10m`, `3h5m`, `2d3h`, `2y15d`.
+pub fn human_duration(ms: Millis) -> String {
+    let s = ms / 1000;
+    let (m, h, d) = (s / 60, s / 3600, s / 86_400);
+    let y = d / 365;
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        if s % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", s % 60)
+        }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 192 {
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if d < 730 {
+        format!("{d}d")
+    } else if d < 2920 {
+        if d % 365 == 0 {
+            format!("{y}y")
+        } else {
+            format!("{y}y{}d", d % 365)
+        }
+    } else {
+        format!("{y}y")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tables_align_like_tabwriter() {
+        let rows = vec![vec!["NAME".to_string(), "READY".into(), "STATUS".into()], vec!["web-1".into(), "1/1".into(), "Running".into()]];
+        assert_eq!(table(&rows), "NAME    READY   STATUS\nweb-1   1/1     Running\n");
+    }
+
+    #[test]
+    fn ages_truncate_like_kubectl() {
+        assert_eq!(human_duration(45_000), "45s");
+        assert_eq!(human_duration(182_000), "3m2s");
+        assert_eq!(human_duration(600_000), "10m");
+        assert_eq!(human_duration(3 * 3_600_000 + 300_000), "3h5m");
+        assert_eq!(human_duration(20 * 3_600_000), "20h");
+        assert_eq!(human_duration(51 * 3_600_000), "2d3h");
+        assert_eq!(human_duration(745 * 86_400_000), "2y15d");
+    }
+
+    #[test]
+    fn pod_status_cells() {
+        let pending = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}});
+        assert_eq!(pod_row(&pending, 0), PodRow { ready: "0/1".into(), status: "Pending".into(), restarts: "0".into() });
+        let creating = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_row(&creating, 0).status, "ContainerCreating");
+        let crash = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-01-01T00:01:00Z"}}}]}});
+        assert_eq!(pod_row(&crash, 85_000), PodRow { ready: "0/1".into(), status: "CrashLoopBackOff".into(), restarts: "3 (25s ago)".into() });
+        let running = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}}]}});
+        assert_eq!(pod_row(&running, 0), PodRow { ready: "1/1".into(), status: "Running".into(), restarts: "0".into() });
+        let mut deleting = running.clone();
+        deleting["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:30Z"});
+        assert_eq!(pod_row(&deleting, 0).status, "Terminating");
+        let init = json!({"spec": {"initContainers": [{"name": "i"}, {"name": "j"}], "containers": [{"name": "a"}]}, "status": {"phase": "Pending",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "restartCount": 0, "state": {"running": {}}}],
+            "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]}});
+        assert_eq!(pod_row(&init, 0).status, "Init:1/2");
+    }
+}
