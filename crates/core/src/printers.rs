@@ -130,7 +130,7 @@ pub fn human_duration(ms: Millis) -> String {
     if s < 120 {
         format!("{s}s")
     } else if m < 10 {
-        if s % 60 == 0 {
+        if s.is_multiple_of(60) {
             format!("{m}m")
         } else {
             format!("{m}m{}s", s % 60)
@@ -138,7 +138,7 @@ pub fn human_duration(ms: Millis) -> String {
     } else if m < 180 {
         format!("{m}m")
     } else if h < 8 {
-        if m % 60 == 0 {
+        if m.is_multiple_of(60) {
             format!("{h}h")
         } else {
             format!("{h}h{}m", m % 60)
@@ -146,7 +146,7 @@ pub fn human_duration(ms: Millis) -> String {
     } else if h < 48 {
         format!("{h}h")
     } else if h < 192 {
-        if h % 24 == 0 {
+        if h.is_multiple_of(24) {
             format!("{d}d")
         } else {
             format!("{d}d{}h", h % 24)
@@ -154,7 +154,7 @@ pub fn human_duration(ms: Millis) -> String {
     } else if d < 730 {
         format!("{d}d")
     } else if d < 2920 {
-        if d % 365 == 0 {
+        if d.is_multiple_of(365) {
             format!("{y}y")
         } else {
             format!("{y}y{}d", d % 365)
