@@ -681,5 +681,6 @@ pub fn lease_object(node: &str, node_uid: &str, now: Millis) -> Value {
 pub fn req_as(mut r: Request, component: &str, user: &UserInfo) -> Request {
     r.credentials = Credentials::User(user.clone());
     r.component = component.to_string();
+    r.protobuf = true;
     r
 }

@@ -65,7 +65,9 @@ impl Recorder {
         let creds = Credentials::User(src.user.clone());
         if let Some((ens, ename, count)) = self.seen.get(&key).cloned() {
             let patch = json!({"count": count + 1, "lastTimestamp": rfc3339(now)});
-            let r = api.handle(Request::patch(rid::EVENT, &ens, &ename, PatchType::Merge, patch, creds.clone()).by(src.component));
+            let mut req = Request::patch(rid::EVENT, &ens, &ename, PatchType::Merge, patch, creds.clone()).by(src.component);
+            req.protobuf = true;
+            let r = api.handle(req);
             if r.is_ok() {
                 self.seen.insert(key, (ens, ename, count + 1));
                 return r.ok();
@@ -110,7 +112,9 @@ impl Recorder {
             ev["action"] = json!(a);
             ev["eventTime"] = json!(rfc3339_micro(now));
         }
-        let r = api.handle(Request::create(rid::EVENT, &ns, ev, creds).by(src.component));
+        let mut req = Request::create(rid::EVENT, &ns, ev, creds).by(src.component);
+        req.protobuf = true;
+        let r = api.handle(req);
         if r.is_ok() {
             self.seen.insert(key, (ns, name, 1));
         }
