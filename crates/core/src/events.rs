@@ -97,17 +97,20 @@ impl Recorder {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": ns},
-            "involvedObject": involved_ref,
             "reason": reason,
             "message": message,
             "type": ty,
-            "source": source,
             "firstTimestamp": rfc3339(now),
             "lastTimestamp": rfc3339(now),
             "count": 1,
             "reportingComponent": src.component,
             "reportingInstance": src.host,
         });
+        // Moved in rather than interpolated: json! would copy them by serializing.
+        if let Some(m) = ev.as_object_mut() {
+            m.insert("involvedObject".into(), involved_ref);
+            m.insert("source".into(), source);
+        }
         if let Some(a) = action {
             ev["action"] = json!(a);
             ev["eventTime"] = json!(rfc3339_micro(now));

@@ -1004,9 +1004,9 @@ impl Kubelets {
         };
         let regular: Vec<&Ctr> = rt.ctrs.iter().filter(|c| !c.init).collect();
         let inits: Vec<&Ctr> = rt.ctrs.iter().filter(|c| c.init).collect();
-        status["containerStatuses"] = json!(regular.iter().map(|c| ctr_json(c)).collect::<Vec<_>>());
+        status["containerStatuses"] = Value::Array(regular.iter().map(|c| ctr_json(c)).collect());
         if !inits.is_empty() {
-            status["initContainerStatuses"] = json!(inits.iter().map(|c| ctr_json(c)).collect::<Vec<_>>());
+            status["initContainerStatuses"] = Value::Array(inits.iter().map(|c| ctr_json(c)).collect());
         }
         let initialized = inits.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
         let all_ready = !regular.is_empty() && regular.iter().all(|c| c.ready);
@@ -1032,7 +1032,8 @@ impl Kubelets {
             status["podIPs"] = json!([{"ip": ip}]);
         }
         status["startTime"] = status.get("startTime").cloned().filter(|v| !v.is_null()).unwrap_or_else(|| ts(rt.started));
-        let mut holder = json!({"status": status});
+        // Built by moving, not through json!, which would copy the tree by serializing it.
+        let mut holder = Value::Object(serde_json::Map::from_iter([("status".to_string(), status)]));
         let sandbox = rt.ip.is_some();
         crate::apiserver::set_condition(&mut holder, "PodReadyToStartContainers", if sandbox { "True" } else { "False" }, None, None, now);
         if initialized {
@@ -1083,7 +1084,7 @@ impl Kubelets {
             .is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
         let user = self.nodes[ni].user.clone();
         // The kubelet's status manager patches the status subresource.
-        let body = json!({"status": status});
+        let body = Value::Object(serde_json::Map::from_iter([("status".to_string(), status)]));
         let r = cx.api.handle(req_as(
             Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"),
             "kubelet",

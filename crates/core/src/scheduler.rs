@@ -194,6 +194,8 @@ pub struct Scheduler {
     owner_zones: HashMap<String, BTreeMap<String, u32>>,
     /// Placed pods with required pod anti-affinity (their terms constrain everyone).
     anti_affinity_pods: usize,
+    /// Distinct zones among the nodes (for spreading weights).
+    zone_count: usize,
 }
 
 fn has_required_anti_affinity(pod: &Value) -> bool {
@@ -220,6 +222,7 @@ impl Scheduler {
             owner_nodes: HashMap::new(),
             owner_zones: HashMap::new(),
             anti_affinity_pods: 0,
+            zone_count: 0,
         }
     }
 
@@ -320,6 +323,7 @@ impl Scheduler {
     fn sync_informers(&mut self, cx: &mut Cx) -> bool {
         let mut cluster_event = false;
         let r = self.nodes.sync(&cx.api.store);
+        let nodes_changed = !r.deltas.is_empty();
         for d in r.deltas {
             let name = api::name(&d.object).to_string();
             match d.kind {
@@ -360,6 +364,9 @@ impl Scheduler {
                     cluster_event |= relevant;
                 }
             }
+        }
+        if nodes_changed {
+            self.zone_count = self.infos.iter().filter_map(|i| i.zone.as_deref()).collect::<BTreeSet<&str>>().len();
         }
         let r = self.pods.sync(&cx.api.store);
         for d in r.deltas {
@@ -647,13 +654,18 @@ impl Scheduler {
         // domain, weighted by log(number of domains + 2) (`scoring.go`).
         let soft: Vec<&Spread> = spread.iter().filter(|s| !s.hard || !s.counts.is_empty()).collect();
         if !soft.is_empty() && n > 0 {
-            let zones: BTreeSet<&str> = feasible.iter().filter_map(|&ni| self.infos[ni].zone.as_deref()).collect();
+            // Zones among the feasible nodes; all of them when every node is feasible.
+            let zones = if n == self.infos.len() || n > 64 {
+                self.zone_count
+            } else {
+                feasible.iter().filter_map(|&ni| self.infos[ni].zone.as_deref()).collect::<BTreeSet<&str>>().len()
+            };
             let mut raw = vec![0f64; n];
             for s in &soft {
                 let per_node = s.node_counts.as_ref().map(|o| self.owner_nodes.get(o));
                 let domains = match (&per_node, s.key.as_str()) {
                     (Some(_), _) => n,
-                    (None, "topology.kubernetes.io/zone") => zones.len(),
+                    (None, "topology.kubernetes.io/zone") => zones,
                     _ => s.counts.len(),
                 };
                 let w = ((domains.max(1) + 2) as f64).ln();

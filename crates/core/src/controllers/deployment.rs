@@ -237,7 +237,7 @@ impl DeploymentController {
 
     fn write_conditions(&self, cx: &mut Cx, d: &mut Object, conds: Vec<Value>) {
         let mut status = d.get("status").cloned().unwrap_or(json!({}));
-        status["conditions"] = json!(conds);
+        status["conditions"] = Value::Array(conds);
         if let Some(n) = self.write_status(cx, d, status) {
             *d = n;
         }

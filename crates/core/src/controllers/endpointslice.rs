@@ -180,15 +180,16 @@ impl EndpointSliceController {
                 }
             }
             Some(slice) => {
-                let unchanged = slice.get("endpoints").map(|e| e == &json!(endpoints)).unwrap_or(endpoints.is_empty())
-                    && slice.get("ports") == Some(&json!(ports))
+                let (endpoints, ports) = (Value::Array(endpoints), Value::Array(ports));
+                let unchanged = slice.get("endpoints").map(|e| e == &endpoints).unwrap_or(endpoints.as_array().is_some_and(|a| a.is_empty()))
+                    && slice.get("ports") == Some(&ports)
                     && api::labels(slice) == Some(&labels);
                 if unchanged {
                     return;
                 }
                 let mut body = (**slice).clone();
-                body["endpoints"] = json!(endpoints);
-                body["ports"] = json!(ports);
+                body["endpoints"] = endpoints;
+                body["ports"] = ports;
                 body["metadata"]["labels"] = json!(labels);
                 api::set(&mut body, &["metadata", "annotations", "endpoints.kubernetes.io/last-change-trigger-time"], json!(crate::sim::rfc3339(cx.now)));
                 if let Ok(s) =

@@ -210,7 +210,7 @@ pub fn status_from_counts(rs: &Value, c: Counts, available: i64, now: Millis, fa
             "lastTransitionTime": prev.unwrap_or_else(|| json!(crate::sim::rfc3339(now)))}));
     }
     if !conds.is_empty() {
-        s["conditions"] = json!(conds);
+        s["conditions"] = Value::Array(conds);
     }
     s
 }
