@@ -125,6 +125,8 @@ struct Node {
     free_ips: BTreeSet<u32>,
     images: BTreeSet<String>,
     pull_busy_until: Millis,
+    /// When each image's layers are (or will be) on disk, from pulls already queued.
+    fetched: BTreeMap<String, Millis>,
     pods: BTreeMap<Key, PodRt>,
     uid: String,
 }
@@ -161,6 +163,7 @@ impl Kubelets {
                     free_ips: BTreeSet::new(),
                     images: BTreeSet::new(),
                     pull_busy_until: 0,
+                    fetched: BTreeMap::new(),
                     pods: BTreeMap::new(),
                     uid: String::new(),
                 }
@@ -583,19 +586,25 @@ impl Kubelets {
             }
             pull => {
                 // Serial pulls: wait for the node's earlier pulls.
+                // A pull queued behind an earlier pull of the same image finds its layers
+                // on disk and only resolves the manifest.
                 let node = &mut self.nodes[ni];
                 let start = node.pull_busy_until.max(cx.now);
                 let dur = match &pull {
+                    Pull::Ok { .. } if node.fetched.get(&full).is_some_and(|t| *t <= start) => 50,
                     Pull::Ok { behaviour, .. } => behaviour.pull_ms,
                     _ => 800,
                 };
+                if matches!(pull, Pull::Ok { .. }) {
+                    node.fetched.entry(full.clone()).or_insert(start + dur);
+                }
                 node.pull_busy_until = start + dur;
                 let done = start + dur;
                 self.set_state(ni, key, i, CState::Waiting { reason: "ContainerCreating".into(), message: None });
                 cx.event(&src, pod, Some(&field), "Normal", "Pulling", &format!("Pulling image {:?}", c.image), None);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("CRI pulling image {} on {node_name}", c.image));
                 let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
-                rt.ctrs[i].state = CState::Waiting { reason: "Pulling".into(), message: Some(format!("{}|{}", cx.now, done)) };
+                rt.ctrs[i].state = CState::Waiting { reason: "Pulling".into(), message: Some(format!("{}|{}|{dur}", cx.now, done)) };
                 cx.after(done - cx.now, Self::timer_key(&node_name, key, epoch, &format!("pulled:{i}")));
             }
         }
@@ -611,11 +620,11 @@ impl Kubelets {
         if reason != "Pulling" {
             return;
         }
-        let (asked, done) = message
-            .as_deref()
-            .and_then(|m| m.split_once('|'))
-            .map(|(a, b)| (a.parse::<Millis>().unwrap_or(0), b.parse::<Millis>().unwrap_or(0)))
-            .unwrap_or((cx.now, cx.now));
+        let parts: Vec<Millis> = message.as_deref().unwrap_or("").split('|').map(|p| p.parse().unwrap_or(0)).collect();
+        let (asked, done, took) = match parts.as_slice() {
+            [a, d, t] => (*a, *d, *t),
+            _ => (cx.now, cx.now, 0),
+        };
         let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
         let src = self.nodes[ni].source.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
@@ -623,7 +632,7 @@ impl Kubelets {
             Pull::Ok { behaviour, digest } => {
                 let full = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
                 self.nodes[ni].images.insert(full);
-                let pull_ms = behaviour.pull_ms;
+                let pull_ms = took;
                 let msg = format!(
                     "Successfully pulled image {:?} in {} ({} including waiting). Image size: {} bytes.",
                     c.image,
