@@ -20,8 +20,9 @@ pub struct Source {
     pub user: UserInfo,
 }
 
-/// (source component, host, involved uid and field path, type, reason, message)
-type EventKey = (String, String, String, String, String, String);
+/// Source component, host, involved uid and field path, type, reason and message, joined
+/// by a unit separator: what makes two events identical (`getEventKey`).
+type EventKey = String;
 
 #[derive(Debug, Default)]
 pub struct Recorder {
@@ -53,14 +54,7 @@ impl Recorder {
                 n.to_string()
             }
         };
-        let key = (
-            src.component.to_string(),
-            src.host.clone(),
-            format!("{uid}{}", field_path.unwrap_or("")),
-            ty.to_string(),
-            reason.to_string(),
-            message.to_string(),
-        );
+        let key = format!("{}\u{1f}{}\u{1f}{uid}{}\u{1f}{ty}\u{1f}{reason}\u{1f}{message}", src.component, src.host, field_path.unwrap_or(""));
         let now = api.now;
         let creds = Credentials::User(src.user.clone());
         if let Some((ens, ename, count)) = self.seen.get(&key).cloned() {
