@@ -1005,7 +1005,11 @@ impl Kubelets {
             };
             let image = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
             let mut j = json!({"name": c.name, "image": image, "imageID": c.image_id, "ready": c.ready, "restartCount": c.restarts,
-                "started": matches!(c.state, CState::Running { .. }), "state": state, "lastState": last});
+                "started": matches!(c.state, CState::Running { .. })});
+            if let Some(m) = j.as_object_mut() {
+                m.insert("state".into(), state);
+                m.insert("lastState".into(), last);
+            }
             if !c.container_id.is_empty() {
                 j["containerID"] = json!(c.container_id);
             }
