@@ -616,15 +616,7 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
         put(api, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}), true);
         put(api, root_ca_configmap(ns), true);
     }
-    for sa in [
-        "deployment-controller",
-        "replicaset-controller",
-        "endpointslice-controller",
-        "generic-garbage-collector",
-        "node-controller",
-        "taint-eviction-controller",
-        "namespace-controller",
-    ] {
+    for sa in crate::rbac::CONTROLLER_ACCOUNTS {
         put(api, json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": "kube-system"}}), true);
     }
     for (name, value, desc) in [

@@ -185,6 +185,18 @@ fn event_rule() -> Value {
     rule(&["", "events.k8s.io"], &["events"], &["create", "patch", "update"])
 }
 
+/// The kube-system service accounts the built-in controllers act as; each is bound to
+/// its `system:controller:<name>` ClusterRole.
+pub const CONTROLLER_ACCOUNTS: &[&str] = &[
+    "deployment-controller",
+    "replicaset-controller",
+    "endpointslice-controller",
+    "generic-garbage-collector",
+    "node-controller",
+    "taint-eviction-controller",
+    "namespace-controller",
+];
+
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
 pub fn bootstrap_policy() -> Vec<Value> {
     let workload_res = &["deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets", "statefulsets", "statefulsets/scale"];
@@ -340,15 +352,7 @@ pub fn bootstrap_policy() -> Vec<Value> {
         "system:basic-user",
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}),
     ));
-    for c in [
-        "deployment-controller",
-        "replicaset-controller",
-        "endpointslice-controller",
-        "generic-garbage-collector",
-        "node-controller",
-        "taint-eviction-controller",
-        "namespace-controller",
-    ] {
+    for c in CONTROLLER_ACCOUNTS {
         let n = format!("system:controller:{c}");
         out.push(cluster_role_binding(&n, &n, json!({"kind": "ServiceAccount", "name": c, "namespace": "kube-system"})));
     }
