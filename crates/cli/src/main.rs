@@ -4,9 +4,10 @@
 use kubeloop_core::api::{self, get_str, rid};
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config, NodeSpec};
+use kubeloop_core::json;
 use kubeloop_core::scenario::{add_file, Scenario};
 use kubeloop_core::sim::{parse_duration, Millis};
-use serde_json::{json, Value};
+use kubeloop_core::value::Value;
 use std::process::ExitCode;
 
 // A faster allocator for large simulations (the core itself is allocator-agnostic).
@@ -152,11 +153,11 @@ fn run(args: &[String]) -> ExitCode {
     };
     match output {
         "json" => {
-            let v = json!({
+            let v = serde_json::json!({
                 "scenario": sc.name,
                 "seed": seed,
                 "end": end,
-                "objects": cluster.objects().iter().map(|o| (**o).clone()).collect::<Vec<Value>>(),
+                "objects": cluster.objects().iter().map(|o| &**o).collect::<Vec<&Value>>(),
                 "trace": cluster.api.trace.records,
                 "requests": cluster.api.trace.requests,
                 "steps": cluster.outputs,
@@ -278,7 +279,7 @@ fn bench(args: &[String]) -> ExitCode {
     let wall = started.elapsed().as_secs_f64();
     let ready = cluster.api.store.list(rid::POD, None).filter(|p| kubeloop_core::controllers::replicaset::pod_is_ready(p)).count();
     let writes = cluster.api.trace.writes;
-    let v = json!({
+    let v = serde_json::json!({
         "nodes": nodes,
         "pods": pods,
         "ready_pods": ready,

@@ -19,9 +19,9 @@ use crate::labels::selector_matches;
 use crate::rbac::UserInfo;
 use crate::status::Status;
 use crate::store::Store;
+use crate::value::{json, Value};
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use kube_cel::KubeCelExt;
-use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
 /// What admission sees of a request (`admission.Attributes`).

@@ -1,12 +1,12 @@
 //! API objects and the resource table.
 //!
-//! Objects are kept as JSON trees (`serde_json::Value`) shared through `Arc`, the way the
+//! Objects are kept as JSON trees (`crate::value::Value`) shared through `Arc`, the way the
 //! API server keeps unstructured objects: every field a user writes that the schema
 //! declares survives a round trip, and controllers read typed values through the small
 //! accessors below. The resource table mirrors `kubectl api-resources` for the kinds
 //! kubeloop serves (the `// schema:` markers feed `tools/gen-schema.py`).
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 use std::sync::Arc;
 
 /// A stored object. Cloning is a reference-count increment; writers build a new tree.
@@ -231,7 +231,7 @@ impl ObjectKey {
 pub fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     let mut cur = v;
     for p in path {
-        cur = cur.as_object()?.get(*p)?;
+        cur = cur.as_object()?.get(p)?;
     }
     Some(cur)
 }
@@ -254,7 +254,7 @@ pub fn get_array<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
 
 /// The object at `path`, created (as empty objects) along the way if missing. Replaces
 /// non-object values in the way, which callers only do on trees they have validated.
-pub fn entry<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Map<String, Value> {
+pub fn entry<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut Map {
     let mut cur = v;
     for p in path {
         if !cur.is_object() {
@@ -292,7 +292,7 @@ pub fn generation(v: &Value) -> i64 {
 pub fn is_deleting(v: &Value) -> bool {
     get(v, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null())
 }
-pub fn labels(v: &Value) -> Option<&Map<String, Value>> {
+pub fn labels(v: &Value) -> Option<&Map> {
     get(v, &["metadata", "labels"]).and_then(Value::as_object)
 }
 pub fn label<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -310,7 +310,7 @@ pub fn controller_ref(v: &Value) -> Option<&Value> {
 /// An ownerReference to `owner` as controllers write it (`controller` and
 /// `blockOwnerDeletion` both true).
 pub fn owner_reference(owner: &Value) -> Value {
-    serde_json::json!({
+    crate::json!({
         "apiVersion": get_str(owner, &["apiVersion"]).unwrap_or(""),
         "kind": get_str(owner, &["kind"]).unwrap_or(""),
         "name": name(owner),

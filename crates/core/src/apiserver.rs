@@ -15,7 +15,7 @@ use crate::sim::{rfc3339, Millis, Rng, Stream};
 use crate::status::Status;
 use crate::store::Store;
 use crate::trace::{Flow, Record, RequestLog, Trace};
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::rbac::UserInfo;
 use crate::registry::Registry;
 use crate::sim::{rfc3339, Millis, Queue};
 use crate::trace::{Flow, Record};
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 
 /// Watch-event delivery latency.
 pub const WATCH_LATENCY: Millis = 5;
@@ -137,16 +137,16 @@ impl Fault {
 pub struct NodeSpec {
     pub name: String,
     /// cpu, memory, pods (and any extended resource) as quantities.
-    pub capacity: serde_json::Map<String, Value>,
-    pub labels: serde_json::Map<String, Value>,
+    pub capacity: crate::value::Map,
+    pub labels: crate::value::Map,
     pub taints: Vec<Value>,
 }
 
 impl NodeSpec {
     pub fn worker(name: &str, zone: &str, cpu: &str, memory: &str) -> Self {
-        let mut labels = serde_json::Map::new();
+        let mut labels = crate::value::Map::new();
         labels.insert("topology.kubernetes.io/zone".into(), json!(zone));
-        let mut capacity = serde_json::Map::new();
+        let mut capacity = crate::value::Map::new();
         capacity.insert("cpu".into(), json!(cpu));
         capacity.insert("memory".into(), json!(memory));
         capacity.insert("pods".into(), json!("110"));

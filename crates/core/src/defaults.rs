@@ -3,9 +3,9 @@
 //! PodSpec and container defaults; Pod-only defaults apply to real Pods.
 
 use crate::api::{entry, get, get_str};
-use serde_json::{json, Map, Value};
+use crate::value::{json, Map, Value};
 
-fn default(m: &mut Map<String, Value>, key: &str, v: Value) {
+fn default(m: &mut Map, key: &str, v: Value) {
     if !m.contains_key(key) || m[key].is_null() {
         m.insert(key.to_string(), v);
     }
@@ -205,7 +205,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
 
 /// `<field>: {type: RollingUpdate, rollingUpdate: {...}}`, the workload kinds' update
 /// strategy defaults; other strategy types get no rollingUpdate block.
-fn default_strategy(spec: &mut Map<String, Value>, field: &str, rolling: &[(&str, Value)]) {
+fn default_strategy(spec: &mut Map, field: &str, rolling: &[(&str, Value)]) {
     let st = spec.entry(field).or_insert_with(|| json!({}));
     let Some(s) = st.as_object_mut() else { return };
     default(s, "type", json!("RollingUpdate"));

@@ -7,7 +7,7 @@ use crate::api::{self, get_str, rid, Object};
 use crate::apiserver::{ApiServer, Credentials, PatchType, Request};
 use crate::rbac::UserInfo;
 use crate::sim::{rfc3339, rfc3339_micro, Millis, EPOCH_UNIX_SECS};
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::HashMap;
 
 /// Who reports an event.

@@ -169,7 +169,7 @@ impl Informer {
 mod tests {
     use super::*;
     use crate::api::{rid, ObjectKey};
-    use serde_json::json;
+    use crate::value::json;
     use std::sync::Arc;
 
     fn cm(name: &str, v: &str) -> Object {

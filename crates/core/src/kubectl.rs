@@ -6,7 +6,7 @@
 use crate::api::{self, get_str, resource_for_kind, resource_for_name, ResourceId, RESOURCES};
 use crate::apiserver::{ApiServer, Credentials, PatchType, Request, Verb};
 use crate::status::Status;
-use serde_json::{json, Map, Value};
+use crate::value::{json, Map, Value};
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 

@@ -21,7 +21,7 @@ use crate::registry::{Behaviour, Pull, Reference, Registry};
 use crate::sim::{rfc3339, rfc3339_micro, Millis, Rng, Stream};
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 type Key = (String, String);
@@ -1046,7 +1046,7 @@ impl Kubelets {
         }
         status["startTime"] = status.get("startTime").cloned().filter(|v| !v.is_null()).unwrap_or_else(|| ts(rt.started));
         // Built by moving, not through json!, which would copy the tree by serializing it.
-        let mut holder = Value::Object(serde_json::Map::from_iter([("status".to_string(), status)]));
+        let mut holder = Value::Object(crate::value::Map::from_iter([("status".to_string(), status)]));
         let sandbox = rt.ip.is_some();
         crate::apiserver::set_condition(&mut holder, "PodReadyToStartContainers", if sandbox { "True" } else { "False" }, None, None, now);
         if initialized {
@@ -1097,7 +1097,7 @@ impl Kubelets {
             .is_some_and(|c| c.iter().any(|x| get_str(x, &["type"]) == Some("Ready") && get_str(x, &["status"]) == Some("True")));
         let user = self.nodes[ni].user.clone();
         // The kubelet's status manager patches the status subresource.
-        let body = Value::Object(serde_json::Map::from_iter([("status".to_string(), status)]));
+        let body = Value::Object(crate::value::Map::from_iter([("status".to_string(), status)]));
         let r = cx.api.handle(req_as(
             Request::patch(rid::POD, &key.0, &key.1, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status"),
             "kubelet",

@@ -2,13 +2,13 @@
 //! `env in (a,b)`, `!canary`), and node selector terms
 //! (`k8s.io/apimachinery/pkg/labels/selector.go`, `pkg/apis/meta/v1/helpers.go`).
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 
-fn label<'a>(labels: Option<&'a Map<String, Value>>, key: &str) -> Option<&'a str> {
+fn label<'a>(labels: Option<&'a Map>, key: &str) -> Option<&'a str> {
     labels.and_then(|l| l.get(key)).and_then(Value::as_str)
 }
 
-fn requirement_matches(op: &str, key: &str, values: &[Value], labels: Option<&Map<String, Value>>) -> bool {
+fn requirement_matches(op: &str, key: &str, values: &[Value], labels: Option<&Map>) -> bool {
     let have = label(labels, key);
     let in_values = |v: &str| values.iter().any(|x| x.as_str() == Some(v));
     match op {
@@ -33,7 +33,7 @@ fn requirement_matches(op: &str, key: &str, values: &[Value], labels: Option<&Ma
 
 /// Whether a `LabelSelector` selects an object with `labels`. A null selector selects
 /// nothing; an empty one selects everything (`LabelSelectorAsSelector`).
-pub fn selector_matches(selector: Option<&Value>, labels: Option<&Map<String, Value>>) -> bool {
+pub fn selector_matches(selector: Option<&Value>, labels: Option<&Map>) -> bool {
     let Some(sel) = selector.filter(|s| !s.is_null()) else { return false };
     if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
         for (k, v) in ml {
@@ -55,7 +55,7 @@ pub fn selector_matches(selector: Option<&Value>, labels: Option<&Map<String, Va
 
 /// A plain `map[string]string` selector (Services, nodeSelector): every pair must match.
 /// An empty or missing map selects nothing here (callers decide what "no selector" means).
-pub fn map_matches(selector: &Map<String, Value>, labels: Option<&Map<String, Value>>) -> bool {
+pub fn map_matches(selector: &Map, labels: Option<&Map>) -> bool {
     selector.iter().all(|(k, v)| label(labels, k) == v.as_str())
 }
 
@@ -137,7 +137,7 @@ impl Selector {
         Ok(Selector(reqs))
     }
 
-    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+    pub fn matches(&self, labels: Option<&Map>) -> bool {
         self.0.iter().all(|(k, op, vals)| {
             let vals: Vec<Value> = vals.iter().map(|v| Value::String(v.clone())).collect();
             requirement_matches(op, k, &vals, labels)
@@ -152,7 +152,7 @@ fn set_values(rest: &str) -> Result<Vec<String>, String> {
 }
 
 /// Whether a node's labels (and name, for `matchFields`) satisfy one NodeSelectorTerm.
-pub fn node_selector_term_matches(term: &Value, node_labels: Option<&Map<String, Value>>, node_name: &str) -> bool {
+pub fn node_selector_term_matches(term: &Value, node_labels: Option<&Map>, node_name: &str) -> bool {
     let exprs = term.get("matchExpressions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
     let fields = term.get("matchFields").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
     if exprs.is_empty() && fields.is_empty() {
@@ -184,9 +184,9 @@ pub fn node_selector_term_matches(term: &Value, node_labels: Option<&Map<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::value::json;
 
-    fn l(v: Value) -> Map<String, Value> {
+    fn l(v: Value) -> Map {
         v.as_object().unwrap().clone()
     }
 

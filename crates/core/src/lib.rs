@@ -34,3 +34,4 @@ pub mod status;
 pub mod store;
 pub mod trace;
 pub mod validation;
+pub mod value;

@@ -5,7 +5,7 @@
 //! diagnostics that explain, at a line and column, why it is not one. One broken document
 //! never hides the others.
 
-use serde_json::Value;
+use crate::value::Value;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {

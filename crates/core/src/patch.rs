@@ -2,7 +2,7 @@
 //! `x-kubernetes-patch-merge-key`, `$patch: delete` directives) and JSON patch (RFC 6902),
 //! as `k8s.io/apimachinery/pkg/util/strategicpatch` and `evanphx/json-patch` apply them.
 
-use serde_json::{Map, Value};
+use crate::value::{Map, Value};
 
 /// RFC 7386: objects merge recursively, `null` deletes, anything else replaces.
 pub fn merge(target: &mut Value, patch: &Value) {
@@ -201,7 +201,7 @@ fn remove_pointer(target: &mut Value, path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::value::json;
 
     #[test]
     fn merge_patch_follows_rfc7386() {

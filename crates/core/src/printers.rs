@@ -4,7 +4,7 @@
 
 use crate::api::{get_array, get_i64, get_str, is_deleting};
 use crate::sim::{parse_rfc3339, Millis};
-use serde_json::Value;
+use crate::value::Value;
 
 /// The READY, STATUS and RESTARTS cells of a pod row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +167,7 @@ pub fn human_duration(ms: Millis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::value::json;
 
     #[test]
     fn tables_align_like_tabwriter() {

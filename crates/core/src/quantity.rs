@@ -2,7 +2,7 @@
 //! `k8s.io/apimachinery/pkg/api/resource/quantity.go`, held as integer milli-units so that
 //! scheduling arithmetic is exact.
 
-use serde_json::Value;
+use crate::value::Value;
 
 /// Parse a quantity to milli-units (`"250m"` -> 250, `"1Gi"` -> 1073741824000).
 pub fn parse_milli(s: &str) -> Option<i64> {
@@ -100,7 +100,7 @@ mod tests {
         assert_eq!(parse_milli("1e3"), Some(1_000_000));
         assert_eq!(parse_milli("abc"), None);
         assert_eq!(parse_milli("1.2.3"), None);
-        assert_eq!(value_milli(&serde_json::json!(2)), Some(2000));
+        assert_eq!(value_milli(&crate::json!(2)), Some(2000));
     }
 
     #[test]

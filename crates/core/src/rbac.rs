@@ -6,7 +6,7 @@
 
 use crate::api::{get_array, get_str, name, rid};
 use crate::store::Store;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 
 /// An authenticated identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

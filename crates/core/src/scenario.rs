@@ -7,7 +7,7 @@ use crate::apiserver::Credentials;
 use crate::cluster::{default_nodes, Action, Config, Fault, NodeSpec, Step};
 use crate::registry::{Behaviour, Registry};
 use crate::sim::parse_duration;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 
 #[derive(Debug, Clone, Default)]
 pub struct Scenario {

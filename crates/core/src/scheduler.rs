@@ -22,7 +22,7 @@ use crate::rbac::UserInfo;
 use crate::sim::{Millis, Rng, Stream};
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 type Key = (String, String);

@@ -6,7 +6,7 @@
 //! does not declare is an `unknown field`, a value of the wrong JSON type cannot be
 //! decoded, and both reject the request with 400 BadRequest before any validation runs.
 
-use serde_json::Value;
+use crate::value::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
@@ -35,7 +35,7 @@ static SCHEMA: OnceLock<Schema> = OnceLock::new();
 fn schema() -> &'static Schema {
     SCHEMA.get_or_init(|| {
         let raw: Value = serde_json::from_str(include_str!("../data/schema.json")).unwrap_or(Value::Null);
-        let empty = serde_json::Map::new();
+        let empty = crate::value::Map::new();
         let defs_json = raw.get("defs").and_then(Value::as_object).unwrap_or(&empty);
         let index: HashMap<&str, usize> = defs_json.keys().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
         fn conv(v: &Value, index: &HashMap<&str, usize>) -> Ty {
@@ -294,7 +294,7 @@ pub fn merge_key(api_version: &str, kind: &str, path: &[&str]) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::value::json;
 
     #[test]
     fn every_served_kind_has_a_schema() {

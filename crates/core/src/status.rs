@@ -3,7 +3,7 @@
 //! `k8s.io/apimachinery/pkg/util/validation/field/errors.go`.
 
 use crate::api::ResourceInfo;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 
 /// One field error (`spec.replicas: Invalid value: -1: must be ...`).
 #[derive(Debug, Clone, PartialEq)]

@@ -223,7 +223,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::api::rid;
-    use serde_json::json;
+    use crate::value::json;
 
     fn obj(name: &str) -> Object {
         Object::new(json!({"metadata": {"name": name, "namespace": "default"}}))

@@ -2,8 +2,8 @@
 //! tagged with the step of the apply-to-running-pod diagram it belongs to.
 
 use crate::sim::Millis;
+use crate::value::Value;
 use serde::Serialize;
-use serde_json::Value;
 
 /// A step of the diagram in `seeds/004`: `1`..`11`, or a failure path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -5,7 +5,7 @@
 
 use crate::api::{get, get_array, get_i64, get_str};
 use crate::status::{render_value, FieldError};
-use serde_json::{json, Map, Value};
+use crate::value::{json, Map, Value};
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
@@ -86,7 +86,7 @@ fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
     errs
 }
 
-fn validate_labels(field: &str, labels: Option<&Map<String, Value>>, errs: &mut Vec<FieldError>) {
+fn validate_labels(field: &str, labels: Option<&Map>, errs: &mut Vec<FieldError>) {
     for (k, v) in labels.into_iter().flatten() {
         errs.extend(qualified_name_errors(field, k));
         let s = v.as_str().unwrap_or("");
@@ -310,7 +310,7 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
 }
 
 /// Go's `%#v` of a `map[string]string` (`map[string]string{"app":"web"}`).
-fn go_map(m: Option<&Map<String, Value>>) -> String {
+fn go_map(m: Option<&Map>) -> String {
     match m {
         None => "map[string]string(nil)".into(),
         Some(m) => {

@@ -7,8 +7,8 @@
 use kubeloop_core::api::RESOURCES;
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config};
+use kubeloop_core::value::{json, Value};
 use proptest::prelude::*;
-use serde_json::{json, Value};
 
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![

@@ -227,7 +227,7 @@ fn one_seed_gives_a_byte_identical_run() {
         let mut c = Cluster::new(sc.config(seed, true));
         c.add_steps(sc.steps.clone());
         c.run_to_quiet(3_600_000);
-        let objects: Vec<&serde_json::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
+        let objects: Vec<&kubeloop_core::value::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
         serde_json::to_string(&serde_json::json!({"objects": objects, "trace": c.api.trace.records, "requests": c.api.trace.requests})).expect("json")
     };
     let a = run(None);

@@ -9,8 +9,8 @@
 use kubeloop_core::api::{rid, Object, ObjectKey};
 use kubeloop_core::informer::Informer;
 use kubeloop_core::store::{EventType, Store};
+use kubeloop_core::value::json;
 use proptest::prelude::*;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -111,7 +111,7 @@ fn foreground_deletion_waits_for_the_dependents() {
     delete(&mut c, "foreground");
     let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").expect("still there while dependents exist");
     assert!(api::is_deleting(d));
-    assert_eq!(get_array(d, &["metadata", "finalizers"]), &[serde_json::json!("foregroundDeletion")]);
+    assert_eq!(get_array(d, &["metadata", "finalizers"]), &[kubeloop_core::json!("foregroundDeletion")]);
     c.run_until(c.now + 50);
     assert!(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_some(), "pods are still terminating");
     assert!(c.api.store.list(rid::POD, None).all(|p| api::is_deleting(p)));

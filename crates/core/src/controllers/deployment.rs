@@ -17,7 +17,7 @@ use crate::rbac::UserInfo;
 use crate::sim::{parse_rfc3339, rfc3339, Millis};
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Map, Value};
+use crate::value::{json, Map, Value};
 use std::collections::BTreeSet;
 
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
@@ -140,7 +140,7 @@ pub fn new_rs_new_replicas(d: &Value, all: &[Object], new_spec: i64) -> i64 {
 }
 
 /// The pure status computation (`calculateStatus`), conditions excluded.
-pub fn calculate_status(d: &Value, all: &[Object], new_rs: Option<&Object>) -> Map<String, Value> {
+pub fn calculate_status(d: &Value, all: &[Object], new_rs: Option<&Object>) -> Map {
     let available: i64 = all.iter().map(|r| st(r, "availableReplicas")).sum();
     let total_spec: i64 = all.iter().map(|r| replicas(r)).sum();
     let mut s = Map::new();
@@ -861,14 +861,14 @@ impl DeploymentController {
 }
 
 /// `DeploymentComplete`.
-pub fn complete(d: &Value, s: &Map<String, Value>) -> bool {
+pub fn complete(d: &Value, s: &Map) -> bool {
     let g = |k: &str| s.get(k).and_then(Value::as_i64).unwrap_or(0);
     let want = replicas(d);
     g("updatedReplicas") == want && g("replicas") == want && g("availableReplicas") == want && g("observedGeneration") >= api::generation(d)
 }
 
 /// `DeploymentProgressing`: compared with the status stored before this sync.
-fn progressing(d: &Value, new: &Map<String, Value>) -> bool {
+fn progressing(d: &Value, new: &Map) -> bool {
     let g = |k: &str| new.get(k).and_then(Value::as_i64).unwrap_or(0);
     let old_updated = st(d, "updatedReplicas");
     let old_old = st(d, "replicas") - old_updated;

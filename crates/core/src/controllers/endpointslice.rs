@@ -12,7 +12,7 @@ use crate::rbac::UserInfo;
 use crate::sim::Millis;
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::BTreeSet;
 
 const MANAGED_BY: &str = "endpointslice-controller.k8s.io";
@@ -116,7 +116,7 @@ impl EndpointSliceController {
         for d in deltas {
             // Only changes that can alter an endpoint matter.
             /// What of a pod an endpoint reflects: IP, readiness, termination, labels, phase.
-            type Facts<'a> = (Option<&'a str>, bool, bool, Option<&'a serde_json::Map<String, Value>>, Option<&'a str>);
+            type Facts<'a> = (Option<&'a str>, bool, bool, Option<&'a crate::value::Map>, Option<&'a str>);
             fn relevant(p: &Value) -> Facts<'_> {
                 (get_str(p, &["status", "podIP"]), pod_is_ready(p), api::is_deleting(p), api::labels(p), get_str(p, &["status", "phase"]))
             }

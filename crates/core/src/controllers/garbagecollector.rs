@@ -13,7 +13,7 @@ use crate::rbac::UserInfo;
 use crate::sim::Millis;
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
 const WATCHED: &[ResourceId] =

@@ -12,7 +12,7 @@ use crate::informer::Informer;
 use crate::rbac::UserInfo;
 use crate::sim::Millis;
 use crate::trace::Flow;
-use serde_json::json;
+use crate::value::json;
 use std::collections::BTreeSet;
 
 pub struct ServiceAccountsController {

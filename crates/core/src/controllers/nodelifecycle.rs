@@ -19,7 +19,7 @@ use crate::rbac::UserInfo;
 use crate::scheduler::tolerates;
 use crate::sim::{parse_rfc3339, rfc3339, Millis};
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::BTreeSet;
 
 pub const GRACE: Millis = 50_000;

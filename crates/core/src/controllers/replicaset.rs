@@ -15,7 +15,7 @@ use crate::rbac::UserInfo;
 use crate::sim::{parse_rfc3339, Millis};
 use crate::store::EventType;
 use crate::trace::Flow;
-use serde_json::{json, Value};
+use crate::value::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 pub const BURST_REPLICAS: usize = 500;
@@ -152,7 +152,7 @@ pub struct Counts {
 
 impl Counts {
     /// One pod's contribution to its ReplicaSet's counts.
-    pub fn of(pod: &Value, template_labels: &serde_json::Map<String, Value>) -> Counts {
+    pub fn of(pod: &Value, template_labels: &crate::value::Map) -> Counts {
         let active = pod_is_active(pod);
         Counts {
             active: active as i64,
@@ -169,7 +169,7 @@ impl Counts {
     }
 }
 
-fn template_labels(rs: &Value) -> serde_json::Map<String, Value> {
+fn template_labels(rs: &Value) -> crate::value::Map {
     get(rs, &["spec", "template", "metadata", "labels"]).and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
@@ -265,7 +265,7 @@ impl ReplicaSetController {
             }
         }
         if let Some((uid, pod)) = now {
-            let empty = serde_json::Map::new();
+            let empty = crate::value::Map::new();
             let rs = api::controller_ref(pod).and_then(|r| get_str(r, &["name"])).and_then(|n| self.rs.get(&key.0, n));
             let labels = rs.and_then(|rs| get(rs, &["spec", "template", "metadata", "labels"])).and_then(Value::as_object).unwrap_or(&empty);
             let c = Counts::of(pod, labels);
