@@ -9,7 +9,8 @@
 use crate::value::{Map, Value};
 use std::sync::Arc;
 
-/// A stored object. Cloning is a reference-count increment; writers build a new tree.
+/// A stored object. Cloning is a reference-count increment; a writer changes its own copy,
+/// which shares every untouched subtree with the stored version (see [`crate::value`]).
 pub type Object = Arc<Value>;
 
 /// One REST resource: what discovery (`/apis/<group>/<version>`) would list.

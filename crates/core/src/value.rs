@@ -196,7 +196,7 @@ impl Map {
         if e.len() <= LINEAR_SEARCH {
             // Most objects are small, and most keys differ in length: equality is cheaper
             // than ordering.
-            match e.iter().position(|(k, _)| k.len() == key.len() && k.as_bytes() == key.as_bytes()) {
+            match e.iter().position(|(k, _)| same_key(k, key)) {
                 Some(i) => Ok(i),
                 None => Err(e.partition_point(|(k, _)| k.as_str() < key)),
             }
@@ -399,6 +399,12 @@ impl std::ops::Index<&str> for Map {
 }
 
 static NULL: Value = Value::Null;
+
+/// Key equality that rarely needs `memcmp`: lengths and the last byte settle most misses.
+fn same_key(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.last() == b.last() && a == b
+}
 
 /// Objects up to this size are searched front to back.
 const LINEAR_SEARCH: usize = 16;
