@@ -90,6 +90,8 @@ impl Recorder {
         let mut ev = json!({
             "apiVersion": "v1",
             "kind": "Event",
+            "involvedObject": involved_ref,
+            "source": source,
             "metadata": {"name": name, "namespace": ns},
             "reason": reason,
             "message": message,
@@ -100,11 +102,6 @@ impl Recorder {
             "reportingComponent": src.component,
             "reportingInstance": src.host,
         });
-        // Moved in rather than interpolated: json! would copy them by serializing.
-        if let Some(m) = ev.as_object_mut() {
-            m.insert("involvedObject".into(), involved_ref);
-            m.insert("source".into(), source);
-        }
         if let Some(a) = action {
             ev["action"] = json!(a);
             ev["eventTime"] = json!(rfc3339_micro(now));

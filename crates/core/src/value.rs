@@ -226,7 +226,9 @@ impl Map {
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
-                self.entries_mut().insert(i, (key, value));
+                let e = self.entries_mut();
+                grow(e);
+                e.insert(i, (key, value));
                 None
             }
         }
@@ -292,7 +294,9 @@ impl<'a> Entry<'a> {
         let i = match self.map.find(&self.key) {
             Ok(i) => i,
             Err(i) => {
-                self.map.entries_mut().insert(i, (self.key, default()));
+                let e = self.map.entries_mut();
+                grow(e);
+                e.insert(i, (self.key, default()));
                 i
             }
         };
@@ -399,6 +403,14 @@ impl std::ops::Index<&str> for Map {
 }
 
 static NULL: Value = Value::Null;
+
+/// Make room for one more entry. Objects are many and small and mostly final once built:
+/// a quarter more room, not double, keeps their slack small.
+fn grow(e: &mut Vec<(String, Value)>) {
+    if e.len() == e.capacity() {
+        e.reserve_exact((e.len() / 4).max(1));
+    }
+}
 
 /// Key equality that rarely needs `memcmp`: lengths and the last byte settle most misses.
 fn same_key(a: &str, b: &str) -> bool {
