@@ -261,7 +261,7 @@ fn bench(args: &[String]) -> ExitCode {
     let specs: Vec<NodeSpec> = (0..nodes)
         .map(|i| {
             let mut n = NodeSpec::worker(&format!("node-{i:05}"), &format!("zone-{}", i % 3), "64", "256Gi");
-            n.capacity.insert("pods".into(), json!(max_pods.to_string()));
+            n.capacity.insert("pods", json!(max_pods.to_string()));
             n
         })
         .collect();

@@ -197,8 +197,8 @@ pub fn service_account(store: &Store, req: &Request, pod: &mut Value, suffix: im
         ));
     }
     let spec = crate::api::entry(pod, &["spec"]);
-    spec.insert("serviceAccountName".into(), json!(sa));
-    spec.insert("serviceAccount".into(), json!(sa));
+    spec.insert("serviceAccountName", json!(sa));
+    spec.insert("serviceAccount", json!(sa));
     if spec.get("automountServiceAccountToken") == Some(&json!(false)) {
         return Ok(());
     }
@@ -288,7 +288,7 @@ pub fn priority(store: &Store, req: &Request, pod: &mut Value) -> Result<(), Sta
         }
     }
     let spec = crate::api::entry(pod, &["spec"]);
-    spec.insert("priority".into(), json!(value));
+    spec.insert("priority", json!(value));
     spec.entry("preemptionPolicy").or_insert(json!(policy));
     Ok(())
 }
@@ -351,7 +351,7 @@ pub fn limit_ranger(store: &Store, req: &Request, pod: &mut Value) -> Result<(),
     }
     if !notes.is_empty() {
         let ann = crate::api::entry(pod, &["metadata", "annotations"]);
-        ann.insert("kubernetes.io/limit-ranger".into(), json!(format!("LimitRanger plugin set: {}", notes.join("; "))));
+        ann.insert("kubernetes.io/limit-ranger", json!(format!("LimitRanger plugin set: {}", notes.join("; "))));
     }
     Ok(())
 }

@@ -607,13 +607,13 @@ impl ApiServer {
         {
             let uid = self.rng.uuid();
             let meta = api::entry(&mut obj, &["metadata"]);
-            meta.insert("uid".into(), json!(uid));
-            meta.insert("creationTimestamp".into(), json!(rfc3339(self.now)));
+            meta.insert("uid", json!(uid));
+            meta.insert("creationTimestamp", json!(rfc3339(self.now)));
             meta.remove("resourceVersion");
             meta.remove("deletionTimestamp");
             meta.remove("managedFields");
             if has_generation(res.kind) {
-                meta.insert("generation".into(), json!(1));
+                meta.insert("generation", json!(1));
             } else {
                 meta.remove("generation");
             }
@@ -699,16 +699,16 @@ impl ApiServer {
             let spec = api::entry(obj, &["spec"]);
             match ip {
                 Some(ip) => {
-                    spec.insert("clusterIP".into(), json!(ip_string(ip)));
-                    spec.insert("clusterIPs".into(), json!([ip_string(ip)]));
+                    spec.insert("clusterIP", json!(ip_string(ip)));
+                    spec.insert("clusterIPs", json!([ip_string(ip)]));
                 }
                 None => {
-                    spec.insert("clusterIP".into(), json!("None"));
-                    spec.insert("clusterIPs".into(), json!(["None"]));
+                    spec.insert("clusterIP", json!("None"));
+                    spec.insert("clusterIPs", json!(["None"]));
                 }
             }
-            spec.insert("ipFamilies".into(), json!(["IPv4"]));
-            spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
+            spec.insert("ipFamilies", json!(["IPv4"]));
+            spec.insert("ipFamilyPolicy", json!("SingleStack"));
         }
         if ty == "NodePort" || ty == "LoadBalancer" {
             let mut ports = obj.get("spec").and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
@@ -910,7 +910,7 @@ impl ApiServer {
             for k in ["uid", "creationTimestamp", "name", "namespace", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
                 match meta_old.get(k) {
                     Some(v) => {
-                        m.insert(k.into(), v.clone());
+                        m.insert(k, v.clone());
                     }
                     None => {
                         m.remove(k);
@@ -1218,7 +1218,7 @@ mod tests {
             crate::defaults::apply("Namespace", &mut o);
             a.store.create(&ObjectKey::new(api::rid::NAMESPACE, "", ns), Object::new(o)).unwrap();
         }
-        a.tokens.insert("ajay-token".into(), UserInfo::new("ajay", &["payments", "system:authenticated"]));
+        a.tokens.insert("ajay-token".to_string(), UserInfo::new("ajay", &["payments", "system:authenticated"]));
         a
     }
 

@@ -145,11 +145,11 @@ pub struct NodeSpec {
 impl NodeSpec {
     pub fn worker(name: &str, zone: &str, cpu: &str, memory: &str) -> Self {
         let mut labels = crate::value::Map::new();
-        labels.insert("topology.kubernetes.io/zone".into(), json!(zone));
+        labels.insert("topology.kubernetes.io/zone", json!(zone));
         let mut capacity = crate::value::Map::new();
-        capacity.insert("cpu".into(), json!(cpu));
-        capacity.insert("memory".into(), json!(memory));
-        capacity.insert("pods".into(), json!("110"));
+        capacity.insert("cpu", json!(cpu));
+        capacity.insert("memory", json!(memory));
+        capacity.insert("pods", json!("110"));
         NodeSpec { name: name.into(), capacity, labels, taints: vec![] }
     }
 }
@@ -157,8 +157,8 @@ impl NodeSpec {
 /// The default cluster: a kind-like control plane and three workers in three zones.
 pub fn default_nodes() -> Vec<NodeSpec> {
     let mut cp = NodeSpec::worker("control-plane", "zone-a", "4", "8Gi");
-    cp.labels.insert("node-role.kubernetes.io/control-plane".into(), json!(""));
-    cp.labels.insert("node.kubernetes.io/exclude-from-external-load-balancers".into(), json!(""));
+    cp.labels.insert("node-role.kubernetes.io/control-plane", json!(""));
+    cp.labels.insert("node.kubernetes.io/exclude-from-external-load-balancers", json!(""));
     cp.taints.push(json!({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}));
     vec![
         cp,
@@ -190,14 +190,14 @@ pub fn node_object(spec: &NodeSpec, index: usize, total: usize, now: Millis) -> 
     }
     let mut capacity = spec.capacity.clone();
     let mem_milli = capacity.get("memory").and_then(crate::quantity::value_milli).unwrap_or(8 << 30 << 10);
-    capacity.insert("memory".into(), json!(format!("{}Ki", mem_milli / 1000 / 1024)));
-    capacity.entry("ephemeral-storage".to_string()).or_insert(json!("102400Mi"));
-    capacity.entry("hugepages-1Gi".to_string()).or_insert(json!("0"));
-    capacity.entry("hugepages-2Mi".to_string()).or_insert(json!("0"));
-    capacity.entry("pods".to_string()).or_insert(json!("110"));
+    capacity.insert("memory", json!(format!("{}Ki", mem_milli / 1000 / 1024)));
+    capacity.entry("ephemeral-storage").or_insert(json!("102400Mi"));
+    capacity.entry("hugepages-1Gi").or_insert(json!("0"));
+    capacity.entry("hugepages-2Mi").or_insert(json!("0"));
+    capacity.entry("pods").or_insert(json!("110"));
     let mut allocatable = capacity.clone();
-    allocatable.insert("memory".into(), json!(format!("{}Ki", (mem_milli / 1000 - (100 << 20)) / 1024)));
-    allocatable.insert("ephemeral-storage".into(), json!("92160Mi"));
+    allocatable.insert("memory", json!(format!("{}Ki", (mem_milli / 1000 - (100 << 20)) / 1024)));
+    allocatable.insert("ephemeral-storage", json!("92160Mi"));
     let (_, cidr) = pod_cidr(index, total);
     let ip = format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256);
     let ts = rfc3339(now);
@@ -304,7 +304,7 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 impl Cluster {
     pub fn new(config: Config) -> Self {
         let mut api = ApiServer::new(config.seed, config.trace);
-        api.tokens.insert("admin-token".into(), UserInfo::admin());
+        api.tokens.insert("admin-token".to_string(), UserInfo::admin());
         for (name, token, groups) in &config.users {
             let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
             g.push("system:authenticated");
@@ -602,8 +602,8 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
         if uid {
             let u = format!("00000000-0000-4000-8000-{:012x}", api.store.revision());
             let m = api::entry(&mut v, &["metadata"]);
-            m.insert("uid".into(), json!(u));
-            m.insert("creationTimestamp".into(), json!(rfc3339(0)));
+            m.insert("uid", json!(u));
+            m.insert("creationTimestamp", json!(rfc3339(0)));
         }
         let key = ObjectKey::new(r, api::namespace(&v), api::name(&v));
         let _ = api.store.create(&key, Object::new(v));

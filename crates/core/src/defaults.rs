@@ -186,7 +186,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
         "Service" => default_service(obj),
         "Namespace" => {
             let n = crate::api::name(obj).to_string();
-            entry(obj, &["metadata", "labels"]).insert("kubernetes.io/metadata.name".into(), json!(n));
+            entry(obj, &["metadata", "labels"]).insert("kubernetes.io/metadata.name", json!(n));
             default(entry(obj, &["spec"]), "finalizers", json!(["kubernetes"]));
             default(entry(obj, &["status"]), "phase", json!("Active"));
         }
@@ -251,7 +251,7 @@ fn default_service(obj: &mut Value) {
                     _ => false,
                 };
                 if tp_missing {
-                    pm.insert("targetPort".into(), port);
+                    pm.insert("targetPort", port);
                 }
             }
         }

@@ -189,7 +189,7 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
     match live {
         Err(s) if s.code == 404 && s.reason == "NotFound" => {
             let mut body = obj.clone();
-            api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
+            api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
             match api.handle(Request::create(r, &ns, body, creds.clone())) {
                 Ok(_) => with_warnings(api, format!("{prefix} created")),
                 Err(s) => s.kubectl_message(Some(file), "creating"),
@@ -206,7 +206,7 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
             if patch.as_object().is_some_and(|m| m.is_empty()) && annotated {
                 return format!("{prefix} unchanged");
             }
-            api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED.into(), json!(last_applied));
+            api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
             let before = api::resource_version(&live).to_string();
             match api.handle(Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone())) {
                 Ok(after) if api::resource_version(&after) == before => with_warnings(api, format!("{prefix} unchanged")),

@@ -776,7 +776,7 @@ impl Kubelets {
         let out = if let Some(h) = get(&p, &["httpGet"]) {
             let port = match get(h, &["port"]) {
                 Some(Value::Number(n)) => n.to_string(),
-                Some(Value::String(s)) => s.clone(),
+                Some(Value::String(s)) => s.to_string(),
                 _ => "80".into(),
             };
             if cx.now < started + 2000 || b.never_ready && b.crash_after_ms.is_some() {
@@ -1007,8 +1007,8 @@ impl Kubelets {
             let mut j = json!({"name": c.name, "image": image, "imageID": c.image_id, "ready": c.ready, "restartCount": c.restarts,
                 "started": matches!(c.state, CState::Running { .. })});
             if let Some(m) = j.as_object_mut() {
-                m.insert("state".into(), state);
-                m.insert("lastState".into(), last);
+                m.insert("state", state);
+                m.insert("lastState", last);
             }
             if !c.container_id.is_empty() {
                 j["containerID"] = json!(c.container_id);

@@ -139,7 +139,7 @@ impl Selector {
 
     pub fn matches(&self, labels: Option<&Map>) -> bool {
         self.0.iter().all(|(k, op, vals)| {
-            let vals: Vec<Value> = vals.iter().map(|v| Value::String(v.clone())).collect();
+            let vals: Vec<Value> = vals.iter().map(|v| Value::from(v.as_str())).collect();
             requirement_matches(op, k, &vals, labels)
         })
     }
@@ -171,7 +171,7 @@ pub fn node_selector_term_matches(term: &Value, node_labels: Option<&Map>, node_
             return false;
         }
         let mut m = Map::new();
-        m.insert("metadata.name".into(), Value::String(node_name.into()));
+        m.insert("metadata.name", Value::String(node_name.into()));
         let op = f.get("operator").and_then(Value::as_str).unwrap_or("");
         let values = f.get("values").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
         if !requirement_matches(op, "metadata.name", values, Some(&m)) {

@@ -70,7 +70,7 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             if let Some(c) = get(n, &["capacity"]).and_then(Value::as_object) {
                 for (k, v) in c {
                     let q = match v {
-                        Value::String(s) => s.clone(),
+                        Value::String(s) => s.to_string(),
                         other => other.to_string(),
                     };
                     if crate::quantity::parse_milli(&q).is_none() {

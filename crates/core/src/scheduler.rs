@@ -54,7 +54,7 @@ pub fn pod_requests(pod: &Value) -> Requests {
             r.nonzero_memory += q("memory").unwrap_or(200 * 1024 * 1024 * 1000);
             for (k, v) in req.into_iter().flatten() {
                 if k != "cpu" && k != "memory" {
-                    *r.other.entry(k.clone()).or_default() += value_milli(v).unwrap_or(0);
+                    *r.other.entry(k.to_string()).or_default() += value_milli(v).unwrap_or(0);
                 }
             }
         } else {
@@ -116,7 +116,7 @@ impl NodeInfo {
         let mut other = BTreeMap::new();
         for (k, v) in get(&obj, &["status", "allocatable"]).and_then(Value::as_object).into_iter().flatten() {
             if !["cpu", "memory", "pods", "ephemeral-storage"].contains(&k.as_str()) && !k.starts_with("hugepages-") {
-                other.insert(k.clone(), value_milli(v).unwrap_or(0));
+                other.insert(k.to_string(), value_milli(v).unwrap_or(0));
             }
         }
         NodeInfo {

@@ -52,7 +52,7 @@ fn schema() -> &'static Schema {
                 },
                 Value::Object(m) => {
                     if let Some(Value::Object(props)) = m.get("o") {
-                        Ty::Obj(props.iter().map(|(k, v)| (k.clone(), conv(v, index))).collect())
+                        Ty::Obj(props.iter().map(|(k, v)| (k.to_string(), conv(v, index))).collect())
                     } else if let Some(t) = m.get("m") {
                         Ty::Map(Box::new(conv(t, index)))
                     } else if let Some(t) = m.get("l") {
@@ -64,11 +64,11 @@ fn schema() -> &'static Schema {
                 _ => Ty::Any,
             }
         }
-        let defs = defs_json.iter().map(|(k, v)| (k.clone(), conv(v, &index))).collect();
+        let defs = defs_json.iter().map(|(k, v)| (k.to_string(), conv(v, &index))).collect();
         let kinds = raw
             .get("kinds")
             .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), *index.get(v.as_str()?)?))).collect())
+            .map(|m| m.iter().filter_map(|(k, v)| Some((k.to_string(), *index.get(v.as_str()?)?))).collect())
             .unwrap_or_default();
         Schema { defs, kinds }
     })
@@ -197,7 +197,7 @@ impl Walker<'_> {
                         self.go_path.push('.');
                     }
                     self.go_path.push_str(k);
-                    match props.get(k) {
+                    match props.get(k.as_str()) {
                         Some(t) => self.walk(t, child, parent),
                         None => self.out.unknown_fields.push(self.path.clone()),
                     }

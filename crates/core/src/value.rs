@@ -28,7 +28,8 @@ macro_rules! json {
     (true) => { $crate::value::Value::Bool(true) };
     (false) => { $crate::value::Value::Bool(false) };
     ([ $($tt:tt)* ]) => { $crate::value::Value::Array($crate::json_items!([] $($tt)*)) };
-    ({ $($tt:tt)* }) => { $crate::value::Value::Object($crate::json_entries!([] $($tt)*).into_iter().collect()) };
+    ({}) => { $crate::value::Value::Object($crate::value::Map::new()) };
+    ({ $($tt:tt)+ }) => { $crate::value::Value::Object($crate::json_entries!([] $($tt)*).into_iter().collect()) };
     ($other:expr) => { $crate::value::ToValue::to_value(&$other) };
 }
 
@@ -50,23 +51,24 @@ macro_rules! json_items {
 macro_rules! json_entries {
     ([$($done:expr,)*]) => { ::std::vec![$($done,)*] };
     (@value [$($done:expr,)*] [$k:expr] null $(, $($rest:tt)*)?) => {
-        $crate::json_entries!([$($done,)* (::std::string::String::from($k), $crate::json!(null)),] $($($rest)*)?)
+        $crate::json_entries!([$($done,)* ($k, $crate::json!(null)),] $($($rest)*)?)
     };
     (@value [$($done:expr,)*] [$k:expr] [$($a:tt)*] $(, $($rest:tt)*)?) => {
-        $crate::json_entries!([$($done,)* (::std::string::String::from($k), $crate::json!([$($a)*])),] $($($rest)*)?)
+        $crate::json_entries!([$($done,)* ($k, $crate::json!([$($a)*])),] $($($rest)*)?)
     };
     (@value [$($done:expr,)*] [$k:expr] {$($o:tt)*} $(, $($rest:tt)*)?) => {
-        $crate::json_entries!([$($done,)* (::std::string::String::from($k), $crate::json!({$($o)*})),] $($($rest)*)?)
+        $crate::json_entries!([$($done,)* ($k, $crate::json!({$($o)*})),] $($($rest)*)?)
     };
     (@value [$($done:expr,)*] [$k:expr] $e:expr , $($rest:tt)*) => {
-        $crate::json_entries!([$($done,)* (::std::string::String::from($k), $crate::json!($e)),] $($rest)*)
+        $crate::json_entries!([$($done,)* ($k, $crate::json!($e)),] $($rest)*)
     };
     (@value [$($done:expr,)*] [$k:expr] $e:expr) => {
-        $crate::json_entries!([$($done,)* (::std::string::String::from($k), $crate::json!($e)),])
+        $crate::json_entries!([$($done,)* ($k, $crate::json!($e)),])
     };
-    ([$($done:expr,)*] $k:literal : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$k] $($rest)*) };
-    ([$($done:expr,)*] ($k:expr) : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$k] $($rest)*) };
-    ([$($done:expr,)*] $k:ident : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$k] $($rest)*) };
+    // A literal key is kept as a static reference: no copy, no allocation.
+    ([$($done:expr,)*] $k:literal : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$crate::value::Str::const_new($k)] $($rest)*) };
+    ([$($done:expr,)*] ($k:expr) : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$crate::value::key(&$k)] $($rest)*) };
+    ([$($done:expr,)*] $k:ident : $($rest:tt)*) => { $crate::json_entries!(@value [$($done,)*] [$crate::value::key(&$k)] $($rest)*) };
 }
 
 /// What `json!` can interpolate: borrowed, converted without going through text.
@@ -86,10 +88,15 @@ impl ToValue for Map {
 }
 impl ToValue for str {
     fn to_value(&self) -> Value {
-        Value::String(self.to_string())
+        Value::String(Str::from(self))
     }
 }
 impl ToValue for String {
+    fn to_value(&self) -> Value {
+        Value::String(Str::from(self.as_str()))
+    }
+}
+impl ToValue for Str {
     fn to_value(&self) -> Value {
         Value::String(self.clone())
     }
@@ -146,7 +153,7 @@ impl<T: ToValue> ToValue for Vec<T> {
 }
 impl<K: AsRef<str>, T: ToValue> ToValue for std::collections::BTreeMap<K, T> {
     fn to_value(&self) -> Value {
-        Value::Object(self.iter().map(|(k, v)| (k.as_ref().to_string(), v.to_value())).collect())
+        Value::Object(self.iter().map(|(k, v)| (key(k), v.to_value())).collect())
     }
 }
 macro_rules! integer_to_value {
@@ -167,26 +174,29 @@ pub enum Value {
     Null,
     Bool(bool),
     Number(Number),
-    String(String),
+    String(Str),
     Array(Vec<Value>),
     Object(Map),
 }
 
 /// A JSON object: entries sorted by key, behind one reference count.
 #[derive(Clone, Default)]
-pub struct Map(Option<Arc<Vec<(String, Value)>>>);
+pub struct Map(Option<Arc<Vec<(Str, Value)>>>);
+
+/// Keys and strings: up to 24 bytes are stored inline, without an allocation of their own.
+pub type Str = compact_str::CompactString;
 
 impl Map {
     pub fn new() -> Map {
         Map(None)
     }
 
-    fn entries(&self) -> &[(String, Value)] {
+    fn entries(&self) -> &[(Str, Value)] {
         self.0.as_deref().map_or(&[], Vec::as_slice)
     }
 
     /// The entries, copied first if another tree shares them.
-    fn entries_mut(&mut self) -> &mut Vec<(String, Value)> {
+    fn entries_mut(&mut self) -> &mut Vec<(Str, Value)> {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
     }
 
@@ -222,7 +232,8 @@ impl Map {
         Some(&mut self.entries_mut()[i].1)
     }
     /// Insert or replace; returns the value replaced.
-    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, key: impl Into<Str>, value: Value) -> Option<Value> {
+        let key = key.into();
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries_mut()[i].1, value)),
             Err(i) => {
@@ -240,7 +251,7 @@ impl Map {
     pub fn clear(&mut self) {
         self.0 = None;
     }
-    pub fn entry(&mut self, key: impl Into<String>) -> Entry<'_> {
+    pub fn entry(&mut self, key: impl Into<Str>) -> Entry<'_> {
         Entry { map: self, key: key.into() }
     }
     pub fn iter(&self) -> Iter<'_> {
@@ -249,7 +260,7 @@ impl Map {
     pub fn iter_mut(&mut self) -> IterMut<'_> {
         IterMut(if self.0.is_none() { Default::default() } else { self.entries_mut().iter_mut() })
     }
-    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &String> + ExactSizeIterator {
+    pub fn keys(&self) -> impl DoubleEndedIterator<Item = &Str> + ExactSizeIterator {
         self.entries().iter().map(|(k, _)| k)
     }
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Value> + ExactSizeIterator {
@@ -258,7 +269,7 @@ impl Map {
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Value> {
         self.iter_mut().map(|(_, v)| v)
     }
-    pub fn retain(&mut self, mut keep: impl FnMut(&String, &mut Value) -> bool) {
+    pub fn retain(&mut self, mut keep: impl FnMut(&Str, &mut Value) -> bool) {
         if !self.is_empty() {
             self.entries_mut().retain_mut(|(k, v)| keep(k, v));
         }
@@ -283,7 +294,7 @@ impl Eq for Map {}
 /// A slot in a [`Map`], as `serde_json`'s `entry` gives.
 pub struct Entry<'a> {
     map: &'a mut Map,
-    key: String,
+    key: Str,
 }
 
 impl<'a> Entry<'a> {
@@ -307,10 +318,10 @@ impl<'a> Entry<'a> {
     }
 }
 
-pub struct Iter<'a>(std::slice::Iter<'a, (String, Value)>);
+pub struct Iter<'a>(std::slice::Iter<'a, (Str, Value)>);
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a Str, &'a Value);
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|(k, v)| (k, v))
     }
@@ -325,32 +336,32 @@ impl DoubleEndedIterator for Iter<'_> {
 }
 impl ExactSizeIterator for Iter<'_> {}
 
-pub struct IterMut<'a>(std::slice::IterMut<'a, (String, Value)>);
+pub struct IterMut<'a>(std::slice::IterMut<'a, (Str, Value)>);
 
 impl<'a> Iterator for IterMut<'a> {
-    type Item = (&'a String, &'a mut Value);
+    type Item = (&'a Str, &'a mut Value);
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|(k, v)| (&*k, v))
     }
 }
 
 impl<'a> IntoIterator for &'a Map {
-    type Item = (&'a String, &'a Value);
+    type Item = (&'a Str, &'a Value);
     type IntoIter = Iter<'a>;
     fn into_iter(self) -> Iter<'a> {
         self.iter()
     }
 }
 impl<'a> IntoIterator for &'a mut Map {
-    type Item = (&'a String, &'a mut Value);
+    type Item = (&'a Str, &'a mut Value);
     type IntoIter = IterMut<'a>;
     fn into_iter(self) -> IterMut<'a> {
         self.iter_mut()
     }
 }
 impl IntoIterator for Map {
-    type Item = (String, Value);
-    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    type Item = (Str, Value);
+    type IntoIter = std::vec::IntoIter<(Str, Value)>;
     fn into_iter(self) -> Self::IntoIter {
         match self.0 {
             Some(a) => Arc::unwrap_or_clone(a).into_iter(),
@@ -359,16 +370,16 @@ impl IntoIterator for Map {
     }
 }
 
-impl FromIterator<(String, Value)> for Map {
+impl<K: Into<Str>> FromIterator<(K, Value)> for Map {
     /// Later entries win over earlier ones with the same key, as repeated inserts would.
-    fn from_iter<I: IntoIterator<Item = (String, Value)>>(iter: I) -> Map {
-        let mut v: Vec<(String, Value)> = iter.into_iter().collect();
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Map {
+        let mut v: Vec<(Str, Value)> = iter.into_iter().map(|(k, v)| (k.into(), v)).collect();
         if v.is_empty() {
             return Map::new();
         }
         if !v.windows(2).all(|w| w[0].0 < w[1].0) {
             v.sort_by(|a, b| a.0.cmp(&b.0)); // stable: equal keys keep their order
-            let mut out: Vec<(String, Value)> = Vec::with_capacity(v.len());
+            let mut out: Vec<(Str, Value)> = Vec::with_capacity(v.len());
             for e in v {
                 match out.last_mut() {
                     Some(last) if last.0 == e.0 => *last = e,
@@ -381,16 +392,16 @@ impl FromIterator<(String, Value)> for Map {
     }
 }
 
-impl Extend<(String, Value)> for Map {
-    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+impl<K: Into<Str>> Extend<(K, Value)> for Map {
+    fn extend<I: IntoIterator<Item = (K, Value)>>(&mut self, iter: I) {
         for (k, v) in iter {
             self.insert(k, v);
         }
     }
 }
 
-impl<const N: usize> From<[(String, Value); N]> for Map {
-    fn from(entries: [(String, Value); N]) -> Map {
+impl<K: Into<Str>, const N: usize> From<[(K, Value); N]> for Map {
+    fn from(entries: [(K, Value); N]) -> Map {
         entries.into_iter().collect()
     }
 }
@@ -406,7 +417,7 @@ static NULL: Value = Value::Null;
 
 /// Make room for one more entry. Objects are many and small and mostly final once built:
 /// a quarter more room, not double, keeps their slack small.
-fn grow(e: &mut Vec<(String, Value)>) {
+fn grow(e: &mut Vec<(Str, Value)>) {
     if e.len() == e.capacity() {
         e.reserve_exact((e.len() / 4).max(1));
     }
@@ -424,7 +435,7 @@ const LINEAR_SEARCH: usize = 16;
 impl Value {
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Value::String(s) => Some(s),
+            Value::String(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -606,6 +617,18 @@ impl ValueIndex for String {
     }
 }
 
+impl ValueIndex for Str {
+    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
+        self.as_str().index_into(v)
+    }
+    fn index_into_mut<'v>(&self, v: &'v mut Value) -> Option<&'v mut Value> {
+        self.as_str().index_into_mut(v)
+    }
+    fn index_or_insert<'v>(&self, v: &'v mut Value) -> &'v mut Value {
+        self.as_str().index_or_insert(v)
+    }
+}
+
 impl<T: ValueIndex + ?Sized> ValueIndex for &T {
     fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
         (**self).index_into(v)
@@ -653,11 +676,11 @@ impl From<serde_json::Value> for Value {
             serde_json::Value::Null => Value::Null,
             serde_json::Value::Bool(b) => Value::Bool(b),
             serde_json::Value::Number(n) => Value::Number(n),
-            serde_json::Value::String(s) => Value::String(s),
+            serde_json::Value::String(s) => Value::String(s.into()),
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
             // `serde_json`'s map iterates in key order: the entries are already sorted.
             serde_json::Value::Object(m) => {
-                let entries: Vec<(String, Value)> = m.into_iter().map(|(k, v)| (k, Value::from(v))).collect();
+                let entries: Vec<(Str, Value)> = m.into_iter().map(|(k, v)| (k.into(), Value::from(v))).collect();
                 Value::Object(if entries.is_empty() { Map::new() } else { Map(Some(Arc::new(entries))) })
             }
         }
@@ -670,9 +693,9 @@ impl From<&Value> for serde_json::Value {
             Value::Null => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
             Value::Number(n) => serde_json::Value::Number(n.clone()),
-            Value::String(s) => serde_json::Value::String(s.clone()),
+            Value::String(s) => serde_json::Value::String(s.to_string()),
             Value::Array(a) => serde_json::Value::Array(a.iter().map(serde_json::Value::from).collect()),
-            Value::Object(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v))).collect()),
+            Value::Object(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(v))).collect()),
         }
     }
 }
@@ -689,17 +712,22 @@ impl From<Vec<Value>> for Value {
 }
 impl From<String> for Value {
     fn from(s: String) -> Value {
-        Value::String(s)
+        Value::String(s.into())
     }
 }
 impl From<&String> for Value {
     fn from(s: &String) -> Value {
-        Value::String(s.clone())
+        Value::String(s.as_str().into())
     }
 }
 impl From<&str> for Value {
     fn from(s: &str) -> Value {
-        Value::String(s.to_string())
+        Value::String(s.into())
+    }
+}
+impl From<Str> for Value {
+    fn from(s: Str) -> Value {
+        Value::String(s)
     }
 }
 impl From<bool> for Value {
@@ -875,10 +903,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::from(f))
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_string()))
+        Ok(Value::String(s.into()))
     }
     fn visit_string<E>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
+        Ok(Value::String(s.into()))
     }
     fn visit_none<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
@@ -897,12 +925,17 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
-        let mut entries: Vec<(String, Value)> = Vec::with_capacity(access.size_hint().unwrap_or(0).min(4096));
-        while let Some((k, v)) = access.next_entry::<String, Value>()? {
+        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(access.size_hint().unwrap_or(0).min(4096));
+        while let Some((k, v)) = access.next_entry::<Str, Value>()? {
             entries.push((k, v));
         }
         Ok(Value::Object(entries.into_iter().collect()))
     }
+}
+
+/// A key from anything string-like.
+pub fn key(k: &(impl AsRef<str> + ?Sized)) -> Str {
+    Str::from(k.as_ref())
 }
 
 /// Any serialisable value as a [`Value`].
@@ -932,9 +965,9 @@ mod tests {
         let v: Value = serde_json::from_str(r#"{"b": 1, "a": 2, "c": {"z": 1, "y": 2}, "a": 3}"#).unwrap();
         assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"a":3,"b":1,"c":{"y":2,"z":1}}"#);
         let mut m = Map::new();
-        m.insert("b".into(), json!(1));
-        m.insert("a".into(), json!(2));
-        assert_eq!(m.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b"]);
+        m.insert("b", json!(1));
+        m.insert("a", json!(2));
+        assert_eq!(m.keys().map(Str::as_str).collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(m.remove("a"), Some(json!(2)));
         assert_eq!(m.get("a"), None);
     }

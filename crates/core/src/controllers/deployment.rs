@@ -157,7 +157,7 @@ pub fn calculate_status(d: &Value, all: &[Object], new_rs: Option<&Object>) -> M
     put("unavailableReplicas", (total_spec - available).max(0), true);
     put("terminatingReplicas", all.iter().map(|r| st(r, "terminatingReplicas")).sum(), false);
     if let Some(c) = get(d, &["status", "collisionCount"]) {
-        s.insert("collisionCount".into(), c.clone());
+        s.insert("collisionCount", c.clone());
     }
     s
 }
@@ -311,8 +311,8 @@ impl DeploymentController {
         let mut body = (**rs).clone();
         body["spec"]["replicas"] = json!(to);
         let ann = api::entry(&mut body, &["metadata", "annotations"]);
-        ann.insert(DESIRED_REPLICAS.into(), json!(desired));
-        ann.insert(MAX_REPLICAS.into(), json!(max));
+        ann.insert(DESIRED_REPLICAS, json!(desired));
+        ann.insert(MAX_REPLICAS, json!(max));
         let ns = api::namespace(rs).to_string();
         let name = api::name(rs).to_string();
         match cx.api.handle(req_as(Request::update(rid::REPLICASET, &ns, &name, body, self.creds()), "deployment-controller", &self.user)) {
@@ -433,9 +433,9 @@ impl DeploymentController {
                 let ann = api::entry(&mut body, &["metadata", "annotations"]);
                 if !cur.is_empty() && cur != rev {
                     let hist = ann.get(REVISION_HISTORY).and_then(Value::as_str).map(|h| format!("{h},{cur}")).unwrap_or(cur.clone());
-                    ann.insert(REVISION_HISTORY.into(), json!(hist));
+                    ann.insert(REVISION_HISTORY, json!(hist));
                 }
-                ann.insert(REVISION.into(), json!(rev));
+                ann.insert(REVISION, json!(rev));
                 match min_ready {
                     Some(m) => body["spec"]["minReadySeconds"] = m,
                     None => {
@@ -466,11 +466,11 @@ impl DeploymentController {
         let template = get(d, &["spec", "template"]).cloned().unwrap_or(json!({}));
         let hash = pod_template_hash(&template, collision);
         let mut new_template = template.clone();
-        api::entry(&mut new_template, &["metadata", "labels"]).insert(HASH_LABEL.into(), json!(hash));
+        api::entry(&mut new_template, &["metadata", "labels"]).insert(HASH_LABEL, json!(hash));
         let mut selector = get(d, &["spec", "selector"]).cloned().unwrap_or(json!({}));
-        api::entry(&mut selector, &["matchLabels"]).insert(HASH_LABEL.into(), json!(hash));
+        api::entry(&mut selector, &["matchLabels"]).insert(HASH_LABEL, json!(hash));
         let mut labels = get(&template, &["metadata", "labels"]).cloned().unwrap_or(json!({}));
-        api::entry(&mut labels, &[]).insert(HASH_LABEL.into(), json!(hash));
+        api::entry(&mut labels, &[]).insert(HASH_LABEL, json!(hash));
         let mut annotations = Map::new();
         for (k, v) in get(d, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
             if ![
@@ -489,9 +489,9 @@ impl DeploymentController {
         let mut rs_stub = json!({"spec": {"replicas": 0}});
         let n = new_rs_new_replicas(d, all, 0);
         rs_stub["spec"]["replicas"] = json!(n);
-        annotations.insert(REVISION.into(), json!(rev));
-        annotations.insert(DESIRED_REPLICAS.into(), json!(replicas(d).to_string()));
-        annotations.insert(MAX_REPLICAS.into(), json!((replicas(d) + max_surge(d)).to_string()));
+        annotations.insert(REVISION, json!(rev));
+        annotations.insert(DESIRED_REPLICAS, json!(replicas(d).to_string()));
+        annotations.insert(MAX_REPLICAS, json!((replicas(d) + max_surge(d)).to_string()));
         let name = format!("{}-{hash}", api::name(d));
         let mut body = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations, "ownerReferences": [api::owner_reference(d)]},
@@ -816,7 +816,7 @@ impl DeploymentController {
                 "reason": get_str(&f, &["reason"]).unwrap_or(""), "message": get_str(&f, &["message"]).unwrap_or("")}));
         }
         if !conds.is_empty() {
-            status.insert("conditions".into(), json!(conds));
+            status.insert("conditions", json!(conds));
         }
         let new_status = Value::Object(status);
         // The Deployment carries its new ReplicaSet's revision (`SetDeploymentRevision`).
@@ -825,7 +825,7 @@ impl DeploymentController {
         if d.get("status") != Some(&new_status) || revision_changed {
             let mut d2 = (**d).clone();
             if let Some(rv) = &revision_now {
-                api::entry(&mut d2, &["metadata", "annotations"]).insert(REVISION.into(), json!(rv));
+                api::entry(&mut d2, &["metadata", "annotations"]).insert(REVISION, json!(rv));
             }
             let d2 = Object::new(d2);
             if let Some(s) = self.write_status(cx, &d2, new_status) {

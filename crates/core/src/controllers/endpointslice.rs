@@ -158,8 +158,8 @@ impl EndpointSliceController {
         let endpoints = desired_endpoints(&svc, &pods, &self.nodes);
         let ports = slice_ports(&svc, pods.first().copied());
         let mut labels = api::labels(&svc).cloned().unwrap_or_default();
-        labels.insert("kubernetes.io/service-name".into(), json!(key.1));
-        labels.insert("endpointslice.kubernetes.io/managed-by".into(), json!(MANAGED_BY));
+        labels.insert("kubernetes.io/service-name", json!(key.1));
+        labels.insert("endpointslice.kubernetes.io/managed-by", json!(MANAGED_BY));
         let ready = endpoints.iter().filter(|e| api::get_bool(e, &["conditions", "ready"]) == Some(true)).count();
         let obj = format!("Service/{}/{}", key.0, key.1);
         match owned.first() {
