@@ -20,3 +20,56 @@ need_wasm_target() {
     rustup target add wasm32-unknown-unknown
   fi
 }
+
+# Versions the web build is proven with (see ARCHITECTURE.md, "Building the page").
+TRUNK_VERSION=0.21.14
+WASM_BINDGEN_VERSION=0.2.130
+BINARYEN_VERSION=132
+TOOLS="$ROOT/.tools"
+
+need_trunk() {
+  if ! trunk --version 2>/dev/null | grep -q " $TRUNK_VERSION\$"; then
+    echo "installing trunk $TRUNK_VERSION (several minutes, once)"
+    cargo install trunk --version "$TRUNK_VERSION" --locked
+  fi
+}
+
+need_wasm_bindgen() {
+  if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION\$"; then
+    echo "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+}
+
+need_wasm_opt() {
+  if [ ! -x "$TOOLS/node_modules/.bin/wasm-opt" ]; then
+    echo "installing binaryen $BINARYEN_VERSION (wasm-opt) into .tools"
+    npm install --silent --prefix "$TOOLS" "binaryen@$BINARYEN_VERSION"
+  fi
+  export PATH="$TOOLS/node_modules/.bin:$PATH"
+}
+
+need_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    echo "installing chromium"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium chromium-driver
+  fi
+}
+
+need_playwright() {
+  if [ ! -d "$TOOLS/node_modules/playwright-core" ]; then
+    echo "installing playwright-core into .tools"
+    npm install --silent --prefix "$TOOLS" playwright-core@1.65
+  fi
+}
+
+# Everything the page needs to build.
+need_web_tools() {
+  need_cargo
+  need_wasm_target
+  need_wasm_bindgen
+  need_wasm_opt
+  need_trunk
+}

@@ -26,6 +26,7 @@ pub mod printers;
 pub mod quantity;
 pub mod rbac;
 pub mod registry;
+pub mod sandbox;
 pub mod scenario;
 pub mod scheduler;
 pub mod schema;

@@ -1,0 +1,461 @@
+//! The sandbox behind the page: an editor text that is the desired state, a cluster that
+//! follows it, and everything the person did, so that a link can replay it exactly.
+//!
+//! Applying the editor works like `kubectl apply --prune` over the editor's documents:
+//! documents whose content changed since they were last applied are applied (as the
+//! chosen user), unchanged ones are left alone (re-applying them would only repeat the
+//! same requests), and objects whose document was removed are deleted. A `Scenario`
+//! document sets up the cluster (nodes, users, images, seed, timed steps) when the
+//! sandbox is created; it is not an API object.
+
+use crate::api::{self, get_str, Object, RESOURCES};
+use crate::apiserver::Credentials;
+use crate::cluster::{Action, Cluster, Fault};
+use crate::manifest::Diagnostic;
+use crate::scenario::{add_file, Scenario};
+use crate::sim::Millis;
+use crate::value::Value;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What happened to one document of the editor on the last apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocStatus {
+    /// 1-based lines of the document in the editor text.
+    pub start_line: usize,
+    pub end_line: usize,
+    /// `Kind/name` when the document is an object.
+    pub object: String,
+    /// kubectl's line for it (`deployment.apps/checkout created`, an error, ...).
+    pub result: String,
+    /// Problems to show at a line: YAML errors at their position, API errors at the
+    /// document's first line.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl DocStatus {
+    pub fn failed(&self) -> bool {
+        !self.diagnostics.is_empty()
+    }
+}
+
+/// One thing the person did, at a simulated time; replaying them reproduces the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub t: Millis,
+    pub user: String,
+    #[serde(flatten)]
+    pub what: Did,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Did {
+    /// The editor's text was applied.
+    Apply(String),
+    /// A kubectl command line (without `kubectl`).
+    Kubectl(String),
+    /// A fault: `nodeDown`, `nodeUp`, `controllerDown`, `controllerUp`, `webhookDown`,
+    /// `webhookUp`, with the name it applies to.
+    Fault(String, String),
+}
+
+pub struct Sandbox {
+    pub cluster: Cluster,
+    pub seed: u64,
+    /// The text the sandbox was created from.
+    pub setup: String,
+    /// The user who applies the editor and runs commands.
+    pub user: String,
+    /// `admin` and the scenario's users, with their tokens.
+    pub users: Vec<(String, String)>,
+    /// Problems in the Scenario document, as `line: message`.
+    pub setup_errors: Vec<String>,
+    /// The editor text last applied, and what became of each document.
+    pub text: String,
+    pub docs: Vec<DocStatus>,
+    /// Everything done after creation, in order.
+    pub log: Vec<Done>,
+    /// (resource, namespace, name) -> the object as last applied from the editor.
+    applied: BTreeMap<(usize, String, String), Value>,
+}
+
+impl Sandbox {
+    /// A cluster set up by the text's Scenario document (or the default cluster), with the
+    /// text's objects applied by `admin` at time 0.
+    pub fn new(text: &str, seed: Option<u64>) -> Sandbox {
+        let mut sc = Scenario::default();
+        add_file(&mut sc, "editor", text);
+        // The editor's objects are applied below, document by document; keep only the
+        // Scenario's own timed steps.
+        sc.steps.retain(|s| !(s.at == 0 && matches!(&s.action, Action::Apply { file, .. } if file == "editor")));
+        let config = sc.config(seed, true);
+        let seed = config.seed;
+        let mut users = vec![("admin".to_string(), "admin-token".to_string())];
+        users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
+        let mut cluster = Cluster::new(config);
+        cluster.add_steps(sc.steps.clone());
+        let setup_errors = sc.errors.iter().map(|e| e.trim_start_matches("editor:").to_string()).collect();
+        let mut sb = Sandbox {
+            cluster,
+            seed,
+            setup: text.to_string(),
+            user: "admin".into(),
+            users,
+            setup_errors,
+            text: String::new(),
+            docs: vec![],
+            log: vec![],
+            applied: BTreeMap::new(),
+        };
+        sb.apply_text(text);
+        sb
+    }
+
+    fn credentials(&self) -> Credentials {
+        let token = self.users.iter().find(|(n, _)| *n == self.user).map_or("admin-token", |(_, t)| t.as_str());
+        Credentials::Token(token.to_string())
+    }
+
+    /// Choose who applies and runs commands; unknown names are refused.
+    pub fn set_user(&mut self, user: &str) -> bool {
+        if self.users.iter().any(|(n, _)| n == user) {
+            self.user = user.to_string();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Apply the editor text: changed documents are applied, removed ones deleted.
+    pub fn apply(&mut self, text: &str) {
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Apply(text.to_string()) });
+        self.apply_text(text);
+    }
+
+    fn apply_text(&mut self, text: &str) {
+        let creds = self.credentials();
+        let mut docs = Vec::new();
+        let mut present = BTreeMap::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for d in crate::manifest::parse(text) {
+            let mut st =
+                DocStatus { start_line: d.start_line, end_line: d.end_line, object: String::new(), result: String::new(), diagnostics: d.diagnostics.clone() };
+            let Some(obj) = d.object else {
+                st.result = d.diagnostics.first().map(|x| format!("error: {}", x.message)).unwrap_or_default();
+                docs.push(st);
+                continue;
+            };
+            let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
+            let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+            st.object = format!("{kind}/{}", api::name(&obj));
+            if kind == "Scenario" && av.starts_with("kubeloop.dev/") {
+                st.result = "cluster set-up: nodes, users, images and steps take effect on Reset".into();
+                docs.push(st);
+                continue;
+            }
+            let key = api::resource_for_kind(&av, &kind).map(|r| {
+                let ns =
+                    if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+                (r, ns, api::name(&obj).to_string())
+            });
+            if let Some(k) = &key {
+                present.insert(k.clone(), obj.clone());
+                if self.applied.get(k) == Some(&obj) {
+                    // Unchanged since it was applied: keep what it said then.
+                    if let Some(prev) = self.docs.iter().find(|p| p.object == st.object) {
+                        st.result = prev.result.clone();
+                        st.diagnostics =
+                            prev.diagnostics.iter().map(|x| Diagnostic { line: d.start_line, column: x.column, message: x.message.clone() }).collect();
+                    }
+                    docs.push(st);
+                    continue;
+                }
+            }
+            let start = d.start_line.saturating_sub(1).min(lines.len());
+            let end = d.end_line.min(lines.len());
+            let out = self.cluster.act(creds.clone(), Action::Apply { text: lines[start..end].join("\n"), file: "editor".into() });
+            st.result = out.output.join("\n");
+            let ok = out.output.iter().all(|l| !l.starts_with("error") && !l.starts_with("Error"));
+            if ok {
+                if let Some(k) = key {
+                    self.applied.insert(k, obj);
+                }
+            } else {
+                let msg = out.output.iter().filter(|l| l.starts_with("error") || l.starts_with("Error")).cloned().collect::<Vec<_>>().join("\n");
+                st.diagnostics.push(Diagnostic { line: d.start_line, column: 1, message: msg });
+                if let Some(k) = key {
+                    // A rejected change leaves whatever was stored before.
+                    self.applied.remove(&k);
+                }
+            }
+            docs.push(st);
+        }
+        // Prune what the editor no longer declares.
+        let gone: Vec<(usize, String, String)> = self.applied.keys().filter(|k| !present.contains_key(*k)).cloned().collect();
+        for (r, ns, name) in gone {
+            self.applied.remove(&(r, ns.clone(), name.clone()));
+            let res = &RESOURCES[r];
+            let mut cmd = format!("delete {} {name}", res.qualified_resource());
+            if !ns.is_empty() {
+                cmd.push_str(&format!(" -n {ns}"));
+            }
+            self.cluster.act(creds.clone(), Action::Kubectl(cmd));
+        }
+        self.text = text.to_string();
+        self.docs = docs;
+    }
+
+    /// Run a kubectl command line (without `kubectl`) as the current user.
+    pub fn kubectl(&mut self, line: &str) -> Vec<String> {
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Kubectl(line.to_string()) });
+        self.cluster.act(self.credentials(), Action::Kubectl(line.to_string())).output
+    }
+
+    /// Inject a fault now (`nodeDown`, `webhookDown`, ... and the name it applies to).
+    pub fn fault(&mut self, kind: &str, name: &str) -> Result<String, String> {
+        let f = fault(kind, name)?;
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Fault(kind.to_string(), name.to_string()) });
+        let out = self.cluster.act(self.credentials(), Action::Fault(f.clone()));
+        Ok(out.output.first().cloned().unwrap_or_else(|| f.describe()))
+    }
+
+    /// Advance the simulated clock by `ms`, running everything due.
+    pub fn advance(&mut self, ms: Millis) {
+        let until = self.cluster.now.saturating_add(ms);
+        self.cluster.run_until(until);
+    }
+
+    /// Jump to the next thing that happens, and run it.
+    pub fn step(&mut self) -> bool {
+        match self.cluster.next_time() {
+            Some(t) => {
+                self.cluster.run_until(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The object as stored at a resourceVersion, if the watch history still holds it.
+    pub fn object_at(&self, object: &str, resource_version: &str) -> Option<Object> {
+        let rev: u64 = resource_version.parse().ok()?;
+        let mut parts = object.splitn(3, '/');
+        let kind = parts.next()?;
+        let r = RESOURCES.iter().position(|x| x.kind == kind)?;
+        let store = &self.cluster.api.store;
+        if let Ok(events) = store.events_since(r, rev.saturating_sub(1)) {
+            if let Some(e) = events.take_while(|e| e.revision <= rev).find(|e| e.revision == rev) {
+                return Some(e.object.clone());
+            }
+        }
+        store.all().find(|o| api::resource_version(o) == resource_version).cloned()
+    }
+
+    /// The state as a link fragment (`s=1.<data>`): compressed, versioned, replayable.
+    pub fn share(&self) -> String {
+        let s = Shared { v: SHARE_VERSION, seed: self.seed, setup: self.setup.clone(), log: self.log.clone(), t: self.cluster.now, user: self.user.clone() };
+        let json = serde_json::to_vec(&s).unwrap_or_default();
+        format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&json, 9)))
+    }
+
+    /// Rebuild a shared state: the same set-up, the same actions at the same times.
+    pub fn open(fragment: &str) -> Result<Sandbox, String> {
+        let s = decode_share(fragment)?;
+        let mut sb = Sandbox::new(&s.setup, Some(s.seed));
+        for d in s.log {
+            if d.t > sb.cluster.now {
+                sb.cluster.run_until(d.t);
+            }
+            if !sb.set_user(&d.user) {
+                return Err(format!("the link names an unknown user {:?}", d.user));
+            }
+            match &d.what {
+                Did::Apply(text) => sb.apply(text),
+                Did::Kubectl(line) => {
+                    sb.kubectl(line);
+                }
+                Did::Fault(kind, name) => {
+                    sb.fault(kind, name)?;
+                }
+            }
+        }
+        if s.t > sb.cluster.now {
+            sb.cluster.run_until(s.t);
+        }
+        sb.set_user(&s.user);
+        Ok(sb)
+    }
+}
+
+/// A fault by its scenario name.
+pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
+    let n = name.to_string();
+    Ok(match kind {
+        "nodeDown" => Fault::NodeDown(n),
+        "nodeUp" => Fault::NodeUp(n),
+        "controllerDown" => Fault::ControllerDown(n),
+        "controllerUp" => Fault::ControllerUp(n),
+        "webhookDown" => Fault::WebhookDown(n),
+        "webhookUp" => Fault::WebhookUp(n),
+        other => return Err(format!("unknown fault {other:?}")),
+    })
+}
+
+const SHARE_VERSION: u32 = 1;
+/// Links longer than this are refused before decoding.
+pub const MAX_LINK: usize = 200_000;
+/// Decompressed state larger than this is refused (a crafted link cannot exhaust memory).
+pub const MAX_STATE: usize = 1 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Shared {
+    v: u32,
+    seed: u64,
+    setup: String,
+    log: Vec<Done>,
+    t: Millis,
+    user: String,
+}
+
+fn decode_share(fragment: &str) -> Result<Shared, String> {
+    let f = fragment.trim_start_matches('#');
+    if f.len() > MAX_LINK {
+        return Err(format!("the link is too long ({} characters; at most {MAX_LINK})", f.len()));
+    }
+    let data = f.strip_prefix("s=").ok_or("the link holds no sandbox state (expected #s=...)")?;
+    let (version, payload) = data.split_once('.').ok_or("the link's state is truncated (no version)")?;
+    if version != SHARE_VERSION.to_string() {
+        return Err(format!("the link was made by another version of kubeloop (state version {version:?}, this page reads {SHARE_VERSION})"));
+    }
+    let bytes = unbase64url(payload).ok_or("the link's state is damaged (not base64url)")?;
+    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes, MAX_STATE).map_err(|e| match e.status {
+        miniz_oxide::inflate::TINFLStatus::HasMoreOutput => format!("the link's state is larger than {MAX_STATE} bytes"),
+        _ => "the link's state is damaged or truncated (it does not decompress)".to_string(),
+    })?;
+    let s: Shared = serde_json::from_slice(&json).map_err(|e| format!("the link's state is damaged: {e}"))?;
+    if s.v != SHARE_VERSION {
+        return Err(format!("the link's state has version {} (this page reads {SHARE_VERSION})", s.v));
+    }
+    Ok(s)
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+fn base64url(data: &[u8]) -> String {
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..=chunk.len() {
+            out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn unbase64url(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = B64.iter().position(|&x| x == c)? as u32;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::rid;
+
+    const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n";
+
+    fn ready_pods(sb: &Sandbox) -> usize {
+        sb.cluster.api.store.list(rid::POD, None).filter(|p| crate::controllers::replicaset::pod_is_ready(p)).count()
+    }
+
+    #[test]
+    fn the_editor_is_the_desired_state() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        assert_eq!(sb.docs.len(), 1);
+        assert_eq!(sb.docs[0].result, "deployment.apps/web created");
+        sb.advance(60_000);
+        assert_eq!(ready_pods(&sb), 2);
+        // Unchanged documents are not re-applied; a change is.
+        let writes = sb.cluster.api.trace.requests.len();
+        sb.apply(APP);
+        assert_eq!(sb.cluster.api.trace.requests.len(), writes);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
+        assert_eq!(sb.docs[0].result, "deployment.apps/web configured");
+        sb.advance(60_000);
+        assert_eq!(ready_pods(&sb), 3);
+        // Removing the document deletes the object (and the garbage collector its pods).
+        sb.apply("");
+        sb.advance(120_000);
+        assert!(sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_none());
+        assert_eq!(sb.cluster.api.store.count(rid::POD), 0);
+    }
+
+    #[test]
+    fn errors_point_at_their_document() {
+        let text = format!("{APP}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers: [{{name: a, image: nginx}}]\n");
+        let sb = Sandbox::new(&text, Some(1));
+        assert_eq!(sb.docs.len(), 3);
+        assert!(!sb.docs[0].failed());
+        let yaml = &sb.docs[1].diagnostics[0];
+        assert_eq!(yaml.line, 19, "{yaml:?}");
+        let invalid = &sb.docs[2].diagnostics[0];
+        assert_eq!(invalid.line, 21);
+        assert!(invalid.message.contains("The Pod \"Bad_Name\" is invalid"), "{}", invalid.message);
+    }
+
+    #[test]
+    fn a_link_replays_the_same_run() {
+        let mut sb = Sandbox::new(APP, Some(3));
+        sb.advance(30_000);
+        sb.fault("nodeDown", "node-a").unwrap();
+        sb.advance(10_000);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 4"));
+        sb.kubectl("label deployment web tier=front");
+        sb.advance(400_000);
+        let link = sb.share();
+        assert!(link.len() < 2000, "{} characters", link.len());
+        let copy = Sandbox::open(&link).unwrap();
+        assert_eq!(copy.cluster.now, sb.cluster.now);
+        let a = serde_json::to_string(&sb.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        let b = serde_json::to_string(&copy.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(copy.text, sb.text);
+    }
+
+    #[test]
+    fn bad_links_say_what_is_wrong() {
+        let good = Sandbox::new(APP, Some(1)).share();
+        assert!(Sandbox::open("#nothing").err().unwrap().contains("no sandbox state"));
+        assert!(Sandbox::open(&good[..good.len() / 2]).err().unwrap().contains("damaged"));
+        assert!(Sandbox::open("s=9.AAAA").err().unwrap().contains("another version"));
+        assert!(Sandbox::open("s=1.***").err().unwrap().contains("not base64url"));
+        assert!(Sandbox::open(&"s=1.".repeat(MAX_LINK)).err().unwrap().contains("too long"));
+        // A small link that inflates past the bound is refused, not decompressed.
+        let bomb = vec![b' '; MAX_STATE + 10];
+        let link = format!("s=1.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&bomb, 9)));
+        assert!(link.len() < 5000);
+        assert!(Sandbox::open(&link).err().unwrap().contains("larger than"));
+    }
+
+    #[test]
+    fn base64url_round_trips() {
+        for n in 0..20u8 {
+            let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(unbase64url(&base64url(&data)).unwrap(), data);
+        }
+    }
+}

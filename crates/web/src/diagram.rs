@@ -1,0 +1,140 @@
+//! The apply-to-running-pod diagram of `seeds/004`, drawn as SVG and fed by trace records.
+
+use kubeloop_core::trace::{Flow, Record};
+use std::collections::BTreeSet;
+use yew::prelude::*;
+
+/// A box of the diagram: its flow, title, subtitle and place.
+pub struct Step {
+    pub flow: Flow,
+    pub title: &'static str,
+    pub detail: &'static str,
+    pub x: i32,
+    pub y: i32,
+}
+
+const W: i32 = 150;
+const H: i32 = 50;
+
+/// Steps 1 to 11 snake across three rows; the failure paths sit below the steps they
+/// leave from.
+pub const STEPS: [Step; 14] = [
+    Step { flow: Flow::Request, title: "1 Request", detail: "kubectl apply", x: 10, y: 10 },
+    Step { flow: Flow::AuthnAuthz, title: "2 AuthN / AuthZ", detail: "user, RBAC", x: 180, y: 10 },
+    Step { flow: Flow::MutatingAdmission, title: "3 Mutating admission", detail: "defaults, plugins", x: 350, y: 10 },
+    Step { flow: Flow::Validation, title: "4 Validation", detail: "schema, policies, webhooks", x: 520, y: 10 },
+    Step { flow: Flow::Etcd, title: "5 etcd", detail: "resourceVersion", x: 690, y: 10 },
+    Step { flow: Flow::DeploymentController, title: "6 Deployment ctrl", detail: "ReplicaSets", x: 690, y: 100 },
+    Step { flow: Flow::ReplicaSetController, title: "7 ReplicaSet ctrl", detail: "creates Pods", x: 520, y: 100 },
+    Step { flow: Flow::Scheduler, title: "8 Scheduler", detail: "binds to a node", x: 350, y: 100 },
+    Step { flow: Flow::Kubelet, title: "9 Kubelet", detail: "sees its Pod", x: 180, y: 100 },
+    Step { flow: Flow::Runtime, title: "10 CRI / CNI / CSI", detail: "image, IP, volumes", x: 10, y: 100 },
+    Step { flow: Flow::Ready, title: "11 Ready", detail: "probes, endpoints", x: 10, y: 190 },
+    Step { flow: Flow::Denied, title: "denied", detail: "nothing written", x: 520, y: 190 },
+    Step { flow: Flow::Pending, title: "pending", detail: "no feasible node", x: 350, y: 190 },
+    Step { flow: Flow::NodeError, title: "node-error", detail: "pull, mount, start", x: 180, y: 190 },
+];
+
+/// What the diagram shows for one step.
+#[derive(Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Records of this step so far.
+    pub records: usize,
+    /// Distinct objects that passed it.
+    pub objects: BTreeSet<String>,
+    /// The latest record's object and message.
+    pub latest: Option<(String, String)>,
+    /// Records that arrived in the last update: the step lights up.
+    pub fresh: usize,
+}
+
+pub fn index(flow: Flow) -> usize {
+    STEPS.iter().position(|s| s.flow == flow).unwrap_or(0)
+}
+
+/// Fold new records into the tallies.
+pub fn tally(tallies: &mut [Tally; 14], records: &[Record]) {
+    for t in tallies.iter_mut() {
+        t.fresh = 0;
+    }
+    for r in records {
+        let t = &mut tallies[index(r.flow)];
+        t.records += 1;
+        t.fresh += 1;
+        if !r.object.is_empty() {
+            t.objects.insert(r.object.clone());
+        }
+        t.latest = Some((r.object.clone(), r.message.clone()));
+    }
+}
+
+fn arrow(x1: i32, y1: i32, x2: i32, y2: i32, class: &'static str) -> Html {
+    html! { <line x1={x1.to_string()} y1={y1.to_string()} x2={x2.to_string()} y2={y2.to_string()} class={class} marker-end="url(#arrow)" /> }
+}
+
+pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<Flow>) -> Html {
+    let mut arrows = Vec::new();
+    // Along the happy path, box to box.
+    for w in STEPS[..11].windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let (x1, y1, x2, y2) = if a.y == b.y {
+            if b.x > a.x {
+                (a.x + W, a.y + H / 2, b.x - 2, b.y + H / 2)
+            } else {
+                (a.x, a.y + H / 2, b.x + W + 2, b.y + H / 2)
+            }
+        } else {
+            (a.x + W / 2, a.y + H, b.x + W / 2, b.y - 2)
+        };
+        arrows.push(arrow(x1, y1, x2, y2, "edge"));
+    }
+    // Failure paths: validation to denied, scheduler to pending, runtime to node-error.
+    // Validation's denials route through the gap between the scheduler and the ReplicaSet
+    // controller, down to `denied` under the latter.
+    arrows.push(html! { <polyline points="530,60 510,80 510,175 540,188" class="edge fail" fill="none" marker-end="url(#arrow)" /> });
+    arrows.push(arrow(350 + W / 2, 100 + H, 350 + W / 2, 190 - 2, "edge fail"));
+    arrows.push(arrow(180 + W / 2, 100 + H, 180 + W / 2, 190 - 2, "edge fail"));
+    let boxes = STEPS.iter().enumerate().map(|(i, s)| {
+        let t = &tallies[i];
+        let failure = matches!(s.flow, Flow::Denied | Flow::Pending | Flow::NodeError);
+        let mut class = classes!("step");
+        if failure {
+            class.push("failure");
+        }
+        if t.records > 0 {
+            class.push("seen");
+        }
+        if t.fresh > 0 {
+            class.push("hot");
+        }
+        if selected == Some(s.flow) {
+            class.push("selected");
+        }
+        let flow = s.flow;
+        let onclick = on_select.reform(move |_| flow);
+        let onkeydown = on_select.reform(move |_: KeyboardEvent| flow);
+        let count = if t.records == 0 { String::new() } else { format!("{} objects · {} records", t.objects.len(), t.records) };
+        let label = format!("{}: {}. {}", s.title, s.detail, if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
+        let latest = t.latest.as_ref().map(|(o, m)| if o.is_empty() { m.clone() } else { format!("{o}: {m}") }).unwrap_or_default();
+        html! {
+            <g class={class} {onclick} {onkeydown} tabindex="0" role="button" aria-label={label} data-flow={s.flow.as_str()}>
+                <title>{ latest }</title>
+                <rect x={s.x.to_string()} y={s.y.to_string()} width={W.to_string()} height={H.to_string()} rx="6" />
+                <text x={(s.x + 8).to_string()} y={(s.y + 17).to_string()} class="title">{ s.title }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 31).to_string()} class="detail">{ s.detail }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 44).to_string()} class="count">{ count }</text>
+            </g>
+        }
+    });
+    html! {
+        <svg class="diagram" viewBox="0 0 850 250" role="group" aria-label="The path from kubectl apply to a running pod">
+            <defs>
+                <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">
+                    <path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead" />
+                </marker>
+            </defs>
+            { for arrows }
+            { for boxes }
+        </svg>
+    }
+}

@@ -1,0 +1,714 @@
+//! The kubeloop sandbox page: the engine of `kubeloop-core` running in the browser.
+//!
+//! One component owns the [`Sandbox`]; every pane is a view of it. The editor text is the
+//! desired state (applied after a pause in typing, or at once with Ctrl+Enter); a timer
+//! advances the simulated clock while playing; the diagram folds new trace records into
+//! per-step tallies on every tick.
+
+mod diagram;
+
+use diagram::Tally;
+use gloo_timers::callback::{Interval, Timeout};
+use kubeloop_core::api::{self, get_str, rid, Object};
+use kubeloop_core::printers::{human_duration, pod_row};
+use kubeloop_core::sandbox::Sandbox;
+use kubeloop_core::trace::{Flow, Record};
+use kubeloop_core::value::Value;
+use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
+use yew::prelude::*;
+
+const DEFAULT_TEXT: &str = include_str!("../../../web/checkout.yaml");
+/// Real milliseconds between ticks while playing.
+const TICK_MS: u32 = 100;
+/// Typing pause before the editor is applied.
+const APPLY_DELAY_MS: u32 = 600;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Speed {
+    X1,
+    X10,
+    X100,
+    Max,
+}
+
+impl Speed {
+    fn label(self) -> &'static str {
+        match self {
+            Speed::X1 => "1×",
+            Speed::X10 => "10×",
+            Speed::X100 => "100×",
+            Speed::Max => "as fast as possible",
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Tab {
+    Records,
+    Objects,
+    Events,
+}
+
+enum Msg {
+    Edit(String),
+    ApplyNow,
+    Tick,
+    TogglePlay,
+    SetSpeed(Speed),
+    StepOnce,
+    Reset,
+    SetSeed(String),
+    SetUser(String),
+    SelectFlow(Flow),
+    SelectRecord(usize),
+    SelectObject(String),
+    SetTab(Tab),
+    Fault(&'static str, String),
+    ScaleBy(i64),
+    SetFaultNode(String),
+    Share,
+}
+
+/// Which panes to show: all, or those an embed asks for.
+#[derive(Clone, PartialEq)]
+struct Panes {
+    embed: bool,
+    editor: bool,
+    diagram: bool,
+    cluster: bool,
+    details: bool,
+}
+
+impl Panes {
+    fn from_query(search: &str) -> Panes {
+        let params = web_sys::UrlSearchParams::new_with_str(search).ok();
+        match params.as_ref().and_then(|p| p.get("embed")) {
+            None => Panes { embed: false, editor: true, diagram: true, cluster: true, details: true },
+            Some(list) => {
+                let list = if list.trim().is_empty() { "editor,diagram".to_string() } else { list };
+                let has = |p: &str| list.split(',').any(|x| x.trim() == p);
+                Panes { embed: true, editor: has("editor"), diagram: has("diagram"), cluster: has("cluster"), details: has("details") }
+            }
+        }
+    }
+}
+
+struct App {
+    sb: Sandbox,
+    /// The editor's text (what the person typed, applied or not).
+    text: String,
+    seed_input: String,
+    playing: bool,
+    speed: Speed,
+    tallies: [Tally; 14],
+    seen_records: usize,
+    flow: Option<Flow>,
+    record: Option<usize>,
+    object: Option<String>,
+    tab: Tab,
+    fault_node: String,
+    notice: Option<String>,
+    link: Option<String>,
+    panes: Panes,
+    _ticker: Option<Interval>,
+    pending_apply: Option<Timeout>,
+}
+
+fn window() -> web_sys::Window {
+    web_sys::window().expect("a browser window")
+}
+
+fn now_ms() -> f64 {
+    window().performance().map(|p| p.now()).unwrap_or(0.0)
+}
+
+impl App {
+    fn fresh(&mut self, sb: Sandbox) {
+        self.sb = sb;
+        self.tallies = Default::default();
+        self.seen_records = 0;
+        self.record = None;
+        self.object = None;
+        self.fault_node = self.node_names().into_iter().nth(1).unwrap_or_default();
+        self.absorb();
+    }
+
+    /// Fold the records written since the last look into the diagram.
+    fn absorb(&mut self) {
+        let records = &self.sb.cluster.api.trace.records;
+        diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..]);
+        self.seen_records = records.len();
+    }
+
+    fn node_names(&self) -> Vec<String> {
+        self.sb.cluster.api.store.list(rid::NODE, None).map(|n| api::name(n).to_string()).collect()
+    }
+
+    fn apply(&mut self) {
+        self.pending_apply = None;
+        if self.text != self.sb.text {
+            self.sb.apply(&self.text.clone());
+            self.absorb();
+        }
+    }
+
+    fn start_ticker(&mut self, ctx: &Context<Self>) {
+        let link = ctx.link().clone();
+        self._ticker = Some(Interval::new(TICK_MS, move || link.send_message(Msg::Tick)));
+    }
+}
+
+impl Component for App {
+    type Message = Msg;
+    type Properties = ();
+
+    fn create(ctx: &Context<Self>) -> Self {
+        let location = window().location();
+        let hash = location.hash().unwrap_or_default();
+        let panes = Panes::from_query(&location.search().unwrap_or_default());
+        let (sb, notice) = if hash.len() > 1 {
+            match Sandbox::open(&hash) {
+                Ok(sb) => (sb, Some("Opened the shared sandbox from the link.".to_string())),
+                Err(e) => (Sandbox::new("", None), Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."))),
+            }
+        } else {
+            (Sandbox::new(DEFAULT_TEXT, None), None)
+        };
+        let mut app = App {
+            text: sb.text.clone(),
+            seed_input: sb.seed.to_string(),
+            sb: Sandbox::new("", None),
+            playing: true,
+            speed: Speed::X1,
+            tallies: Default::default(),
+            seen_records: 0,
+            flow: Some(Flow::Request),
+            record: None,
+            object: None,
+            tab: Tab::Records,
+            fault_node: String::new(),
+            notice,
+            link: None,
+            panes,
+            _ticker: None,
+            pending_apply: None,
+        };
+        app.fresh(sb);
+        app.start_ticker(ctx);
+        app
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        match msg {
+            Msg::Edit(text) => {
+                self.text = text;
+                let link = ctx.link().clone();
+                self.pending_apply = Some(Timeout::new(APPLY_DELAY_MS, move || link.send_message(Msg::ApplyNow)));
+                // The editor keeps its own text; nothing else changed yet.
+                return false;
+            }
+            Msg::ApplyNow => self.apply(),
+            Msg::Tick => {
+                if !self.playing {
+                    return false;
+                }
+                let before = self.sb.cluster.now;
+                match self.speed {
+                    Speed::X1 => self.sb.advance(TICK_MS.into()),
+                    Speed::X10 => self.sb.advance(10 * u64::from(TICK_MS)),
+                    Speed::X100 => self.sb.advance(100 * u64::from(TICK_MS)),
+                    Speed::Max => {
+                        // Run events for at most ~30 ms of real time per tick.
+                        let start = now_ms();
+                        while now_ms() - start < 30.0 && self.sb.step() {}
+                    }
+                }
+                let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records.len() != self.seen_records;
+                self.absorb();
+                return moved;
+            }
+            Msg::TogglePlay => self.playing = !self.playing,
+            Msg::SetSpeed(s) => self.speed = s,
+            Msg::StepOnce => {
+                self.playing = false;
+                self.sb.step();
+                self.absorb();
+            }
+            Msg::SetSeed(s) => self.seed_input = s,
+            Msg::Reset => {
+                let seed = self.seed_input.trim().parse().ok();
+                let user = self.sb.user.clone();
+                let mut sb = Sandbox::new(&self.text, seed);
+                sb.set_user(&user);
+                self.seed_input = sb.seed.to_string();
+                self.fresh(sb);
+                self.link = None;
+                self.notice = None;
+            }
+            Msg::SetUser(u) => {
+                self.apply();
+                self.sb.set_user(&u);
+            }
+            Msg::SelectFlow(f) => {
+                self.flow = Some(f);
+                self.record = None;
+                self.tab = Tab::Records;
+            }
+            Msg::SelectRecord(i) => {
+                self.record = Some(i);
+                if let Some(r) = self.sb.cluster.api.trace.records.get(i) {
+                    self.object = Some(r.object.clone());
+                }
+            }
+            Msg::SelectObject(o) => {
+                self.object = Some(o);
+                self.record = None;
+                self.tab = Tab::Objects;
+            }
+            Msg::SetTab(t) => self.tab = t,
+            Msg::Fault(kind, name) => {
+                self.apply();
+                self.notice = Some(match self.sb.fault(kind, &name) {
+                    Ok(m) => m,
+                    Err(e) => e,
+                });
+                self.absorb();
+            }
+            Msg::ScaleBy(delta) => {
+                self.apply();
+                let rs =
+                    self.sb.cluster.api.store.list(rid::REPLICASET, Some("default")).find(|r| api::get_i64(r, &["spec", "replicas"]).unwrap_or(0) > 0).cloned();
+                self.notice = Some(match rs {
+                    Some(rs) => {
+                        let n = (api::get_i64(&rs, &["spec", "replicas"]).unwrap_or(0) + delta).max(0);
+                        let out = self.sb.kubectl(&format!("scale replicaset {} --replicas={n}", api::name(&rs)));
+                        format!("kubectl scale replicaset {} --replicas={n}: {}", api::name(&rs), out.join(" "))
+                    }
+                    None => "no ReplicaSet with replicas in namespace default to scale".into(),
+                });
+                self.absorb();
+            }
+            Msg::SetFaultNode(n) => self.fault_node = n,
+            Msg::Share => {
+                self.apply();
+                let fragment = self.sb.share();
+                let location = window().location();
+                let base =
+                    format!("{}{}{}", location.origin().unwrap_or_default(), location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
+                let url = format!("{base}#{fragment}");
+                let _ = window().history().and_then(|h| h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{fragment}"))));
+                let _ = window().navigator().clipboard().write_text(&url);
+                self.link = Some(url);
+            }
+        }
+        true
+    }
+
+    fn view(&self, ctx: &Context<Self>) -> Html {
+        let p = &self.panes;
+        let mut class = classes!("app");
+        if p.embed {
+            class.push("embed");
+        }
+        html! {
+            <div {class}>
+                { self.header(ctx) }
+                if let Some(n) = &self.notice {
+                    <p class="notice" role="status">{ n }</p>
+                }
+                <main class="panes">
+                    if p.editor { { self.editor(ctx) } }
+                    if p.diagram || p.cluster {
+                        <section class="middle">
+                            if p.diagram { { self.diagram(ctx) } }
+                            if p.cluster { { self.cluster(ctx) } }
+                        </section>
+                    }
+                    if p.details { { self.details(ctx) } }
+                </main>
+            </div>
+        }
+    }
+}
+
+fn yaml_line(line: &str) -> Html {
+    let trimmed = line.trim_start();
+    if trimmed.starts_with('#') {
+        return html! { <span class="c">{ line }</span> };
+    }
+    let indent = &line[..line.len() - trimmed.len()];
+    let body = trimmed.strip_prefix("- ").map(|b| (true, b)).unwrap_or((false, trimmed));
+    let (dash, rest) = body;
+    let dash = if dash { "- " } else { "" };
+    if rest == "---" {
+        return html! { <span class="s">{ line }</span> };
+    }
+    match rest.find(": ").or_else(|| rest.strip_suffix(':').map(|k| k.len())) {
+        Some(i) if !rest.starts_with('{') && !rest.starts_with('"') => {
+            let (k, v) = rest.split_at(i);
+            html! { <>{ indent }{ dash }<span class="k">{ k }</span><span class="v">{ v }</span></> }
+        }
+        _ => html! { <>{ indent }{ dash }<span class="v">{ rest }</span></> },
+    }
+}
+
+impl App {
+    fn header(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let now = self.sb.cluster.now;
+        let speeds = [Speed::X1, Speed::X10, Speed::X100, Speed::Max];
+        let on_speed = link.callback(move |e: Event| {
+            let i: usize = e.target_unchecked_into::<HtmlSelectElement>().value().parse().unwrap_or(0);
+            Msg::SetSpeed(speeds[i.min(3)])
+        });
+        let on_user = link.callback(|e: Event| Msg::SetUser(e.target_unchecked_into::<HtmlSelectElement>().value()));
+        let on_seed = link.callback(|e: InputEvent| Msg::SetSeed(e.target_unchecked_into::<HtmlInputElement>().value()));
+        html! {
+            <header>
+                <h1>{ "kubeloop" }<span class="tagline">{ " · a Kubernetes control plane you can watch" }</span></h1>
+                <div class="controls" role="toolbar" aria-label="Simulation">
+                    <span class="clock" aria-live="off" title="simulated time">{ format!("t = {:.1} s", now as f64 / 1000.0) }</span>
+                    <button onclick={link.callback(|_| Msg::TogglePlay)} aria-pressed={self.playing.to_string()}>{ if self.playing { "Pause" } else { "Play" } }</button>
+                    <button onclick={link.callback(|_| Msg::StepOnce)} title="run the next event">{ "Step" }</button>
+                    <label>{ "Speed " }
+                        <select onchange={on_speed}>
+                            { for speeds.iter().enumerate().map(|(i, s)| html! { <option value={i.to_string()} selected={*s == self.speed}>{ s.label() }</option> }) }
+                        </select>
+                    </label>
+                    if !self.panes.embed {
+                        <label>{ "Seed " }<input class="seed" type="number" value={self.seed_input.clone()} oninput={on_seed} /></label>
+                    }
+                    <button onclick={link.callback(|_| Msg::Reset)} title="rebuild the cluster from the editor with this seed">{ "Reset" }</button>
+                    <label>{ "Apply as " }
+                        <select onchange={on_user}>
+                            { for self.sb.users.iter().map(|(u, _)| html! { <option value={u.clone()} selected={*u == self.sb.user}>{ u }</option> }) }
+                        </select>
+                    </label>
+                    if self.panes.embed {
+                        <a class="open-full" href={format!("./#{}", self.sb.share())} target="_blank" rel="noopener">{ "Open the full sandbox ↗" }</a>
+                    } else {
+                        <button onclick={link.callback(|_| Msg::Share)}>{ "Share link" }</button>
+                    }
+                </div>
+                if let Some(l) = &self.link {
+                    <p class="share">{ "Link copied: " }<input readonly=true value={l.clone()} aria-label="share link" /></p>
+                }
+            </header>
+        }
+    }
+
+    fn editor(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let oninput = link.callback(|e: InputEvent| Msg::Edit(e.target_unchecked_into::<HtmlTextAreaElement>().value()));
+        let onkeydown = link.batch_callback(|e: KeyboardEvent| {
+            if e.key() == "Enter" && (e.ctrl_key() || e.meta_key()) {
+                e.prevent_default();
+                Some(Msg::ApplyNow)
+            } else {
+                None
+            }
+        });
+        let errors: Vec<(usize, String)> = self.sb.docs.iter().flat_map(|d| d.diagnostics.iter().map(|x| (x.line, x.message.clone()))).collect();
+        let lines: Vec<&str> = self.text.split('\n').collect();
+        let gutter = (1..=lines.len()).map(|n| {
+            let err = errors.iter().find(|(l, _)| *l == n);
+            match err {
+                Some((_, m)) => html! { <div class="ln err" title={m.clone()}>{ n }</div> },
+                None => html! { <div class="ln">{ n }</div> },
+            }
+        });
+        let highlighted = lines.iter().map(|l| html! { <div class="hl">{ yaml_line(l) }{ "\u{200b}" }</div> });
+        let stale = self.text != self.sb.text;
+        html! {
+            <section class="editor-pane" aria-label="Manifests">
+                <h2>{ "Manifests" }<span class="hint">{ if stale { " · editing… (Ctrl+Enter applies now)" } else { " · applied" } }</span></h2>
+                <div class="editor">
+                    <div class="gutter" aria-hidden="true">{ for gutter }</div>
+                    <div class="code">
+                        <pre class="highlight" aria-hidden="true">{ for highlighted }</pre>
+                        <textarea spellcheck="false" wrap="off" rows={(lines.len() + 1).to_string()} aria-label="Kubernetes manifests (YAML); applied when you pause typing" value={self.text.clone()} {oninput} {onkeydown} />
+                    </div>
+                </div>
+                <ul class="results" aria-label="Apply results">
+                    { for self.sb.setup_errors.iter().map(|e| html! { <li class="error">{ format!("Scenario line {e}") }</li> }) }
+                    { for self.sb.docs.iter().filter(|d| !d.result.is_empty()).map(|d| {
+                        let class = if d.failed() { "error" } else { "ok" };
+                        let line = d.diagnostics.first().map_or(d.start_line, |x| x.line);
+                        let col = d.diagnostics.first().map_or(1, |x| x.column);
+                        html! { <li {class}><span class="where">{ format!("line {line}:{col}") }</span>{ " " }{ if d.failed() { "✗ " } else { "✓ " } }{ &d.result }</li> }
+                    }) }
+                </ul>
+            </section>
+        }
+    }
+
+    fn diagram(&self, ctx: &Context<Self>) -> Html {
+        let on_select = ctx.link().callback(Msg::SelectFlow);
+        let latest_fail =
+            [Flow::Denied, Flow::Pending, Flow::NodeError].iter().filter_map(|f| self.tallies[diagram::index(*f)].latest.clone().map(|l| (*f, l))).next_back();
+        html! {
+            <div class="diagram-pane" aria-label="Flow diagram">
+                <h2>{ "From kubectl apply to a running pod" }<span class="hint">{ " · select a step to see its records" }</span></h2>
+                { diagram::view(&self.tallies, self.flow, on_select) }
+                if let Some((f, (o, m))) = latest_fail {
+                    <p class="failure-line"><strong>{ format!("{}: ", f.as_str()) }</strong>{ format!("{o} — {m}") }</p>
+                }
+            </div>
+        }
+    }
+
+    fn cluster(&self, ctx: &Context<Self>) -> Html {
+        let store = &self.sb.cluster.api.store;
+        let now = self.sb.cluster.now;
+        let pods: Vec<&Object> = store.list(rid::POD, None).collect();
+        let nodes = store.list(rid::NODE, None).map(|n| {
+            let name = api::name(n).to_string();
+            let ready = api::get_array(n, &["status", "conditions"])
+                .iter()
+                .find(|c| get_str(c, &["type"]) == Some("Ready"))
+                .and_then(|c| get_str(c, &["status"]))
+                .unwrap_or("Unknown")
+                .to_string();
+            let zone = api::label(n, "topology.kubernetes.io/zone").unwrap_or("").to_string();
+            let taints: Vec<String> = api::get_array(n, &["spec", "taints"])
+                .iter()
+                .map(|t| format!("{}:{}", get_str(t, &["key"]).unwrap_or(""), get_str(t, &["effect"]).unwrap_or("")))
+                .collect();
+            let cpu = get_str(n, &["status", "allocatable", "cpu"]).unwrap_or("").to_string();
+            let on_node: Vec<&Object> = pods.iter().copied().filter(|p| get_str(p, &["spec", "nodeName"]) == Some(name.as_str())).collect();
+            let state = if ready == "True" {
+                "Ready"
+            } else if ready == "False" {
+                "NotReady"
+            } else {
+                "Unknown"
+            };
+            html! {
+                <div class={classes!("node", state.to_lowercase())} aria-label={format!("node {name}, {state}")}>
+                    <div class="node-head"><strong>{ &name }</strong>{ " " }<span class={classes!("badge", state.to_lowercase())}>{ state }</span></div>
+                    <div class="node-meta">{ format!("{zone} · {cpu} CPU · {} pods", on_node.len()) }</div>
+                    if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
+                    <div class="chips">{ for on_node.iter().map(|p| self.pod_chip(ctx, p, now)) }</div>
+                </div>
+            }
+        });
+        let pending: Vec<&Object> = pods.iter().copied().filter(|p| get_str(p, &["spec", "nodeName"]).is_none()).collect();
+        let services = store.list(rid::SERVICE, None).filter(|s| api::name(s) != "kubernetes").map(|s| {
+            let ns = api::namespace(s);
+            let name = api::name(s);
+            let ready: usize = store
+                .list(rid::ENDPOINTSLICE, Some(ns))
+                .filter(|e| api::label(e, "kubernetes.io/service-name") == Some(name))
+                .map(|e| api::get_array(e, &["endpoints"]).iter().filter(|x| api::get_bool(x, &["conditions", "ready"]) == Some(true)).count())
+                .sum();
+            html! { <li>{ format!("Service {ns}/{name} · {} · {ready} ready endpoint(s)", get_str(s, &["spec", "clusterIP"]).unwrap_or("")) }</li> }
+        });
+        html! {
+            <div class="cluster-pane" aria-label="Cluster">
+                <h2>{ "Cluster" }</h2>
+                <div class="nodes">{ for nodes }</div>
+                if !pending.is_empty() {
+                    <div class="unscheduled"><strong>{ "Not scheduled: " }</strong>{ for pending.iter().map(|p| self.pod_chip(ctx, p, now)) }</div>
+                }
+                <ul class="services">{ for services }</ul>
+                { self.faults(ctx) }
+            </div>
+        }
+    }
+
+    fn pod_chip(&self, ctx: &Context<Self>, p: &Object, now: u64) -> Html {
+        let row = pod_row(p, now);
+        let key = format!("Pod/{}/{}", api::namespace(p), api::name(p));
+        let state = match row.status.as_str() {
+            "Running" if row.ready.split('/').next() == row.ready.split('/').nth(1) => "ok",
+            "Running" | "ContainerCreating" | "PodInitializing" | "Pending" | "Terminating" => "wait",
+            "Completed" => "done",
+            _ => "bad",
+        };
+        let k = key.clone();
+        html! {
+            <button class={classes!("chip", state)} title={format!("{key}: {} {} restarts {}", row.status, row.ready, row.restarts)} onclick={ctx.link().callback(move |_| Msg::SelectObject(k.clone()))}>
+                { api::name(p) }<span class="st">{ format!(" {} {}", row.ready, row.status) }</span>
+            </button>
+        }
+    }
+
+    fn faults(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let node = self.fault_node.clone();
+        let node2 = node.clone();
+        let webhooks: Vec<String> = self.sb.cluster.api.store.list(rid::VWC, None).map(|w| api::name(w).to_string()).collect();
+        let on_node = link.callback(|e: Event| Msg::SetFaultNode(e.target_unchecked_into::<HtmlSelectElement>().value()));
+        html! {
+            <div class="faults" role="group" aria-label="Faults">
+                <h3>{ "Break things" }</h3>
+                <label>{ "Node " }
+                    <select onchange={on_node}>
+                        { for self.node_names().into_iter().map(|n| html! { <option value={n.clone()} selected={n == self.fault_node}>{ n }</option> }) }
+                    </select>
+                </label>
+                <button onclick={link.callback(move |_| Msg::Fault("nodeDown", node.clone()))}>{ "Kill node" }</button>
+                <button onclick={link.callback(move |_| Msg::Fault("nodeUp", node2.clone()))}>{ "Bring it back" }</button>
+                { for webhooks.into_iter().map(|w| {
+                    let w2 = w.clone();
+                    let w3 = w.clone();
+                    html! { <>
+                        <button onclick={link.callback(move |_| Msg::Fault("webhookDown", w2.clone()))}>{ format!("Webhook {w} down") }</button>
+                        <button onclick={link.callback(move |_| Msg::Fault("webhookUp", w3.clone()))}>{ "up" }</button>
+                    </> }
+                }) }
+                <button onclick={link.callback(|_| Msg::ScaleBy(2))} title="kubectl scale replicaset (the Deployment will scale it back)">{ "Scale ReplicaSet by hand +2" }</button>
+                <button onclick={link.callback(|_| Msg::Fault("controllerDown", "kube-scheduler".into()))}>{ "Stop scheduler" }</button>
+                <button onclick={link.callback(|_| Msg::Fault("controllerUp", "kube-scheduler".into()))}>{ "Start scheduler" }</button>
+                <button onclick={link.callback(|_| Msg::Fault("controllerDown", "replicaset-controller".into()))}>{ "Stop ReplicaSet controller" }</button>
+                <button onclick={link.callback(|_| Msg::Fault("controllerUp", "replicaset-controller".into()))}>{ "Start it" }</button>
+            </div>
+        }
+    }
+
+    fn details(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let tab = |t: Tab, label: &'static str| {
+            html! { <button role="tab" aria-selected={(self.tab == t).to_string()} class={classes!((self.tab == t).then_some("active"))} onclick={link.callback(move |_| Msg::SetTab(t))}>{ label }</button> }
+        };
+        html! {
+            <section class="details" aria-label="Details">
+                <div role="tablist">
+                    { tab(Tab::Records, "Trace records") }
+                    { tab(Tab::Objects, "Objects") }
+                    { tab(Tab::Events, "Events") }
+                </div>
+                { match self.tab {
+                    Tab::Records => self.records(ctx),
+                    Tab::Objects => self.objects(ctx),
+                    Tab::Events => self.events(),
+                } }
+            </section>
+        }
+    }
+
+    fn records(&self, ctx: &Context<Self>) -> Html {
+        let Some(flow) = self.flow else { return html! { <p>{ "Select a step of the diagram." }</p> } };
+        let all = &self.sb.cluster.api.trace.records;
+        let mine: Vec<(usize, &Record)> = all.iter().enumerate().filter(|(_, r)| r.flow == flow).collect();
+        let shown = mine.iter().rev().take(200).map(|(i, r)| {
+            let i = *i;
+            let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
+            html! {
+                <tr {class} onclick={ctx.link().callback(move |_| Msg::SelectRecord(i))} tabindex="0">
+                    <td>{ format!("{:.3}s", r.t as f64 / 1000.0) }</td><td>{ r.stage }</td><td>{ &r.component }</td>
+                    <td>{ &r.object }</td><td>{ &r.resource_version }</td><td>{ r.result }</td><td class="msg">{ &r.message }</td>
+                </tr>
+            }
+        });
+        let at = self
+            .record
+            .and_then(|i| all.get(i))
+            .filter(|r| !r.resource_version.is_empty())
+            .and_then(|r| self.sb.object_at(&r.object, &r.resource_version).map(|o| (r, o)));
+        html! {
+            <div class="records">
+                <p>{ format!("Step {}: {} records (newest first)", flow.as_str(), mine.len()) }</p>
+                <table>
+                    <thead><tr><th>{ "t" }</th><th>{ "stage" }</th><th>{ "component" }</th><th>{ "object" }</th><th>{ "rv" }</th><th>{ "result" }</th><th>{ "message" }</th></tr></thead>
+                    <tbody>{ for shown }</tbody>
+                </table>
+                if let Some((r, o)) = at {
+                    <h3>{ format!("{} as stored at resourceVersion {}", r.object, r.resource_version) }</h3>
+                    <pre class="yaml">{ kubeloop_core::manifest::to_yaml(&o) }</pre>
+                }
+            </div>
+        }
+    }
+
+    fn objects(&self, ctx: &Context<Self>) -> Html {
+        let store = &self.sb.cluster.api.store;
+        let list = store.all().filter(|o| get_str(o, &["kind"]) != Some("Event")).map(|o| {
+            let key = object_key(o);
+            let k = key.clone();
+            let class = classes!("obj", (self.object.as_deref() == Some(key.as_str())).then_some("selected"));
+            html! { <li {class}><button onclick={ctx.link().callback(move |_| Msg::SelectObject(k.clone()))}>{ &key }</button>{ format!(" rv {}", api::resource_version(o)) }</li> }
+        });
+        let selected = self.object.as_ref().and_then(|k| store.all().find(|o| object_key(o) == *k));
+        html! {
+            <div class="objects">
+                <ul class="object-list">{ for list }</ul>
+                if let Some(o) = selected { { self.inspector(ctx, o) } }
+            </div>
+        }
+    }
+
+    fn inspector(&self, ctx: &Context<Self>, o: &Object) -> Html {
+        let mut spec = (**o).clone();
+        let status = spec.as_object_mut().and_then(|m| m.remove("status"));
+        let owners = api::get_array(o, &["metadata", "ownerReferences"]).iter().map(|r| {
+            let ns = api::namespace(o);
+            let key = format!(
+                "{}/{}{}",
+                get_str(r, &["kind"]).unwrap_or(""),
+                if ns.is_empty() { String::new() } else { format!("{ns}/") },
+                get_str(r, &["name"]).unwrap_or("")
+            );
+            let k = key.clone();
+            html! { <button class="link" onclick={ctx.link().callback(move |_| Msg::SelectObject(k.clone()))}>{ format!("owner: {key}") }</button> }
+        });
+        // What this object owns or selects, one click away.
+        let uid = api::uid(o).to_string();
+        let selector = o.get("spec").and_then(|s| s.get("selector")).cloned();
+        let kind = get_str(o, &["kind"]).unwrap_or("");
+        let store = &self.sb.cluster.api.store;
+        let dependents: Vec<String> = store
+            .all()
+            .filter(|x| {
+                api::get_array(x, &["metadata", "ownerReferences"]).iter().any(|r| get_str(r, &["uid"]) == Some(uid.as_str()))
+                    || (kind == "Service"
+                        && get_str(x, &["kind"]) == Some("Pod")
+                        && selector.as_ref().and_then(Value::as_object).is_some_and(|s| kubeloop_core::labels::map_matches(s, api::labels(x)))
+                        && api::namespace(x) == api::namespace(o))
+            })
+            .map(object_key)
+            .collect();
+        let deps = dependents.into_iter().map(|k| {
+            let k2 = k.clone();
+            html! { <button class="link" onclick={ctx.link().callback(move |_| Msg::SelectObject(k2.clone()))}>{ k }</button> }
+        });
+        html! {
+            <div class="inspector">
+                <h3>{ object_key(o) }{ format!(" · resourceVersion {}", api::resource_version(o)) }</h3>
+                <div class="links">{ for owners }{ for deps }</div>
+                <div class="side-by-side">
+                    <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::manifest::to_yaml(&spec) }</pre></div>
+                    <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::manifest::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
+                </div>
+            </div>
+        }
+    }
+
+    fn events(&self) -> Html {
+        let now = self.sb.cluster.now;
+        let mut evs: Vec<&Object> = self.sb.cluster.api.store.list(rid::EVENT, None).collect();
+        evs.sort_by_key(|e| get_str(e, &["lastTimestamp"]).unwrap_or("").to_string());
+        let rows = evs.iter().rev().take(300).map(|e| {
+            let last = get_str(e, &["lastTimestamp"]).and_then(kubeloop_core::sim::parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
+            let inv = e.get("involvedObject").cloned().unwrap_or_default();
+            let obj = format!("{}/{}", get_str(&inv, &["kind"]).unwrap_or("").to_lowercase(), get_str(&inv, &["name"]).unwrap_or(""));
+            let ty = get_str(e, &["type"]).unwrap_or("");
+            html! { <tr class={classes!(ty.to_lowercase())}><td>{ last }</td><td>{ ty }</td><td>{ get_str(e, &["reason"]).unwrap_or("") }</td><td>{ obj }</td><td class="msg">{ get_str(e, &["message"]).unwrap_or("") }</td></tr> }
+        });
+        html! {
+            <table class="events">
+                <thead><tr><th>{ "LAST SEEN" }</th><th>{ "TYPE" }</th><th>{ "REASON" }</th><th>{ "OBJECT" }</th><th>{ "MESSAGE" }</th></tr></thead>
+                <tbody>{ for rows }</tbody>
+            </table>
+        }
+    }
+}
+
+fn object_key(o: &Object) -> String {
+    let ns = api::namespace(o);
+    format!("{}/{}{}", get_str(o, &["kind"]).unwrap_or(""), if ns.is_empty() { String::new() } else { format!("{ns}/") }, api::name(o))
+}
+
+fn main() {
+    yew::Renderer::<App>::new().render();
+}

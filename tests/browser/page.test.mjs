@@ -1,0 +1,216 @@
+// Whole-page tests of the sandbox in headless Chromium (playwright-core drives
+// /usr/bin/chromium). Usage: node tests/browser/page.test.mjs <dist dir>
+// Prints one line per test and a JSON line of measurements; exits non-zero on failure.
+import { createServer } from 'node:http';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { gzipSync, brotliCompressSync } from 'node:zlib';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
+const dist = process.argv[2] || 'dist';
+
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+const server = createServer(async (req, res) => {
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
+  try {
+    const body = await readFile(file);
+    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' });
+    res.end(body);
+  } catch {
+    res.writeHead(404);
+    res.end('not found');
+  }
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const base = `http://127.0.0.1:${server.address().port}/`;
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+
+let failed = 0;
+const results = {};
+async function test(name, fn) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  try {
+    await fn(page, context);
+    if (errors.length) throw new Error('page errors: ' + errors.join('; '));
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}\n     ${String(e.stack || e).split('\n').slice(0, 4).join('\n     ')}`);
+    await page.screenshot({ path: `target/browser-${name.replace(/\W+/g, '-')}.png` }).catch(() => {});
+  }
+  await context.close();
+}
+
+const readyCheckout = (page) => page.locator('.chip.ok', { hasText: 'checkout-' });
+async function setEditor(page, text, { now = true } = {}) {
+  await page.locator('.code textarea').fill(text);
+  if (now) await page.locator('.code textarea').press('Control+Enter');
+}
+const editorText = (page) => page.locator('.code textarea').inputValue();
+const count = (page, flow) => page.locator(`g.step[data-flow="${flow}"] .count`).textContent();
+
+await test('the default scenario reaches two Ready pods', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  if ((await readyCheckout(page).count()) !== 2) throw new Error('expected exactly 2 Ready checkout pods');
+  // The diagram counted every step of the happy path.
+  for (const f of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) {
+    if (!(await count(page, f))) throw new Error(`step ${f} has no records`);
+  }
+});
+
+await test('changing replicas adds pods and moves the counters', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const before = await count(page, '7');
+  const text = await editorText(page);
+  await setEditor(page, text.replace(/replicas: 2/, 'replicas: 4'));
+  await readyCheckout(page).nth(3).waitFor({ timeout: 20000 });
+  const after = await count(page, '7');
+  if (after === before) throw new Error(`step 7 did not move: ${before}`);
+});
+
+await test('a YAML error is shown at its line', async (page) => {
+  await page.goto(base);
+  const text = await editorText(page);
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => l.startsWith('kind: Service'));
+  lines[at] = 'kind: Service: [oops';
+  await setEditor(page, lines.join('\n'));
+  const marked = page.locator('.gutter .ln.err');
+  await marked.first().waitFor();
+  const n = Number(await marked.first().textContent());
+  if (n !== at + 1) throw new Error(`error marked at line ${n}, expected ${at + 1}`);
+  const res = await page.locator('.results li.error').first().textContent();
+  if (!res.includes(`line ${at + 1}:`)) throw new Error(`result does not name the line: ${res}`);
+  // The other documents are still applied: the checkout pods still run.
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+});
+
+await test('a :latest image takes the denied path and stores nothing', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const text = await editorText(page);
+  await setEditor(page, text.replace('registry.example/checkout:1.4.2', 'registry.example/checkout:latest'));
+  await page.locator('g.step.failure.seen[data-flow="denied"]').waitFor();
+  const line = await page.locator('.failure-line').textContent();
+  if (!line.includes('images must not use the mutable :latest tag')) throw new Error(`failure line: ${line}`);
+  const res = await page.locator('.results li.error').first().textContent();
+  if (!res.includes('ValidatingAdmissionPolicy \'no-latest-tag\' with binding \'no-latest-tag-binding\' denied request')) throw new Error(`result: ${res}`);
+  // The stored Deployment still has the old image.
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  await page.locator('.object-list button', { hasText: 'Deployment/default/checkout' }).click();
+  const spec = await page.locator('.inspector pre.yaml').first().textContent();
+  if (!spec.includes('checkout:1.4.2') || spec.includes(':latest')) throw new Error('the stored object changed');
+});
+
+await test('a dead node ends with replacement pods', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  // Kill the node of the first checkout pod.
+  const label = await readyCheckout(page).first().locator('xpath=ancestor::div[@aria-label][1]').getAttribute('aria-label');
+  const node = label.replace(/^node /, '').replace(/,.*$/, '');
+  await page.locator('.faults select').selectOption(node);
+  await page.getByRole('button', { name: 'Kill node' }).click();
+  await page.locator('header select').first().selectOption({ label: 'as fast as possible' });
+  await page.locator(`.node.unknown, .node.notready`).first().waitFor({ timeout: 30000 });
+  // Replacements become Ready on the other nodes.
+  await page.waitForFunction((dead) => {
+    const ok = [...document.querySelectorAll('.node')].filter((n) => !n.querySelector('.node-head strong').textContent.includes(dead))
+      .flatMap((n) => [...n.querySelectorAll('.chip.ok')]).filter((c) => c.textContent.startsWith('checkout-'));
+    return ok.length >= 2;
+  }, node, { timeout: 60000 });
+});
+
+await test('a share link restores the same objects', async (page, context) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const text = await editorText(page);
+  await setEditor(page, text.replace(/replicas: 2/, 'replicas: 3'));
+  await readyCheckout(page).nth(2).waitFor({ timeout: 20000 });
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: /Share/ }).click();
+  const url = await page.locator('.share input').inputValue();
+  results.share_link_chars = url.length - url.indexOf('#') - 1;
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  const objects = await page.locator('.object-list li').allTextContents();
+  const other = await context.newPage();
+  await other.goto(url);
+  await other.getByRole('button', { name: 'Pause' }).click();
+  await other.getByRole('tab', { name: 'Objects' }).click();
+  const restored = await other.locator('.object-list li').allTextContents();
+  if (JSON.stringify(restored) !== JSON.stringify(objects)) throw new Error(`objects differ:\n${objects.join(',')}\n${restored.join(',')}`);
+  if ((await other.locator('.code textarea').inputValue()) !== (await editorText(page))) throw new Error('editor text differs');
+  // A damaged link explains itself and leaves an empty sandbox.
+  await other.goto(url.slice(0, url.length - 40));
+  await other.reload();
+  const notice = await other.locator('.notice').textContent();
+  if (!notice.includes('could not be opened')) throw new Error(`notice: ${notice}`);
+});
+
+await test('embed mode shows only the requested panes', async (page) => {
+  await page.setViewportSize({ width: 800, height: 500 });
+  await page.goto(base + '?embed=editor,diagram');
+  await page.locator('svg.diagram').waitFor();
+  if (!(await page.locator('.editor-pane').isVisible())) throw new Error('editor missing');
+  if (await page.locator('.cluster-pane').count()) throw new Error('cluster pane shown');
+  if (await page.locator('.details').count()) throw new Error('details shown');
+  if (!(await page.getByRole('link', { name: /Open the full sandbox/ }).isVisible())) throw new Error('no link to the full sandbox');
+  await page.screenshot({ path: 'target/browser-embed-800x500.png' });
+});
+
+await test('speed: keystroke to diagram, long tasks at 1x', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.screenshot({ path: 'target/browser-full-1280x800.png', fullPage: true });
+  const samples = await page.evaluate(async () => {
+    const ta = document.querySelector('.code textarea');
+    const out = [];
+    for (let i = 0; i < 40; i++) {
+      const text = ta.value.replace(/replicas: \d+/, `replicas: ${2 + (i % 2)}`);
+      const t0 = performance.now();
+      ta.value = text;
+      ta.dispatchEvent(new InputEvent('input', { bubbles: true }));
+      ta.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', ctrlKey: true, bubbles: true }));
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      out.push(performance.now() - t0);
+    }
+    return out;
+  });
+  samples.sort((a, b) => a - b);
+  results.keystroke_to_diagram_ms_p50 = Math.round(samples[Math.floor(samples.length * 0.5)]);
+  results.keystroke_to_diagram_ms_p95 = Math.round(samples[Math.floor(samples.length * 0.95)]);
+  const longest = await page.evaluate(() => new Promise((resolve) => {
+    let max = 0;
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) max = Math.max(max, e.duration); }).observe({ type: 'longtask' });
+    setTimeout(() => resolve(max), 10000);
+  }));
+  results.longest_task_ms_playing_1x = Math.round(longest);
+});
+
+// Bytes a first visit transfers, compressed as a static host would serve them.
+let raw = 0, gz = 0, br = 0;
+for (const f of await readdir(dist)) {
+  const p = join(dist, f);
+  if (!(await stat(p)).isFile()) continue;
+  const b = await readFile(p);
+  raw += b.length;
+  gz += gzipSync(b, { level: 9 }).length;
+  br += brotliCompressSync(b).length;
+}
+Object.assign(results, { first_visit_bytes_raw: raw, first_visit_bytes_gzip: gz, first_visit_bytes_brotli: br });
+console.log(JSON.stringify(results));
+
+await browser.close();
+server.close();
+process.exit(failed ? 1 : 0);
