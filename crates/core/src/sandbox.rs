@@ -254,15 +254,46 @@ impl Sandbox {
 
     /// The state as a link fragment (`s=1.<data>`): compressed, versioned, replayable.
     pub fn share(&self) -> String {
-        let s = Shared { v: SHARE_VERSION, seed: self.seed, setup: self.setup.clone(), log: self.log.clone(), t: self.cluster.now, user: self.user.clone() };
+        self.share_with_base("")
+    }
+
+    /// As [`Sandbox::share`], with texts stored as edits: the set-up against `base` (the
+    /// page's built-in example, which the link then need not carry) and each apply against
+    /// the text applied before it.
+    pub fn share_with_base(&self, base: &str) -> String {
+        let mut previous = self.setup.as_str();
+        let log = self
+            .log
+            .iter()
+            .map(|d| {
+                let what = match &d.what {
+                    Did::Apply(text) => {
+                        let e = Edit::between(previous, text);
+                        previous = text;
+                        Wire::Apply(e)
+                    }
+                    Did::Kubectl(line) => Wire::Kubectl(line.clone()),
+                    Did::Fault(kind, name) => Wire::Fault(kind.clone(), name.clone()),
+                };
+                WireDone { t: d.t, user: d.user.clone(), what }
+            })
+            .collect();
+        let s = Shared { v: SHARE_VERSION, seed: self.seed, setup: Edit::between(base, &self.setup), log, t: self.cluster.now, user: self.user.clone() };
         let json = serde_json::to_vec(&s).unwrap_or_default();
         format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&json, 9)))
     }
 
     /// Rebuild a shared state: the same set-up, the same actions at the same times.
     pub fn open(fragment: &str) -> Result<Sandbox, String> {
+        Sandbox::open_with_base(fragment, "")
+    }
+
+    /// Rebuild a state shared with [`Sandbox::share_with_base`] and the same `base`.
+    pub fn open_with_base(fragment: &str, base: &str) -> Result<Sandbox, String> {
         let s = decode_share(fragment)?;
-        let mut sb = Sandbox::new(&s.setup, Some(s.seed));
+        let setup = s.setup.apply_to(base)?;
+        let mut sb = Sandbox::new(&setup, Some(s.seed));
+        let mut previous = setup;
         for d in s.log {
             if d.t > sb.cluster.now {
                 sb.cluster.run_until(d.t);
@@ -271,11 +302,15 @@ impl Sandbox {
                 return Err(format!("the link names an unknown user {:?}", d.user));
             }
             match &d.what {
-                Did::Apply(text) => sb.apply(text),
-                Did::Kubectl(line) => {
+                Wire::Apply(e) => {
+                    let text = e.apply_to(&previous)?;
+                    sb.apply(&text);
+                    previous = text;
+                }
+                Wire::Kubectl(line) => {
                     sb.kubectl(line);
                 }
-                Did::Fault(kind, name) => {
+                Wire::Fault(kind, name) => {
                     sb.fault(kind, name)?;
                 }
             }
@@ -286,6 +321,52 @@ impl Sandbox {
         sb.set_user(&s.user);
         Ok(sb)
     }
+}
+
+/// A text as an edit of another: keep `p` characters from the start and `s` from the end,
+/// and put `t` between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Edit {
+    p: usize,
+    s: usize,
+    t: String,
+}
+
+impl Edit {
+    fn between(old: &str, new: &str) -> Edit {
+        let o: Vec<char> = old.chars().collect();
+        let n: Vec<char> = new.chars().collect();
+        let p = o.iter().zip(&n).take_while(|(a, b)| a == b).count();
+        let s = o[p..].iter().rev().zip(n[p..].iter().rev()).take_while(|(a, b)| a == b).count();
+        Edit { p, s, t: n[p..n.len() - s].iter().collect() }
+    }
+
+    fn apply_to(&self, old: &str) -> Result<String, String> {
+        let o: Vec<char> = old.chars().collect();
+        if self.p + self.s > o.len() {
+            return Err("the link's state does not fit this page's example (it was made from another one)".into());
+        }
+        let mut out: String = o[..self.p].iter().collect();
+        out.push_str(&self.t);
+        out.extend(&o[o.len() - self.s..]);
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Wire {
+    Apply(Edit),
+    Kubectl(String),
+    Fault(String, String),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WireDone {
+    t: Millis,
+    user: String,
+    #[serde(flatten)]
+    what: Wire,
 }
 
 /// A fault by its scenario name.
@@ -312,8 +393,8 @@ pub const MAX_STATE: usize = 1 << 20;
 struct Shared {
     v: u32,
     seed: u64,
-    setup: String,
-    log: Vec<Done>,
+    setup: Edit,
+    log: Vec<WireDone>,
     t: Millis,
     user: String,
 }
@@ -449,6 +530,23 @@ mod tests {
         let link = format!("s=1.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&bomb, 9)));
         assert!(link.len() < 5000);
         assert!(Sandbox::open(&link).err().unwrap().contains("larger than"));
+    }
+
+    #[test]
+    fn links_carry_edits_not_copies() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.apply(&APP.replace("replicas: 2", "replicas: 5"));
+        // Against the example it was made from, the link carries only the change.
+        let small = sb.share_with_base(APP);
+        assert!(small.len() < 200, "{small}");
+        let copy = Sandbox::open_with_base(&small, APP).unwrap();
+        assert_eq!(copy.text, sb.text);
+        assert_eq!(copy.setup, APP);
+        // Opened against a shorter example, it says so instead of making something up.
+        assert!(Sandbox::open_with_base(&small, "x").err().unwrap().contains("another one"));
+        for (a, b) in [("", "abc"), ("abc", ""), ("héllo wörld", "héllo, wörld!"), ("same", "same")] {
+            assert_eq!(Edit::between(a, b).apply_to(a).unwrap(), b);
+        }
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Component for App {
         let hash = location.hash().unwrap_or_default();
         let panes = Panes::from_query(&location.search().unwrap_or_default());
         let (sb, notice) = if hash.len() > 1 {
-            match Sandbox::open(&hash) {
+            match Sandbox::open_with_base(&hash, DEFAULT_TEXT) {
                 Ok(sb) => (sb, Some("Opened the shared sandbox from the link.".to_string())),
                 Err(e) => (Sandbox::new("", None), Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."))),
             }
@@ -291,7 +291,7 @@ impl Component for App {
             Msg::SetFaultNode(n) => self.fault_node = n,
             Msg::Share => {
                 self.apply();
-                let fragment = self.sb.share();
+                let fragment = self.sb.share_with_base(DEFAULT_TEXT);
                 let location = window().location();
                 let base =
                     format!("{}{}{}", location.origin().unwrap_or_default(), location.pathname().unwrap_or_default(), location.search().unwrap_or_default());
@@ -385,7 +385,7 @@ impl App {
                         </select>
                     </label>
                     if self.panes.embed {
-                        <a class="open-full" href={format!("./#{}", self.sb.share())} target="_blank" rel="noopener">{ "Open the full sandbox ↗" }</a>
+                        <a class="open-full" href={format!("./#{}", self.sb.share_with_base(DEFAULT_TEXT))} target="_blank" rel="noopener">{ "Open the full sandbox ↗" }</a>
                     } else {
                         <button onclick={link.callback(|_| Msg::Share)}>{ "Share link" }</button>
                     }
