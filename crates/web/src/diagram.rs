@@ -112,7 +112,13 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
         }
         let flow = s.flow;
         let onclick = on_select.reform(move |_| flow);
-        let onkeydown = on_select.reform(move |_: KeyboardEvent| flow);
+        let on_key = on_select.clone();
+        let onkeydown = Callback::from(move |e: KeyboardEvent| {
+            if e.key() == "Enter" || e.key() == " " {
+                e.prevent_default();
+                on_key.emit(flow);
+            }
+        });
         let count = if t.records == 0 { String::new() } else { format!("{} objects · {} records", t.objects.len(), t.records) };
         let label = format!("{}: {}. {}", s.title, s.detail, if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
         let latest = t.latest.as_ref().map(|(o, m)| if o.is_empty() { m.clone() } else { format!("{o}: {m}") }).unwrap_or_default();
@@ -136,5 +142,82 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
             { for arrows }
             { for boxes }
         </svg>
+    }
+}
+
+#[cfg(all(test, target_arch = "wasm32"))]
+mod tests {
+    use super::*;
+    use kubeloop_core::sandbox::Sandbox;
+    use wasm_bindgen_test::*;
+
+    wasm_bindgen_test_configure!(run_in_browser);
+
+    #[derive(Properties, PartialEq)]
+    struct Props {
+        tallies: [Tally; 14],
+    }
+
+    #[function_component]
+    fn Diagram(p: &Props) -> Html {
+        view(&p.tallies, Some(Flow::Denied), Callback::noop())
+    }
+
+    fn render(tallies: [Tally; 14]) -> web_sys::Element {
+        let document = web_sys::window().unwrap().document().unwrap();
+        let root = document.create_element("div").unwrap();
+        document.body().unwrap().append_child(&root).unwrap();
+        yew::Renderer::<Diagram>::with_root_and_props(root.clone(), Props { tallies }).render();
+        root
+    }
+
+    async fn settle() {
+        // Yew renders on its scheduler; give it a turn.
+        let p = js_sys::Promise::new(&mut |resolve, _| {
+            web_sys::window().unwrap().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 20).unwrap();
+        });
+        wasm_bindgen_futures::JsFuture::from(p).await.unwrap();
+    }
+
+    #[wasm_bindgen_test]
+    async fn a_denied_apply_lights_the_denied_path_and_not_etcd_for_it() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: a, image: nginx}]\n";
+        let sb = Sandbox::new(text, Some(1));
+        let mut tallies: [Tally; 14] = Default::default();
+        tally(&mut tallies, &sb.cluster.api.trace.records);
+        let root = render(tallies);
+        settle().await;
+        let steps = root.query_selector_all("g.step").unwrap();
+        assert_eq!(steps.length(), 14);
+        let denied = root.query_selector("g.step[data-flow=\"denied\"]").unwrap().unwrap();
+        let class = denied.get_attribute("class").unwrap();
+        assert!(class.contains("seen") && class.contains("failure") && class.contains("selected"), "{class}");
+        assert!(denied.text_content().unwrap().contains("1 objects"), "{:?}", denied.text_content());
+        // Nothing was written, so etcd saw no Pod.
+        let etcd = root.query_selector("g.step[data-flow=\"5\"]").unwrap().unwrap();
+        assert!(!etcd.text_content().unwrap().contains("Pod/default/Bad_Name"));
+        assert!(!etcd.query_selector("title").unwrap().unwrap().text_content().unwrap_or_default().contains("Bad_Name"));
+    }
+
+    #[wasm_bindgen_test]
+    async fn a_deployment_passes_every_step_to_ready() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.27}]\n";
+        let mut sb = Sandbox::new(text, Some(1));
+        sb.advance(30_000);
+        let mut tallies: [Tally; 14] = Default::default();
+        tally(&mut tallies, &sb.cluster.api.trace.records);
+        let root = render(tallies);
+        settle().await;
+        for f in ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"] {
+            let g = root.query_selector(&format!("g.step[data-flow=\"{f}\"]")).unwrap().unwrap();
+            assert!(g.get_attribute("class").unwrap().contains("seen"), "step {f} not reached");
+        }
+        let ready = root.query_selector("g.step[data-flow=\"11\"] .count").unwrap().unwrap().text_content().unwrap();
+        let objects: usize = ready.split(' ').next().unwrap().parse().unwrap();
+        assert!(objects >= 2, "both pods become Ready: {ready}");
+        for f in ["denied", "pending", "node-error"] {
+            let g = root.query_selector(&format!("g.step[data-flow=\"{f}\"]")).unwrap().unwrap();
+            assert!(!g.get_attribute("class").unwrap().contains("seen"), "{f} lit on a healthy run");
+        }
     }
 }
