@@ -20,9 +20,7 @@ use crate::rbac::UserInfo;
 use crate::status::Status;
 use crate::store::Store;
 use crate::value::{json, Value};
-use kube_cel::cel::{Context, Program, Value as CelValue};
-use kube_cel::KubeCelExt;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 /// What admission sees of a request (`admission.Attributes`).
 pub struct Request<'a> {
@@ -54,37 +52,35 @@ impl Request<'_> {
     }
 }
 
-/// Compiled CEL programs, by source text.
-#[derive(Default)]
-pub struct CelCache {
-    programs: HashMap<String, Result<std::rc::Rc<Program>, String>>,
-}
+/// The CEL engine behind admission (see [`crate::cel`]).
+pub struct CelCache(Box<dyn crate::cel::CelEngine>);
 
-impl CelCache {
-    fn get(&mut self, expr: &str) -> Result<std::rc::Rc<Program>, String> {
-        self.programs
-            .entry(expr.to_string())
-            .or_insert_with(|| Program::compile(expr).map(std::rc::Rc::new).map_err(|e| e.to_string().trim().to_string()))
-            .clone()
+impl Default for CelCache {
+    fn default() -> Self {
+        CelCache(crate::cel::engine())
     }
 }
 
 /// Whether an expression compiles (used by ValidatingAdmissionPolicy validation).
 pub fn compile_check(expr: &str) -> Result<(), String> {
-    Program::compile(expr).map(|_| ()).map_err(|e| e.to_string().trim().replace('\n', " "))
+    crate::cel::check(expr)
 }
 
-fn to_cel(v: &Value) -> CelValue {
-    kube_cel::cel::to_value(v).unwrap_or(CelValue::Null)
+fn eval(cache: &mut CelCache, expr: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
+    cache.0.eval(expr, vars)
 }
 
-fn eval(cache: &mut CelCache, expr: &str, vars: &[(&str, &CelValue)]) -> Result<CelValue, String> {
-    let program = cache.get(expr)?;
-    let mut ctx = Context::default().with_all();
-    for (n, v) in vars {
-        ctx.add_variable_from_value(*n, (*v).clone());
+/// A CEL result's type, for messages about a result of the wrong type.
+fn cel_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null_type",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "double",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
     }
-    program.execute(&ctx).map_err(|e| e.to_string())
 }
 
 // ---- matching ----------------------------------------------------------------------
@@ -143,13 +139,13 @@ fn selectors_match(holder: &Value, req: &Request, store: &Store) -> bool {
     true
 }
 
-fn match_conditions(cache: &mut CelCache, holder: &Value, vars: &[(&str, &CelValue)]) -> Result<bool, String> {
+fn match_conditions(cache: &mut CelCache, holder: &Value, vars: &[(&str, &Value)]) -> Result<bool, String> {
     for c in get_array(holder, &["matchConditions"]) {
         let expr = get_str(c, &["expression"]).unwrap_or("true");
         match eval(cache, expr, vars)? {
-            CelValue::Bool(true) => {}
-            CelValue::Bool(false) => return Ok(false),
-            other => return Err(format!("expression {expr:?} returned {other:?}, want bool")),
+            Value::Bool(true) => {}
+            Value::Bool(false) => return Ok(false),
+            other => return Err(format!("expression {expr:?} returned {}, want bool", cel_type(&other))),
         }
     }
     Ok(true)
@@ -399,17 +395,17 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
     if matched.is_empty() {
         return Ok(());
     }
-    let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
-    let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
-    let request = to_cel(&req.cel_request());
-    let ns_obj = store.get_by(crate::api::rid::NAMESPACE, "", req.namespace).map(|n| to_cel(n)).unwrap_or(CelValue::Null);
+    let object = req.object.cloned().unwrap_or(Value::Null);
+    let old = req.old_object.cloned().unwrap_or(Value::Null);
+    let request = req.cel_request();
+    let ns_obj = store.get_by(crate::api::rid::NAMESPACE, "", req.namespace).map(|n| (**n).clone()).unwrap_or(Value::Null);
     for (policy_name, policy, binding) in matched {
         let bname = crate::api::name(binding);
         let fail_closed = get_str(policy, &["spec", "failurePolicy"]).unwrap_or("Fail") == "Fail";
         let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect();
         let params = match resolve_params(store, req, policy, binding) {
-            Params::None => CelValue::Null,
-            Params::Found(p) => to_cel(&p),
+            Params::None => Value::Null,
+            Params::Found(p) => p,
             Params::Skip => continue,
             Params::Fail(msg) => {
                 if !fail_closed {
@@ -422,14 +418,14 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
             }
         };
         // Variables are evaluated in order; each sees the earlier ones.
-        let mut variables = std::collections::BTreeMap::<String, CelValue>::new();
-        let mut base: Vec<(&str, &CelValue)> =
+        let mut variables = crate::value::Map::new();
+        let mut base: Vec<(&str, &Value)> =
             vec![("object", &object), ("oldObject", &old), ("request", &request), ("params", &params), ("namespaceObject", &ns_obj)];
         let mut var_errors = Vec::new();
         for v in get_array(policy, &["spec", "variables"]) {
             let vn = get_str(v, &["name"]).unwrap_or("").to_string();
             let expr = get_str(v, &["expression"]).unwrap_or("null");
-            let vars_val = CelValue::Map(variables.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<HashMap<String, CelValue>>().into());
+            let vars_val = Value::Object(variables.clone());
             let mut with_vars = base.clone();
             with_vars.push(("variables", &vars_val));
             match eval(cache, expr, &with_vars) {
@@ -439,7 +435,7 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
                 Err(e) => var_errors.push(e),
             }
         }
-        let vars_val = CelValue::Map(variables.into_iter().collect::<HashMap<String, CelValue>>().into());
+        let vars_val = Value::Object(variables);
         base.push(("variables", &vars_val));
         verdict.consulted.push(format!("ValidatingAdmissionPolicy/{policy_name}"));
         match match_conditions(cache, get(policy, &["spec"]).unwrap_or(&Value::Null), &base) {
@@ -457,11 +453,11 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
             let expr = get_str(v, &["expression"]).unwrap_or("true");
             let outcome = eval(cache, expr, &base);
             let msg = match outcome {
-                Ok(CelValue::Bool(true)) => continue,
-                Ok(CelValue::Bool(false)) => {
+                Ok(Value::Bool(true)) => continue,
+                Ok(Value::Bool(false)) => {
                     let mut m = get_str(v, &["message"]).map(str::to_string).unwrap_or_else(|| format!("failed expression: {}", expr.trim()));
                     if let Some(me) = get_str(v, &["messageExpression"]) {
-                        if let Ok(CelValue::String(s)) = eval(cache, me, &base) {
+                        if let Ok(Value::String(s)) = eval(cache, me, &base) {
                             if !s.trim().is_empty() {
                                 m = s.to_string();
                             }
@@ -469,7 +465,7 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
                     }
                     m
                 }
-                Ok(other) => format!("expression '{}' resulted in error: expected bool, got {:?}", expr.trim(), other),
+                Ok(other) => format!("expression '{}' resulted in error: expected bool, got {}", expr.trim(), cel_type(&other)),
                 Err(e) => {
                     if !fail_closed {
                         continue;
@@ -605,10 +601,10 @@ pub fn webhooks(
         return Ok(vec![]);
     }
     let mut patches = Vec::new();
-    let object = req.object.map(to_cel).unwrap_or(CelValue::Null);
-    let old = req.old_object.map(to_cel).unwrap_or(CelValue::Null);
-    let request = to_cel(&req.cel_request());
-    let vars: Vec<(&str, &CelValue)> = vec![("object", &object), ("oldObject", &old), ("request", &request)];
+    let object = req.object.cloned().unwrap_or(Value::Null);
+    let old = req.old_object.cloned().unwrap_or(Value::Null);
+    let request = req.cel_request();
+    let vars: Vec<(&str, &Value)> = vec![("object", &object), ("oldObject", &old), ("request", &request)];
     for (i, cfg) in store.list(rid, None).enumerate() {
         let cfg_name = crate::api::name(cfg);
         for wh in get_array(cfg, &["webhooks"]) {
@@ -640,7 +636,7 @@ pub fn webhooks(
             }
             let allow_expr = crate::api::annotation(cfg, "kubeloop.dev/allow-if").unwrap_or("true");
             let allowed = match eval(cache, allow_expr, &vars) {
-                Ok(CelValue::Bool(b)) => b,
+                Ok(Value::Bool(b)) => b,
                 Ok(_) | Err(_) => false,
             };
             if !allowed {

@@ -12,6 +12,7 @@
 pub mod admission;
 pub mod api;
 pub mod apiserver;
+pub mod cel;
 pub mod cluster;
 pub mod controllers;
 pub mod defaults;
