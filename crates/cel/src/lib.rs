@@ -4,7 +4,7 @@
 //! does it evaluate to given some variables. This crate answers both with compiled programs
 //! cached by source text. Values cross in and out as JSON, which is what lets the page load
 //! this crate as a separate WebAssembly module only when a policy first needs it (the
-//! `wasm` feature exports [`check`] and [`eval`] through wasm-bindgen).
+//! `wasm` feature exports `check` and `evaluate` through wasm-bindgen).
 
 use kube_cel::cel::{objects::Key, Context, Program, Value as CelValue};
 use kube_cel::KubeCelExt;
@@ -91,7 +91,7 @@ mod exports {
 
     /// `vars` is a JSON object of variables; the answer is `{"ok": value}` or `{"err": message}`.
     #[wasm_bindgen]
-    pub fn eval(expr: &str, vars: &str) -> String {
+    pub fn evaluate(expr: &str, vars: &str) -> String {
         let vars: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(vars) {
             Ok(v) => v,
             Err(e) => return serde_json::json!({"err": format!("bad variables: {e}")}).to_string(),

@@ -5,6 +5,7 @@
 //! advances the simulated clock while playing; the diagram folds new trace records into
 //! per-step tallies on every tick.
 
+mod cel;
 mod diagram;
 
 use diagram::Tally;
@@ -67,6 +68,13 @@ enum Msg {
     ScaleBy(i64),
     SetFaultNode(String),
     Share,
+    CelLoaded(Result<(), String>),
+}
+
+/// What the sandbox starts from.
+enum Init {
+    Link(String),
+    Text(String),
 }
 
 /// Which panes to show: all, or those an embed asks for.
@@ -112,6 +120,9 @@ struct App {
     panes: Panes,
     _ticker: Option<Interval>,
     pending_apply: Option<Timeout>,
+    /// Waiting for the CEL module: the start, and whether an apply is held back.
+    waiting: Option<Init>,
+    apply_after_cel: bool,
 }
 
 fn window() -> web_sys::Window {
@@ -144,8 +155,42 @@ impl App {
         self.sb.cluster.api.store.list(rid::NODE, None).map(|n| api::name(n).to_string()).collect()
     }
 
+    /// Fetch the CEL module; the answer comes back as `Msg::CelLoaded`.
+    fn load_cel(&self, ctx: &Context<Self>) {
+        let link = ctx.link().clone();
+        wasm_bindgen_futures::spawn_local(async move { link.send_message(Msg::CelLoaded(cel::load().await)) });
+    }
+
+    /// Build the sandbox from a link or a text (CEL must be loaded if they need it).
+    fn start(&mut self, init: Init) {
+        let sb = match init {
+            Init::Link(hash) => match Sandbox::open_with_base(&hash, DEFAULT_TEXT) {
+                Ok(sb) => {
+                    self.notice = Some("Opened the shared sandbox from the link.".to_string());
+                    sb
+                }
+                Err(e) => {
+                    self.notice = Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."));
+                    Sandbox::new("", None)
+                }
+            },
+            Init::Text(t) => Sandbox::new(&t, None),
+        };
+        self.text = sb.text.clone();
+        self.seed_input = sb.seed.to_string();
+        self.fresh(sb);
+    }
+
     fn apply(&mut self) {
         self.pending_apply = None;
+        if self.waiting.is_some() {
+            return;
+        }
+        if cel::needed_by(&self.text) && !cel::ready() {
+            // Applied when the CEL module arrives (Msg::CelLoaded).
+            self.apply_after_cel = true;
+            return;
+        }
         if self.text != self.sb.text {
             self.sb.apply(&self.text.clone());
             self.absorb();
@@ -166,17 +211,17 @@ impl Component for App {
         let location = window().location();
         let hash = location.hash().unwrap_or_default();
         let panes = Panes::from_query(&location.search().unwrap_or_default());
-        let (sb, notice) = if hash.len() > 1 {
-            match Sandbox::open_with_base(&hash, DEFAULT_TEXT) {
-                Ok(sb) => (sb, Some("Opened the shared sandbox from the link.".to_string())),
-                Err(e) => (Sandbox::new("", None), Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."))),
-            }
-        } else {
-            (Sandbox::new(DEFAULT_TEXT, None), None)
+        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(DEFAULT_TEXT.to_string()) };
+        let needs_cel = match &init {
+            Init::Link(_) => true,
+            Init::Text(t) => cel::needed_by(t),
         };
         let mut app = App {
-            text: sb.text.clone(),
-            seed_input: sb.seed.to_string(),
+            text: match &init {
+                Init::Text(t) => t.clone(),
+                Init::Link(_) => String::new(),
+            },
+            seed_input: String::new(),
             sb: Sandbox::new("", None),
             playing: true,
             speed: Speed::X1,
@@ -187,13 +232,21 @@ impl Component for App {
             object: None,
             tab: Tab::Records,
             fault_node: String::new(),
-            notice,
+            notice: None,
             link: None,
             panes,
             _ticker: None,
             pending_apply: None,
+            waiting: None,
+            apply_after_cel: false,
         };
-        app.fresh(sb);
+        if needs_cel && !cel::ready() {
+            app.notice = Some("Loading the policy engine (CEL)…".into());
+            app.waiting = Some(init);
+            app.load_cel(ctx);
+        } else {
+            app.start(init);
+        }
         app.start_ticker(ctx);
         app
     }
@@ -208,8 +261,26 @@ impl Component for App {
                 return false;
             }
             Msg::ApplyNow => self.apply(),
+            Msg::CelLoaded(result) => match result {
+                Ok(()) => {
+                    if let Some(init) = self.waiting.take() {
+                        self.notice = None;
+                        self.start(init);
+                    }
+                    if std::mem::take(&mut self.apply_after_cel) {
+                        self.apply();
+                    }
+                }
+                Err(e) => {
+                    self.notice =
+                        Some(format!("The policy engine (CEL) could not be loaded: {e}. Policies and webhooks will fail until the page is reloaded."));
+                    if let Some(init) = self.waiting.take() {
+                        self.start(init);
+                    }
+                }
+            },
             Msg::Tick => {
-                if !self.playing {
+                if !self.playing || self.waiting.is_some() {
                     return false;
                 }
                 let before = self.sb.cluster.now;
@@ -236,6 +307,11 @@ impl Component for App {
             }
             Msg::SetSeed(s) => self.seed_input = s,
             Msg::Reset => {
+                if cel::needed_by(&self.text) && !cel::ready() {
+                    self.waiting = Some(Init::Text(self.text.clone()));
+                    self.load_cel(ctx);
+                    return true;
+                }
                 let seed = self.seed_input.trim().parse().ok();
                 let user = self.sb.user.clone();
                 let mut sb = Sandbox::new(&self.text, seed);
@@ -710,5 +786,6 @@ fn object_key(o: &Object) -> String {
 }
 
 fn main() {
+    kubeloop_core::cel::install(|| Box::new(cel::JsCel));
     yew::Renderer::<App>::new().render();
 }
