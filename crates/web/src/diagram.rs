@@ -14,7 +14,7 @@ pub struct Step {
 }
 
 const W: i32 = 150;
-const H: i32 = 50;
+const H: i32 = 62;
 
 /// Steps 1 to 11 snake across three rows; the failure paths sit below the steps they
 /// leave from.
@@ -24,15 +24,15 @@ pub const STEPS: [Step; 14] = [
     Step { flow: Flow::MutatingAdmission, title: "3 Mutating admission", detail: "defaults, plugins", x: 350, y: 10 },
     Step { flow: Flow::Validation, title: "4 Validation", detail: "schema, policies, webhooks", x: 520, y: 10 },
     Step { flow: Flow::Etcd, title: "5 etcd", detail: "resourceVersion", x: 690, y: 10 },
-    Step { flow: Flow::DeploymentController, title: "6 Deployment ctrl", detail: "ReplicaSets", x: 690, y: 100 },
-    Step { flow: Flow::ReplicaSetController, title: "7 ReplicaSet ctrl", detail: "creates Pods", x: 520, y: 100 },
-    Step { flow: Flow::Scheduler, title: "8 Scheduler", detail: "binds to a node", x: 350, y: 100 },
-    Step { flow: Flow::Kubelet, title: "9 Kubelet", detail: "sees its Pod", x: 180, y: 100 },
-    Step { flow: Flow::Runtime, title: "10 CRI / CNI / CSI", detail: "image, IP, volumes", x: 10, y: 100 },
-    Step { flow: Flow::Ready, title: "11 Ready", detail: "probes, endpoints", x: 10, y: 190 },
-    Step { flow: Flow::Denied, title: "denied", detail: "nothing written", x: 520, y: 190 },
-    Step { flow: Flow::Pending, title: "pending", detail: "no feasible node", x: 350, y: 190 },
-    Step { flow: Flow::NodeError, title: "node-error", detail: "pull, mount, start", x: 180, y: 190 },
+    Step { flow: Flow::DeploymentController, title: "6 Deployment ctrl", detail: "ReplicaSets", x: 690, y: 110 },
+    Step { flow: Flow::ReplicaSetController, title: "7 ReplicaSet ctrl", detail: "creates Pods", x: 520, y: 110 },
+    Step { flow: Flow::Scheduler, title: "8 Scheduler", detail: "binds to a node", x: 350, y: 110 },
+    Step { flow: Flow::Kubelet, title: "9 Kubelet", detail: "sees its Pod", x: 180, y: 110 },
+    Step { flow: Flow::Runtime, title: "10 CRI / CNI / CSI", detail: "image, IP, volumes", x: 10, y: 110 },
+    Step { flow: Flow::Ready, title: "11 Ready", detail: "probes, endpoints", x: 10, y: 210 },
+    Step { flow: Flow::Denied, title: "denied", detail: "nothing written", x: 520, y: 210 },
+    Step { flow: Flow::Pending, title: "pending", detail: "no feasible node", x: 350, y: 210 },
+    Step { flow: Flow::NodeError, title: "node-error", detail: "pull, mount, start", x: 180, y: 210 },
 ];
 
 /// What the diagram shows for one step.
@@ -68,6 +68,19 @@ pub fn tally(tallies: &mut [Tally; 14], records: &[Record]) {
     }
 }
 
+/// The latest object, shortened to fit its box: `Pod/default/checkout-…-8f4b9`.
+fn short(object: &str) -> String {
+    let name = object.rsplit('/').next().unwrap_or(object);
+    let kind = object.split('/').next().unwrap_or("");
+    let label = if kind.is_empty() || kind == name { name.to_string() } else { format!("{kind} {name}") };
+    if label.chars().count() <= 26 {
+        label
+    } else {
+        let tail: String = label.chars().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{}…{tail}", label.chars().take(13).collect::<String>())
+    }
+}
+
 fn arrow(x1: i32, y1: i32, x2: i32, y2: i32, class: &'static str) -> Html {
     html! { <line x1={x1.to_string()} y1={y1.to_string()} x2={x2.to_string()} y2={y2.to_string()} class={class} marker-end="url(#arrow)" /> }
 }
@@ -91,9 +104,9 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
     // Failure paths: validation to denied, scheduler to pending, runtime to node-error.
     // Validation's denials route through the gap between the scheduler and the ReplicaSet
     // controller, down to `denied` under the latter.
-    arrows.push(html! { <polyline points="530,60 510,80 510,175 540,188" class="edge fail" fill="none" marker-end="url(#arrow)" /> });
-    arrows.push(arrow(350 + W / 2, 100 + H, 350 + W / 2, 190 - 2, "edge fail"));
-    arrows.push(arrow(180 + W / 2, 100 + H, 180 + W / 2, 190 - 2, "edge fail"));
+    arrows.push(html! { <polyline points="530,72 510,90 510,195 540,208" class="edge fail" fill="none" marker-end="url(#arrow)" /> });
+    arrows.push(arrow(350 + W / 2, 110 + H, 350 + W / 2, 210 - 2, "edge fail"));
+    arrows.push(arrow(180 + W / 2, 110 + H, 180 + W / 2, 210 - 2, "edge fail"));
     let boxes = STEPS.iter().enumerate().map(|(i, s)| {
         let t = &tallies[i];
         let failure = matches!(s.flow, Flow::Denied | Flow::Pending | Flow::NodeError);
@@ -129,11 +142,12 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
                 <text x={(s.x + 8).to_string()} y={(s.y + 17).to_string()} class="title">{ s.title }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 31).to_string()} class="detail">{ s.detail }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 44).to_string()} class="count">{ count }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 57).to_string()} class="latest">{ short(t.latest.as_ref().map_or("", |(o, _)| o.as_str())) }</text>
             </g>
         }
     });
     html! {
-        <svg class="diagram" viewBox="0 0 850 250" role="group" aria-label="The path from kubectl apply to a running pod">
+        <svg class="diagram" viewBox="0 0 850 280" role="group" aria-label="The path from kubectl apply to a running pod">
             <defs>
                 <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">
                     <path d="M 0 0 L 10 5 L 0 10 z" class="arrowhead" />

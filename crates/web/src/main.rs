@@ -10,9 +10,11 @@ mod diagram;
 
 use diagram::Tally;
 use gloo_timers::callback::{Interval, Timeout};
-use kubeloop_core::api::{self, get_str, rid, Object};
+use kubeloop_core::api::{self, get, get_str, rid, Object};
 use kubeloop_core::printers::{human_duration, pod_row};
+use kubeloop_core::quantity::value_milli;
 use kubeloop_core::sandbox::Sandbox;
+use kubeloop_core::scheduler::pod_requests;
 use kubeloop_core::trace::{Flow, Record};
 use kubeloop_core::value::Value;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
@@ -174,9 +176,11 @@ impl App {
                     Sandbox::new("", None)
                 }
             },
-            Init::Text(t) => Sandbox::new(&t, None),
+            // What the person typed while CEL was loading wins over the text it started from.
+            Init::Text(t) => Sandbox::new(if self.text.is_empty() { &t } else { &self.text }, None),
         };
-        self.text = sb.text.clone();
+        let typed = self.text.clone();
+        self.text = if typed.is_empty() { sb.text.clone() } else { typed };
         self.seed_input = sb.seed.to_string();
         self.fresh(sb);
     }
@@ -502,7 +506,7 @@ impl App {
                     <div class="gutter" aria-hidden="true">{ for gutter }</div>
                     <div class="code">
                         <pre class="highlight" aria-hidden="true">{ for highlighted }</pre>
-                        <textarea spellcheck="false" wrap="off" rows={(lines.len() + 1).to_string()} aria-label="Kubernetes manifests (YAML); applied when you pause typing" value={self.text.clone()} {oninput} {onkeydown} />
+                        <textarea spellcheck="false" wrap="off" rows={(lines.len() + 1).to_string()} aria-label="Kubernetes manifests (YAML); applied when you pause typing" value={self.text.clone()} readonly={matches!(self.waiting, Some(Init::Link(_)))} {oninput} {onkeydown} />
                     </div>
                 </div>
                 <ul class="results" aria-label="Apply results">
@@ -524,7 +528,8 @@ impl App {
             [Flow::Denied, Flow::Pending, Flow::NodeError].iter().filter_map(|f| self.tallies[diagram::index(*f)].latest.clone().map(|l| (*f, l))).next_back();
         html! {
             <div class="diagram-pane" aria-label="Flow diagram">
-                <h2>{ "From kubectl apply to a running pod" }<span class="hint">{ " · select a step to see its records" }</span></h2>
+                <h2>{ "From kubectl apply to a running pod" }</h2>
+                <p class="hint">{ "Each request crosses steps 1–5 in the API server; the loops (6–11) only react to what etcd stored. Select a step to see its records, and a record to see the object at that resourceVersion." }</p>
                 { diagram::view(&self.tallies, self.flow, on_select) }
                 if let Some((f, (o, m))) = latest_fail {
                     <p class="failure-line"><strong>{ format!("{}: ", f.as_str()) }</strong>{ format!("{o} — {m}") }</p>
@@ -550,8 +555,16 @@ impl App {
                 .iter()
                 .map(|t| format!("{}:{}", get_str(t, &["key"]).unwrap_or(""), get_str(t, &["effect"]).unwrap_or("")))
                 .collect();
-            let cpu = get_str(n, &["status", "allocatable", "cpu"]).unwrap_or("").to_string();
+            let alloc_cpu = get(n, &["status", "allocatable", "cpu"]).and_then(value_milli).unwrap_or(0);
+            let alloc_mem = get(n, &["status", "allocatable", "memory"]).and_then(value_milli).unwrap_or(0) / 1000;
             let on_node: Vec<&Object> = pods.iter().copied().filter(|p| get_str(p, &["spec", "nodeName"]) == Some(name.as_str())).collect();
+            let (used_cpu, used_mem) = on_node
+                .iter()
+                .filter(|p| !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed")))
+                .map(|p| pod_requests(p))
+                .fold((0, 0), |(c, m), r| (c + r.cpu, m + r.memory / 1000));
+            let cpu = format!("CPU {}m/{}m", used_cpu, alloc_cpu);
+            let mem = format!("memory {}Mi/{}Mi", used_mem >> 20, alloc_mem >> 20);
             let state = if ready == "True" {
                 "Ready"
             } else if ready == "False" {
@@ -562,7 +575,8 @@ impl App {
             html! {
                 <div class={classes!("node", state.to_lowercase())} aria-label={format!("node {name}, {state}")}>
                     <div class="node-head"><strong>{ &name }</strong>{ " " }<span class={classes!("badge", state.to_lowercase())}>{ state }</span></div>
-                    <div class="node-meta">{ format!("{zone} · {cpu} CPU · {} pods", on_node.len()) }</div>
+                    <div class="node-meta">{ format!("{zone} · {} pods", on_node.len()) }</div>
+                    <div class="node-meta" title="requested / allocatable">{ format!("{cpu} · {mem}") }</div>
                     if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
                     <div class="chips">{ for on_node.iter().map(|p| self.pod_chip(ctx, p, now)) }</div>
                 </div>
