@@ -157,6 +157,26 @@ await test('a share link restores the same objects', async (page, context) => {
   await other.locator('.notice', { hasText: 'could not be opened' }).waitFor();
 });
 
+await test('the terminal runs kubectl as the chosen user', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  await input.fill('get pods -l app=checkout');
+  await input.press('Enter');
+  const out = page.locator('.term-out');
+  await out.getByText(/^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/).waitFor();
+  if ((await out.getByText(/^checkout-\S+\s+1\/1\s+Running\s+0\s+\S+$/).count()) !== 2) throw new Error(await out.textContent());
+  // As ajay (group payments: may manage deployments, not nodes), RBAC answers.
+  await page.locator('header select').nth(1).selectOption('ajay');
+  await input.fill('get nodes');
+  await input.press('Enter');
+  await out.getByText('Error from server (Forbidden): nodes is forbidden: User "ajay" cannot list resource "nodes" in API group "" at the cluster scope').waitFor();
+  // History with the arrow keys.
+  await input.press('ArrowUp');
+  if ((await input.inputValue()) !== 'get nodes') throw new Error('no history');
+});
+
 await test('embed mode shows only the requested panes', async (page) => {
   await page.setViewportSize({ width: 800, height: 500 });
   await page.goto(base + '?embed=editor,diagram');

@@ -256,6 +256,8 @@ fn parse_flags(args: &[String]) -> Result<Flags, String> {
             f.namespace = Some(v);
         } else if let Some(v) = take("-l")?.or(take("--selector")?) {
             f.selector = Some(v);
+        } else if let Some(v) = take("-o")?.or(take("--output")?) {
+            f.values.push(("--output".into(), v));
         } else if a == "-A" || a == "--all-namespaces" {
             f.all_namespaces = true;
         } else if a.starts_with("--") {
@@ -329,6 +331,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     };
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
     match verb.as_str() {
+        "get" => get(api, creds, &f, &ns),
         "scale" => {
             let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
                 return vec!["error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0".into()];
@@ -469,7 +472,9 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
                 }
             }
         }
-        other => vec![format!("error: kubeloop does not support \"kubectl {other}\" in scenarios yet")],
+        other => {
+            vec![format!("error: kubeloop does not support \"kubectl {other}\" yet (it supports get, scale, delete, cordon, uncordon, label and annotate)")]
+        }
     }
 }
 
@@ -491,4 +496,92 @@ mod tests {
         let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2, "paused": false}});
         assert_eq!(three_way(Some(&last), &new, &live), json!({"metadata": {"labels": {"b": null}}, "spec": {"replicas": 3}}));
     }
+}
+
+/// `kubectl get TYPE [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
+fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let Some(ty) = f.positional.first() else {
+        return vec!["error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into()];
+    };
+    let Some(r) = resource_for_name(ty) else {
+        return vec![format!("error: the server doesn't have a resource type \"{ty}\"")];
+    };
+    let res = &RESOURCES[r];
+    let output = f.get("--output").unwrap_or("");
+    if !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
+        return vec![format!(
+            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: json,name,wide,yaml (kubeloop's subset)"
+        )];
+    }
+    let ns = if !res.namespaced || f.all_namespaces { "" } else { ns };
+    let names = &f.positional[1..];
+    let mut objects: Vec<Value> = Vec::new();
+    let mut errors = Vec::new();
+    if names.is_empty() {
+        match api.handle(Request::new(Verb::List, r, ns, "", creds.clone())) {
+            Ok(list) => objects.extend(api::get_array(&list, &["items"]).iter().cloned()),
+            Err(s) => return vec![s.kubectl_message(None, "")],
+        }
+    } else {
+        for n in names {
+            match api.handle(Request::new(Verb::Get, r, ns, n, creds.clone())) {
+                Ok(o) => objects.push((*o).clone()),
+                Err(s) => errors.push(s.kubectl_message(None, "")),
+            }
+        }
+    }
+    if let Some(sel) = &f.selector {
+        match crate::labels::Selector::parse(sel) {
+            Ok(s) => objects.retain(|o| s.matches(api::labels(o))),
+            Err(e) => return vec![format!("error: {e}")],
+        }
+    }
+    let mut out = Vec::new();
+    if objects.is_empty() && !errors.is_empty() {
+        return errors;
+    }
+    if objects.is_empty() {
+        out.push(if ns.is_empty() { "No resources found".to_string() } else { format!("No resources found in {ns} namespace.") });
+        return out;
+    }
+    match output {
+        "name" => out.extend(objects.iter().map(|o| format!("{}/{}", kind_prefix(r), api::name(o)))),
+        "yaml" | "json" => {
+            let v = if objects.len() == 1 && !names.is_empty() {
+                objects.remove(0)
+            } else {
+                json!({"apiVersion": "v1", "items": objects, "kind": "List", "metadata": {"resourceVersion": ""}})
+            };
+            out.push(if output == "yaml" { crate::manifest::to_yaml(&v).trim_end().to_string() } else { json_indent4(&v) });
+        }
+        _ => {
+            let refs: Vec<&Value> = objects.iter().collect();
+            let (mut header, mut rows) = crate::printers::get_rows(res.kind, &refs, api.now, output == "wide");
+            if f.all_namespaces && res.namespaced {
+                header.insert(0, "NAMESPACE".into());
+                for (row, o) in rows.iter_mut().zip(&objects) {
+                    row.insert(0, api::namespace(o).to_string());
+                }
+            }
+            if f.get("--show-labels").is_some() {
+                header.push("LABELS".into());
+                for (row, o) in rows.iter_mut().zip(&objects) {
+                    let labels: Vec<String> = api::labels(o).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+                    row.push(if labels.is_empty() { "<none>".into() } else { labels.join(",") });
+                }
+            }
+            rows.insert(0, header);
+            out.extend(crate::printers::table(&rows).lines().map(str::to_string));
+        }
+    }
+    out.extend(errors);
+    out
+}
+
+/// JSON as kubectl prints it: four-space indentation.
+fn json_indent4(v: &Value) -> String {
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b"    "));
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    String::from_utf8(buf).unwrap_or_default()
 }

@@ -207,3 +207,201 @@ mod tests {
         assert_eq!(pod_row(&init, 0).status, "Init:1/2");
     }
 }
+
+/// `kubectl get`'s columns for a kind (`pkg/printers/internalversion/printers.go`), and a
+/// row per object. `wide` adds the `-o wide` columns.
+pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec<String>, Vec<Vec<String>>) {
+    let age = |o: &Value| {
+        get_str(o, &["metadata", "creationTimestamp"])
+            .and_then(parse_rfc3339)
+            .map(|t| human_duration(now.saturating_sub(t)))
+            .unwrap_or_else(|| "<unknown>".into())
+    };
+    let name = |o: &Value| get_str(o, &["metadata", "name"]).unwrap_or("").to_string();
+    let int = |o: &Value, path: &[&str]| get_i64(o, path).unwrap_or(0).to_string();
+    let strs = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+    let (mut header, rows): (Vec<String>, Vec<Vec<String>>) = match kind {
+        "Pod" => (
+            strs(if wide {
+                vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+            } else {
+                vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|p| {
+                    let r = pod_row(p, now);
+                    let mut row = vec![name(p), r.ready, r.status, r.restarts, age(p)];
+                    if wide {
+                        row.push(get_str(p, &["status", "podIP"]).unwrap_or("<none>").to_string());
+                        row.push(get_str(p, &["spec", "nodeName"]).unwrap_or("<none>").to_string());
+                        row.push(get_str(p, &["status", "nominatedNodeName"]).unwrap_or("<none>").to_string());
+                        row.push("<none>".into());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Deployment" => (
+            strs(if wide {
+                vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+            } else {
+                vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|d| {
+                    let mut row = vec![
+                        name(d),
+                        format!("{}/{}", int(d, &["status", "readyReplicas"]), int(d, &["spec", "replicas"])),
+                        int(d, &["status", "updatedReplicas"]),
+                        int(d, &["status", "availableReplicas"]),
+                        age(d),
+                    ];
+                    if wide {
+                        row.extend(containers_images_selector(d));
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "ReplicaSet" => (
+            strs(if wide {
+                vec!["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+            } else {
+                vec!["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|r| {
+                    let mut row = vec![name(r), int(r, &["spec", "replicas"]), int(r, &["status", "replicas"]), int(r, &["status", "readyReplicas"]), age(r)];
+                    if wide {
+                        row.extend(containers_images_selector(r));
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Service" => (
+            strs(if wide {
+                vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
+            } else {
+                vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|s| {
+                    let ports: Vec<String> = crate::api::get_array(s, &["spec", "ports"])
+                        .iter()
+                        .map(|p| {
+                            let proto = get_str(p, &["protocol"]).unwrap_or("TCP");
+                            match get_i64(p, &["nodePort"]) {
+                                Some(np) => format!("{}:{np}/{proto}", int(p, &["port"])),
+                                None => format!("{}/{proto}", int(p, &["port"])),
+                            }
+                        })
+                        .collect();
+                    let mut row = vec![
+                        name(s),
+                        get_str(s, &["spec", "type"]).unwrap_or("ClusterIP").to_string(),
+                        get_str(s, &["spec", "clusterIP"]).unwrap_or("<none>").to_string(),
+                        "<none>".into(),
+                        if ports.is_empty() { "<none>".into() } else { ports.join(",") },
+                        age(s),
+                    ];
+                    if wide {
+                        row.push(selector_text(s.get("spec").and_then(|x| x.get("selector"))));
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Node" => (
+            strs(if wide { vec!["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP"] } else { vec!["NAME", "STATUS", "ROLES", "AGE", "VERSION"] }),
+            objects
+                .iter()
+                .map(|n| {
+                    let ready = crate::api::get_array(n, &["status", "conditions"])
+                        .iter()
+                        .find(|c| get_str(c, &["type"]) == Some("Ready"))
+                        .and_then(|c| get_str(c, &["status"]));
+                    let mut status = match ready {
+                        Some("True") => "Ready".to_string(),
+                        _ => "NotReady".to_string(),
+                    };
+                    if crate::api::get_bool(n, &["spec", "unschedulable"]) == Some(true) {
+                        status.push_str(",SchedulingDisabled");
+                    }
+                    let roles: Vec<&str> =
+                        crate::api::labels(n).into_iter().flatten().filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/")).collect();
+                    let mut row = vec![
+                        name(n),
+                        status,
+                        if roles.is_empty() { "<none>".into() } else { roles.join(",") },
+                        age(n),
+                        get_str(n, &["status", "nodeInfo", "kubeletVersion"]).unwrap_or("").to_string(),
+                    ];
+                    if wide {
+                        let ip = crate::api::get_array(n, &["status", "addresses"])
+                            .iter()
+                            .find(|a| get_str(a, &["type"]) == Some("InternalIP"))
+                            .and_then(|a| get_str(a, &["address"]));
+                        row.push(ip.unwrap_or("<none>").to_string());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Event" => (
+            strs(vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]),
+            objects
+                .iter()
+                .map(|e| {
+                    let last = get_str(e, &["lastTimestamp"])
+                        .or_else(|| get_str(e, &["eventTime"]))
+                        .and_then(parse_rfc3339)
+                        .map(|t| human_duration(now.saturating_sub(t)))
+                        .unwrap_or_else(|| "<unknown>".into());
+                    let obj = format!(
+                        "{}/{}",
+                        get_str(e, &["involvedObject", "kind"]).unwrap_or("").to_ascii_lowercase(),
+                        get_str(e, &["involvedObject", "name"]).unwrap_or("")
+                    );
+                    vec![
+                        last,
+                        get_str(e, &["type"]).unwrap_or("").to_string(),
+                        get_str(e, &["reason"]).unwrap_or("").to_string(),
+                        obj,
+                        get_str(e, &["message"]).unwrap_or("").to_string(),
+                    ]
+                })
+                .collect(),
+        ),
+        "Namespace" => (
+            strs(vec!["NAME", "STATUS", "AGE"]),
+            objects.iter().map(|n| vec![name(n), get_str(n, &["status", "phase"]).unwrap_or("Active").to_string(), age(n)]).collect(),
+        ),
+        _ => (strs(vec!["NAME", "AGE"]), objects.iter().map(|o| vec![name(o), age(o)]).collect()),
+    };
+    header.shrink_to_fit();
+    (header, rows)
+}
+
+fn containers_images_selector(o: &Value) -> [String; 3] {
+    let cs = crate::api::get_array(o, &["spec", "template", "spec", "containers"]);
+    let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
+    let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
+    [names.join(","), images.join(","), selector_text(o.get("spec").and_then(|s| s.get("selector")))]
+}
+
+/// A selector as kubectl prints it: `app=web,tier=front`.
+fn selector_text(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return "<none>".into() };
+    let map = sel.get("matchLabels").or(Some(sel)).and_then(Value::as_object);
+    let parts: Vec<String> = map.into_iter().flatten().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}

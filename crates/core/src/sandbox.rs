@@ -486,6 +486,30 @@ mod tests {
     }
 
     #[test]
+    fn kubectl_get_prints_what_kubectl_prints() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        let pods = sb.kubectl("get pods");
+        assert_eq!(pods.len(), 3, "{pods:?}");
+        assert_eq!(pods[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+        assert!(pods[1].starts_with("web-") && pods[1].contains("1/1     Running   0          "), "{pods:?}");
+        let wide = sb.kubectl("get deploy -o wide");
+        assert_eq!(wide[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]);
+        assert!(wide[1].starts_with("web    2/2     2            2           ") && wide[1].ends_with("web          nginx:1.27   app=web"), "{wide:?}");
+        let names = sb.kubectl("get po -l app=web -o name");
+        assert!(names.len() == 2 && names.iter().all(|n| n.starts_with("pod/web-")), "{names:?}");
+        assert_eq!(sb.kubectl("get pods missing"), ["Error from server (NotFound): pods \"missing\" not found"]);
+        assert_eq!(sb.kubectl("get nope"), ["error: the server doesn't have a resource type \"nope\""]);
+        assert_eq!(sb.kubectl("get pods -n kube-public"), ["No resources found in kube-public namespace."]);
+        let all = sb.kubectl("get nodes");
+        assert!(all[1].starts_with("control-plane   Ready    control-plane"), "{all:?}");
+        let yaml = sb.kubectl("get deployment web -o yaml").join("\n");
+        assert!(yaml.starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"), "{yaml}");
+        let json = sb.kubectl("get deployment web -o json").join("\n");
+        assert!(json.starts_with("{\n    \"apiVersion\": \"apps/v1\","), "{json}");
+    }
+
+    #[test]
     fn errors_point_at_their_document() {
         let text = format!("{APP}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers: [{{name: a, image: nginx}}]\n");
         let sb = Sandbox::new(&text, Some(1));

@@ -47,6 +47,7 @@ impl Speed {
 
 #[derive(Clone, Copy, PartialEq)]
 enum Tab {
+    Terminal,
     Records,
     Objects,
     Events,
@@ -71,6 +72,9 @@ enum Msg {
     SetFaultNode(String),
     Share,
     CelLoaded(Result<(), String>),
+    TermInput(String),
+    TermRun,
+    TermHistory(i32),
 }
 
 /// What the sandbox starts from.
@@ -125,6 +129,11 @@ struct App {
     /// Waiting for the CEL module: the start, and whether an apply is held back.
     waiting: Option<Init>,
     apply_after_cel: bool,
+    /// The terminal: what was typed and printed, the line being typed, and history.
+    term_lines: Vec<(bool, String)>,
+    term_input: String,
+    term_history: Vec<String>,
+    term_pos: usize,
 }
 
 fn window() -> web_sys::Window {
@@ -243,6 +252,14 @@ impl Component for App {
             pending_apply: None,
             waiting: None,
             apply_after_cel: false,
+            term_lines: vec![(
+                false,
+                "Type kubectl commands, e.g. get pods -o wide, get events, scale deployment checkout --replicas=3. They run as the user chosen in Apply as."
+                    .into(),
+            )],
+            term_input: String::new(),
+            term_history: Vec::new(),
+            term_pos: 0,
         };
         if needs_cel && !cel::ready() {
             app.notice = Some("Loading the policy engine (CEL)…".into());
@@ -369,6 +386,35 @@ impl Component for App {
                 self.absorb();
             }
             Msg::SetFaultNode(n) => self.fault_node = n,
+            Msg::TermInput(t) => {
+                self.term_input = t;
+                return false;
+            }
+            Msg::TermRun => {
+                self.apply();
+                let line = std::mem::take(&mut self.term_input);
+                let line = line.trim();
+                if line.is_empty() {
+                    return true;
+                }
+                self.term_lines.push((true, format!("{} $ kubectl {}", self.sb.user, line.strip_prefix("kubectl ").unwrap_or(line))));
+                for l in self.sb.kubectl(line) {
+                    self.term_lines.push((false, l));
+                }
+                let excess = self.term_lines.len().saturating_sub(2000);
+                self.term_lines.drain(..excess);
+                self.term_history.push(line.to_string());
+                self.term_pos = self.term_history.len();
+                self.absorb();
+            }
+            Msg::TermHistory(delta) => {
+                let len = self.term_history.len();
+                if len == 0 {
+                    return false;
+                }
+                self.term_pos = (self.term_pos as i64 + i64::from(delta)).clamp(0, len as i64) as usize;
+                self.term_input = self.term_history.get(self.term_pos).cloned().unwrap_or_default();
+            }
             Msg::Share => {
                 self.apply();
                 let fragment = self.sb.share_with_base(DEFAULT_TEXT);
@@ -664,16 +710,46 @@ impl App {
         html! {
             <section class="details" aria-label="Details">
                 <div role="tablist">
+                    { tab(Tab::Terminal, "Terminal") }
                     { tab(Tab::Records, "Trace records") }
                     { tab(Tab::Objects, "Objects") }
                     { tab(Tab::Events, "Events") }
                 </div>
                 { match self.tab {
+                    Tab::Terminal => self.terminal(ctx),
                     Tab::Records => self.records(ctx),
                     Tab::Objects => self.objects(ctx),
                     Tab::Events => self.events(),
                 } }
             </section>
+        }
+    }
+
+    fn terminal(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let oninput = link.callback(|e: InputEvent| Msg::TermInput(e.target_unchecked_into::<HtmlInputElement>().value()));
+        let onkeydown = link.batch_callback(|e: KeyboardEvent| match e.key().as_str() {
+            "Enter" => Some(Msg::TermRun),
+            "ArrowUp" => {
+                e.prevent_default();
+                Some(Msg::TermHistory(-1))
+            }
+            "ArrowDown" => {
+                e.prevent_default();
+                Some(Msg::TermHistory(1))
+            }
+            _ => None,
+        });
+        html! {
+            <div class="terminal">
+                <pre class="term-out" aria-live="polite">
+                    { for self.term_lines.iter().map(|(cmd, l)| html! { <div class={classes!(cmd.then_some("cmd"))}>{ l }</div> }) }
+                </pre>
+                <label class="term-in">
+                    <span>{ format!("{} $ kubectl ", self.sb.user) }</span>
+                    <input type="text" spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
+                </label>
+            </div>
         }
     }
 
