@@ -478,26 +478,6 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_like_a_shell() {
-        assert_eq!(split_args("scale rs -l 'app=web' --replicas=5").unwrap(), vec!["scale", "rs", "-l", "app=web", "--replicas=5"]);
-        assert_eq!(split_args(r#"annotate pod x note="a b""#).unwrap(), vec!["annotate", "pod", "x", "note=a b"]);
-        assert!(split_args("label 'x").is_err());
-    }
-
-    #[test]
-    fn three_way_patch_drops_removed_fields() {
-        let last = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2}});
-        let new = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 3}});
-        let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2, "paused": false}});
-        assert_eq!(three_way(Some(&last), &new, &live), json!({"metadata": {"labels": {"b": null}}, "spec": {"replicas": 3}}));
-    }
-}
-
 /// `kubectl get TYPE [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
 fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let Some(ty) = f.positional.first() else {
@@ -584,4 +564,24 @@ fn json_indent4(v: &Value) -> String {
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b"    "));
     let _ = serde::Serialize::serialize(v, &mut ser);
     String::from_utf8(buf).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(split_args("scale rs -l 'app=web' --replicas=5").unwrap(), vec!["scale", "rs", "-l", "app=web", "--replicas=5"]);
+        assert_eq!(split_args(r#"annotate pod x note="a b""#).unwrap(), vec!["annotate", "pod", "x", "note=a b"]);
+        assert!(split_args("label 'x").is_err());
+    }
+
+    #[test]
+    fn three_way_patch_drops_removed_fields() {
+        let last = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2}});
+        let new = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"replicas": 3}});
+        let live = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"replicas": 2, "paused": false}});
+        assert_eq!(three_way(Some(&last), &new, &live), json!({"metadata": {"labels": {"b": null}}, "spec": {"replicas": 3}}));
+    }
 }
