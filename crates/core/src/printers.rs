@@ -164,50 +164,6 @@ pub fn human_duration(ms: Millis) -> String {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::value::json;
-
-    #[test]
-    fn tables_align_like_tabwriter() {
-        let rows = vec![vec!["NAME".to_string(), "READY".into(), "STATUS".into()], vec!["web-1".into(), "1/1".into(), "Running".into()]];
-        assert_eq!(table(&rows), "NAME    READY   STATUS\nweb-1   1/1     Running\n");
-    }
-
-    #[test]
-    fn ages_truncate_like_kubectl() {
-        assert_eq!(human_duration(45_000), "45s");
-        assert_eq!(human_duration(182_000), "3m2s");
-        assert_eq!(human_duration(600_000), "10m");
-        assert_eq!(human_duration(3 * 3_600_000 + 300_000), "3h5m");
-        assert_eq!(human_duration(20 * 3_600_000), "20h");
-        assert_eq!(human_duration(51 * 3_600_000), "2d3h");
-        assert_eq!(human_duration(745 * 86_400_000), "2y15d");
-    }
-
-    #[test]
-    fn pod_status_cells() {
-        let pending = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}});
-        assert_eq!(pod_row(&pending, 0), PodRow { ready: "0/1".into(), status: "Pending".into(), restarts: "0".into() });
-        let creating = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
-        assert_eq!(pod_row(&creating, 0).status, "ContainerCreating");
-        let crash = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 3,
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-01-01T00:01:00Z"}}}]}});
-        assert_eq!(pod_row(&crash, 85_000), PodRow { ready: "0/1".into(), status: "CrashLoopBackOff".into(), restarts: "3 (25s ago)".into() });
-        let running = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}}]}});
-        assert_eq!(pod_row(&running, 0), PodRow { ready: "1/1".into(), status: "Running".into(), restarts: "0".into() });
-        let mut deleting = running.clone();
-        deleting["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:30Z"});
-        assert_eq!(pod_row(&deleting, 0).status, "Terminating");
-        let init = json!({"spec": {"initContainers": [{"name": "i"}, {"name": "j"}], "containers": [{"name": "a"}]}, "status": {"phase": "Pending",
-            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "restartCount": 0, "state": {"running": {}}}],
-            "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]}});
-        assert_eq!(pod_row(&init, 0).status, "Init:1/2");
-    }
-}
-
 /// `kubectl get`'s columns for a kind (`pkg/printers/internalversion/printers.go`), and a
 /// row per object. `wide` adds the `-o wide` columns.
 pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec<String>, Vec<Vec<String>>) {
@@ -403,5 +359,49 @@ fn selector_text(sel: Option<&Value>) -> String {
         "<none>".into()
     } else {
         parts.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::json;
+
+    #[test]
+    fn tables_align_like_tabwriter() {
+        let rows = vec![vec!["NAME".to_string(), "READY".into(), "STATUS".into()], vec!["web-1".into(), "1/1".into(), "Running".into()]];
+        assert_eq!(table(&rows), "NAME    READY   STATUS\nweb-1   1/1     Running\n");
+    }
+
+    #[test]
+    fn ages_truncate_like_kubectl() {
+        assert_eq!(human_duration(45_000), "45s");
+        assert_eq!(human_duration(182_000), "3m2s");
+        assert_eq!(human_duration(600_000), "10m");
+        assert_eq!(human_duration(3 * 3_600_000 + 300_000), "3h5m");
+        assert_eq!(human_duration(20 * 3_600_000), "20h");
+        assert_eq!(human_duration(51 * 3_600_000), "2d3h");
+        assert_eq!(human_duration(745 * 86_400_000), "2y15d");
+    }
+
+    #[test]
+    fn pod_status_cells() {
+        let pending = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}});
+        assert_eq!(pod_row(&pending, 0), PodRow { ready: "0/1".into(), status: "Pending".into(), restarts: "0".into() });
+        let creating = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_row(&creating, 0).status, "ContainerCreating");
+        let crash = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-01-01T00:01:00Z"}}}]}});
+        assert_eq!(pod_row(&crash, 85_000), PodRow { ready: "0/1".into(), status: "CrashLoopBackOff".into(), restarts: "3 (25s ago)".into() });
+        let running = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}}]}});
+        assert_eq!(pod_row(&running, 0), PodRow { ready: "1/1".into(), status: "Running".into(), restarts: "0".into() });
+        let mut deleting = running.clone();
+        deleting["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:30Z"});
+        assert_eq!(pod_row(&deleting, 0).status, "Terminating");
+        let init = json!({"spec": {"initContainers": [{"name": "i"}, {"name": "j"}], "containers": [{"name": "a"}]}, "status": {"phase": "Pending",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "restartCount": 0, "state": {"running": {}}}],
+            "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]}});
+        assert_eq!(pod_row(&init, 0).status, "Init:1/2");
     }
 }
