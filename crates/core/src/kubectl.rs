@@ -1,6 +1,6 @@
-//! The kubectl client side kubeloop needs for scenarios: `apply` (client-side, with the
-//! `last-applied-configuration` three-way patch), `scale`, `delete`, `cordon`,
-//! `uncordon`, `label` and `annotate`, printing what kubectl prints
+//! The kubectl client side kubeloop serves to scenarios and the page's terminal: `apply`
+//! (client-side, with the `last-applied-configuration` three-way patch), `get`, `scale`,
+//! `delete`, `cordon`, `uncordon`, `label` and `annotate`, printing what kubectl prints
 //! (`k8s.io/kubectl/pkg/cmd/...`, `k8s.io/cli-runtime/pkg/printers/name.go`).
 
 use crate::api::{self, get_str, resource_for_kind, resource_for_name, ResourceId, RESOURCES};
