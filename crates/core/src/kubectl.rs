@@ -237,6 +237,9 @@ struct Flags {
     positional: Vec<String>,
 }
 
+/// Long flags whose value may follow as a separate word (`--as ajay`).
+const VALUE_FLAGS: &[&str] = &["--as", "--as-group", "--replicas", "--cascade", "--sort-by", "--field-selector", "--grace-period", "--timeout"];
+
 fn parse_flags(args: &[String]) -> Result<Flags, String> {
     let mut f = Flags::default();
     let mut i = 0;
@@ -263,6 +266,11 @@ fn parse_flags(args: &[String]) -> Result<Flags, String> {
         } else if a.starts_with("--") {
             let (k, v) = match a.split_once('=') {
                 Some((k, v)) => (k.to_string(), v.to_string()),
+                // Flags that take a value may have it as the next word.
+                None if VALUE_FLAGS.contains(&a.as_str()) => {
+                    i += 1;
+                    (a.clone(), args.get(i).cloned().ok_or_else(|| format!("flag needs an argument: {a}"))?)
+                }
                 None => (a.clone(), "true".to_string()),
             };
             f.values.push((k, v));
@@ -332,6 +340,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
     match verb.as_str() {
         "get" => get(api, creds, &f, &ns),
+        "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
         "scale" => {
             let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
                 return vec!["error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0".into()];
@@ -473,7 +482,9 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
             }
         }
         other => {
-            vec![format!("error: kubeloop does not support \"kubectl {other}\" yet (it supports get, scale, delete, cordon, uncordon, label and annotate)")]
+            vec![format!(
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, auth can-i, scale, delete, cordon, uncordon, label and annotate)"
+            )]
         }
     }
 }
@@ -564,6 +575,52 @@ fn json_indent4(v: &Value) -> String {
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b"    "));
     let _ = serde::Serialize::serialize(v, &mut ser);
     String::from_utf8(buf).unwrap_or_default()
+}
+
+/// `kubectl auth can-i VERB TYPE[/NAME] [NAME] [-n NS | -A] [--as USER]`: a
+/// SelfSubjectAccessReview answered by the authorizer, printed as `yes` or `no`.
+fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let args = &f.positional[1..];
+    let (Some(verb), Some(target)) = (args.first(), args.get(1)) else {
+        return vec!["error: you must specify two arguments: verb resource or verb resource/resourceName.".into()];
+    };
+    let me = match creds {
+        Credentials::User(u) => u.clone(),
+        Credentials::Token(t) => match api.tokens.get(t) {
+            Some(u) => u.clone(),
+            None => return vec![Status::unauthorized().kubectl_message(None, "")],
+        },
+    };
+    let (ty, mut name) = match target.split_once('/') {
+        Some((t, n)) => (t.to_string(), n.to_string()),
+        None => (target.clone(), String::new()),
+    };
+    if let Some(n) = args.get(2) {
+        name = n.clone();
+    }
+    let mut out = Vec::new();
+    let (group, resource, subresource, namespaced) = match resource_for_name(&ty) {
+        Some(r) => (RESOURCES[r].group, RESOURCES[r].plural.to_string(), String::new(), RESOURCES[r].namespaced),
+        None => {
+            out.push(format!("Warning: the server doesn't have a resource type '{ty}'"));
+            ("", ty.clone(), String::new(), true)
+        }
+    };
+    let ns = if f.all_namespaces || !namespaced { "" } else { ns };
+    let user = match f.get("--as") {
+        None => me,
+        Some(other) => {
+            let imp = crate::rbac::Attributes { verb: "impersonate", group: "", resource: "users", subresource: "", namespace: "", name: other };
+            if !matches!(crate::rbac::authorize(&api.store, &me, &imp), crate::rbac::Decision::Allow) {
+                let cause = imp.forbidden_cause(&me.name);
+                return vec![format!("Error from server (Forbidden): users \"{other}\" is forbidden: {cause}")];
+            }
+            crate::rbac::UserInfo::new(other, &["system:authenticated"])
+        }
+    };
+    let a = crate::rbac::Attributes { verb, group, resource: &resource, subresource: &subresource, namespace: ns, name: &name };
+    out.push(if matches!(crate::rbac::authorize(&api.store, &user, &a), crate::rbac::Decision::Allow) { "yes".into() } else { "no".into() });
+    out
 }
 
 #[cfg(test)]

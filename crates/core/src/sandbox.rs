@@ -510,6 +510,24 @@ mod tests {
     }
 
     #[test]
+    fn auth_can_i_answers_from_rbac() {
+        let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
+        let mut sb = Sandbox::new(setup, Some(1));
+        assert_eq!(sb.kubectl("auth can-i create deployments.apps"), ["yes"]);
+        assert_eq!(sb.kubectl("auth can-i delete nodes --as ajay"), ["no"]);
+        // Impersonating a user without --as-group carries no groups (only
+        // system:authenticated), so the payments binding does not apply: as in kubectl.
+        assert_eq!(sb.kubectl("auth can-i create deployments --as ajay"), ["no"]);
+        assert!(sb.set_user("ajay"));
+        assert_eq!(sb.kubectl("auth can-i list deployments"), ["yes"]);
+        assert_eq!(sb.kubectl("auth can-i list deployments -n kube-system"), ["no"]);
+        assert_eq!(
+            sb.kubectl("auth can-i get pods --as admin"),
+            ["Error from server (Forbidden): users \"admin\" is forbidden: User \"ajay\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"]
+        );
+    }
+
+    #[test]
     fn errors_point_at_their_document() {
         let text = format!("{APP}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers: [{{name: a, image: nginx}}]\n");
         let sb = Sandbox::new(&text, Some(1));
