@@ -228,7 +228,7 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
 }
 
 /// Parsed common flags.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Flags {
     namespace: Option<String>,
     selector: Option<String>,
@@ -341,6 +341,10 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     match verb.as_str() {
         "get" => get(api, creds, &f, &ns),
         "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
+        "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
+        "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
+        "api-resources" => api_resources(),
+        "config" if f.positional.first().map(String::as_str) == Some("current-context") => vec!["kubeloop".into()],
         "scale" => {
             let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
                 return vec!["error: The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0".into()];
@@ -483,7 +487,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, auth can-i, scale, delete, cordon, uncordon, label and annotate)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, auth can-i, rollout status, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
             )]
         }
     }
@@ -526,6 +530,19 @@ fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<Str
             Ok(s) => objects.retain(|o| s.matches(api::labels(o))),
             Err(e) => return vec![format!("error: {e}")],
         }
+    }
+    if let Some(path) = f.get("--sort-by") {
+        let field: Vec<&str> = path.trim_start_matches('{').trim_end_matches('}').trim_start_matches('.').split('.').filter(|p| !p.is_empty()).collect();
+        // Numbers compare as numbers, everything else as text; objects without the field first.
+        objects.sort_by(|a, b| {
+            let (x, y) = (api::get(a, &field), api::get(b, &field));
+            match (x.and_then(Value::as_f64), y.and_then(Value::as_f64)) {
+                (Some(m), Some(n)) => m.total_cmp(&n),
+                _ => x
+                    .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                    .cmp(&y.map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))),
+            }
+        });
     }
     let mut out = Vec::new();
     if objects.is_empty() && !errors.is_empty() {
@@ -621,6 +638,106 @@ fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<S
     let a = crate::rbac::Attributes { verb, group, resource: &resource, subresource: &subresource, namespace: ns, name: &name };
     out.push(if matches!(crate::rbac::authorize(&api.store, &user, &a), crate::rbac::Decision::Allow) { "yes".into() } else { "no".into() });
     out
+}
+
+/// `kubectl rollout status deployment/NAME`, as `--watch=false` prints it (the page does not
+/// block; run it again to see progress). Wording from `polymorphichelpers/rollout_status.go`.
+fn rollout_status(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
+    let ts = match targets(api, creds, &rest, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let mut out = Vec::new();
+    for (r, name) in ts {
+        if RESOURCES[r].kind != "Deployment" {
+            out.push(format!("error: no status viewer has been implemented for {}", RESOURCES[r].kind));
+            continue;
+        }
+        let d = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+            Ok(d) => d,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        let int = |p: &[&str]| api::get_i64(&d, p).unwrap_or(0);
+        if int(&["metadata", "generation"]) > int(&["status", "observedGeneration"]) {
+            out.push("Waiting for deployment spec update to be observed...".into());
+            continue;
+        }
+        let progressing = api::get_array(&d, &["status", "conditions"]).iter().find(|c| get_str(c, &["type"]) == Some("Progressing")).cloned();
+        if progressing.as_ref().and_then(|c| get_str(c, &["reason"])) == Some("ProgressDeadlineExceeded") {
+            out.push(format!("error: deployment {name:?} exceeded its progress deadline"));
+            continue;
+        }
+        let (want, updated, replicas, available) =
+            (int(&["spec", "replicas"]), int(&["status", "updatedReplicas"]), int(&["status", "replicas"]), int(&["status", "availableReplicas"]));
+        out.push(if updated < want {
+            format!("Waiting for deployment {name:?} rollout to finish: {updated} out of {want} new replicas have been updated...")
+        } else if replicas > updated {
+            format!("Waiting for deployment {name:?} rollout to finish: {} old replicas are pending termination...", replicas - updated)
+        } else if available < updated {
+            format!("Waiting for deployment {name:?} rollout to finish: {available} of {updated} updated replicas are available...")
+        } else {
+            format!("deployment {name:?} successfully rolled out")
+        });
+    }
+    out
+}
+
+/// `kubectl set image TYPE/NAME CONTAINER=IMAGE...`: a strategic merge patch of the pod
+/// template's containers.
+fn set_image(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let (pairs, objs): (Vec<&String>, Vec<&String>) = f.positional[1..].iter().partition(|a| a.contains('='));
+    if pairs.is_empty() || objs.is_empty() {
+        return vec!["error: at least one image update is required".into()];
+    }
+    let rest = Flags { positional: objs.into_iter().cloned().collect(), ..f.clone() };
+    let ts = match targets(api, creds, &rest, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let mut out = Vec::new();
+    for (r, name) in ts {
+        let live = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+            Ok(o) => o,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        let names: Vec<&str> = api::get_array(&live, &["spec", "template", "spec", "containers"]).iter().filter_map(|c| get_str(c, &["name"])).collect();
+        let mut containers = Vec::new();
+        for p in &pairs {
+            let (c, image) = p.split_once('=').unwrap_or((p.as_str(), ""));
+            if c == "*" {
+                containers.extend(names.iter().map(|n| json!({"name": n, "image": image})));
+            } else if names.contains(&c) {
+                containers.push(json!({"name": c, "image": image}));
+            } else {
+                out.push(format!("error: unable to find container named {c:?}"));
+            }
+        }
+        if containers.is_empty() {
+            continue;
+        }
+        let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
+        out.push(match api.handle(Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone())) {
+            Ok(_) => format!("{}/{name} image updated", kind_prefix(r)),
+            Err(s) => s.kubectl_message(None, ""),
+        });
+    }
+    out
+}
+
+/// `kubectl api-resources`: the kinds kubeloop serves.
+fn api_resources() -> Vec<String> {
+    let mut rows: Vec<&crate::api::ResourceInfo> = RESOURCES.iter().collect();
+    rows.sort_by_key(|r| (r.group, r.plural));
+    let mut table = vec![vec!["NAME".to_string(), "SHORTNAMES".into(), "APIVERSION".into(), "NAMESPACED".into(), "KIND".into()]];
+    table.extend(rows.into_iter().map(|r| vec![r.plural.to_string(), r.short_names.join(","), r.api_version(), r.namespaced.to_string(), r.kind.to_string()]));
+    crate::printers::table(&table).lines().map(str::to_string).collect()
 }
 
 #[cfg(test)]

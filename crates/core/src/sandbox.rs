@@ -510,6 +510,26 @@ mod tests {
     }
 
     #[test]
+    fn rollout_status_and_set_image_follow_the_rollout() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        assert_eq!(sb.kubectl("rollout status deployment/web"), ["Waiting for deployment spec update to be observed..."]);
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("rollout status deployment/web"), ["deployment \"web\" successfully rolled out"]);
+        assert_eq!(sb.kubectl("set image deployment/web web=nginx:1.28"), ["deployment.apps/web image updated"]);
+        assert_eq!(sb.kubectl("set image deployment/web nope=nginx:1.28"), ["error: unable to find container named \"nope\""]);
+        sb.advance(200);
+        let mid = sb.kubectl("rollout status deploy/web");
+        assert!(mid[0].starts_with("Waiting for deployment \"web\" rollout to finish: "), "{mid:?}");
+        sb.advance(120_000);
+        assert_eq!(sb.kubectl("rollout status deployment web"), ["deployment \"web\" successfully rolled out"]);
+        let images = sb.kubectl("get rs -o wide --sort-by=.metadata.creationTimestamp");
+        assert!(images.len() == 3 && images[1].contains("nginx:1.27") && images[2].contains("nginx:1.28"), "{images:?}");
+        let res = sb.kubectl("api-resources");
+        assert_eq!(res[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]);
+        assert!(res.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["deployments", "deploy", "apps/v1", "true", "Deployment"]), "{res:?}");
+    }
+
+    #[test]
     fn auth_can_i_answers_from_rbac() {
         let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
         let mut sb = Sandbox::new(setup, Some(1));
