@@ -73,11 +73,11 @@ fn short(object: &str) -> String {
     let name = object.rsplit('/').next().unwrap_or(object);
     let kind = object.split('/').next().unwrap_or("");
     let label = if kind.is_empty() || kind == name { name.to_string() } else { format!("{kind} {name}") };
-    if label.chars().count() <= 26 {
+    if label.chars().count() <= 24 {
         label
     } else {
-        let tail: String = label.chars().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
-        format!("{}…{tail}", label.chars().take(13).collect::<String>())
+        let tail: String = label.chars().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{}…{tail}", label.chars().take(12).collect::<String>())
     }
 }
 
