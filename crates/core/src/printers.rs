@@ -199,42 +199,25 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 .collect(),
         ),
         "Deployment" => (
-            strs(if wide {
-                vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
-            } else {
-                vec!["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
-            }),
+            workload_header(&["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], wide),
             objects
                 .iter()
                 .map(|d| {
-                    let mut row = vec![
-                        name(d),
-                        format!("{}/{}", int(d, &["status", "readyReplicas"]), int(d, &["spec", "replicas"])),
-                        int(d, &["status", "updatedReplicas"]),
-                        int(d, &["status", "availableReplicas"]),
-                        age(d),
-                    ];
-                    if wide {
-                        row.extend(containers_images_selector(d));
-                    }
-                    row
+                    let ready = format!("{}/{}", int(d, &["status", "readyReplicas"]), int(d, &["spec", "replicas"]));
+                    workload_row(vec![name(d), ready, int(d, &["status", "updatedReplicas"]), int(d, &["status", "availableReplicas"]), age(d)], d, wide)
                 })
                 .collect(),
         ),
         "ReplicaSet" => (
-            strs(if wide {
-                vec!["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
-            } else {
-                vec!["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
-            }),
+            workload_header(&["NAME", "DESIRED", "CURRENT", "READY", "AGE"], wide),
             objects
                 .iter()
                 .map(|r| {
-                    let mut row = vec![name(r), int(r, &["spec", "replicas"]), int(r, &["status", "replicas"]), int(r, &["status", "readyReplicas"]), age(r)];
-                    if wide {
-                        row.extend(containers_images_selector(r));
-                    }
-                    row
+                    workload_row(
+                        vec![name(r), int(r, &["spec", "replicas"]), int(r, &["status", "replicas"]), int(r, &["status", "readyReplicas"]), age(r)],
+                        r,
+                        wide,
+                    )
                 })
                 .collect(),
         ),
@@ -343,11 +326,20 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
     (header, rows)
 }
 
-fn containers_images_selector(o: &Value) -> [String; 3] {
-    let cs = crate::api::get_array(o, &["spec", "template", "spec", "containers"]);
-    let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
-    let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
-    [names.join(","), images.join(","), selector_text(o.get("spec").and_then(|s| s.get("selector")))]
+/// A workload's columns, with `-o wide`'s CONTAINERS, IMAGES and SELECTOR.
+fn workload_header(base: &[&str], wide: bool) -> Vec<String> {
+    let extra: &[&str] = if wide { &["CONTAINERS", "IMAGES", "SELECTOR"] } else { &[] };
+    base.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn workload_row(mut row: Vec<String>, o: &Value, wide: bool) -> Vec<String> {
+    if wide {
+        let cs = crate::api::get_array(o, &["spec", "template", "spec", "containers"]);
+        let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
+        let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
+        row.extend([names.join(","), images.join(","), selector_text(o.get("spec").and_then(|s| s.get("selector")))]);
+    }
+    row
 }
 
 /// A selector as kubectl prints it: `app=web,tier=front`.

@@ -605,29 +605,23 @@ impl ValueIndex for str {
     }
 }
 
-impl ValueIndex for String {
-    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
-        self.as_str().index_into(v)
-    }
-    fn index_into_mut<'v>(&self, v: &'v mut Value) -> Option<&'v mut Value> {
-        self.as_str().index_into_mut(v)
-    }
-    fn index_or_insert<'v>(&self, v: &'v mut Value) -> &'v mut Value {
-        self.as_str().index_or_insert(v)
-    }
+/// Owned strings index as the `str` they hold.
+macro_rules! index_as_str {
+    ($($t:ty)*) => {$(
+        impl ValueIndex for $t {
+            fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
+                self.as_str().index_into(v)
+            }
+            fn index_into_mut<'v>(&self, v: &'v mut Value) -> Option<&'v mut Value> {
+                self.as_str().index_into_mut(v)
+            }
+            fn index_or_insert<'v>(&self, v: &'v mut Value) -> &'v mut Value {
+                self.as_str().index_or_insert(v)
+            }
+        }
+    )*};
 }
-
-impl ValueIndex for Str {
-    fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
-        self.as_str().index_into(v)
-    }
-    fn index_into_mut<'v>(&self, v: &'v mut Value) -> Option<&'v mut Value> {
-        self.as_str().index_into_mut(v)
-    }
-    fn index_or_insert<'v>(&self, v: &'v mut Value) -> &'v mut Value {
-        self.as_str().index_or_insert(v)
-    }
-}
+index_as_str!(String Str);
 
 impl<T: ValueIndex + ?Sized> ValueIndex for &T {
     fn index_into<'v>(&self, v: &'v Value) -> Option<&'v Value> {
