@@ -18,12 +18,16 @@ const USAGE: &str = "kubeloop: a Kubernetes control-plane sandbox
 
 Usage:
   kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]
+  kubeloop kubectl FILE [--at DURATION] [--as USER] [--seed N] -- COMMAND...
   kubeloop bench --nodes N --pods M [--seed N]
   kubeloop help
 
 run     applies the manifests and Scenario steps in FILEs and prints the trace of every
         request and loop, from `kubectl apply` to Ready pods. Without --for, the run ends
         when nothing is left to do (at most 1h of simulated time).
+kubectl builds the sandbox the page would from FILE (its objects applied, its Scenario
+        steps scheduled), runs it to DURATION (default: until quiet) and runs one kubectl
+        command line as USER (default admin), printing what the page's terminal prints.
 bench   applies one Deployment of M replicas to N nodes, runs until every pod is Ready
         and prints wall time, API writes per second and peak memory as JSON.";
 
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("run") => run(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("kubectl") => kubectl(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             println!("{USAGE}");
             ExitCode::SUCCESS
@@ -238,6 +243,66 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
 fn peak_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok())
+}
+
+fn kubectl(args: &[String]) -> ExitCode {
+    let Some(sep) = args.iter().position(|a| a == "--") else {
+        eprintln!("error: put the kubectl command after --, e.g. kubeloop kubectl examples/checkout.yaml -- get pods -o wide");
+        return ExitCode::from(2);
+    };
+    let (opts, cmd) = (&args[..sep], &args[sep + 1..]);
+    let Some(file) = opts.first().filter(|f| !f.starts_with("--")) else {
+        eprintln!("error: a scenario FILE is required before --");
+        return ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {file}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let seed = flag(opts, "--seed").and_then(|v| v.parse().ok());
+    let mut sb = kubeloop_core::sandbox::Sandbox::new(&text, seed);
+    match flag(opts, "--at") {
+        Some(d) => match parse_duration(d) {
+            Some(ms) => sb.advance(ms),
+            None => {
+                eprintln!("error: --at {d:?} is not a duration (e.g. 30s, 2m)");
+                return ExitCode::from(2);
+            }
+        },
+        None => {
+            sb.cluster.run_to_quiet(CAP);
+        }
+    }
+    if let Some(u) = flag(opts, "--as") {
+        if !sb.set_user(u) {
+            eprintln!("error: unknown user {u:?} (users: {})", sb.users.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "));
+            return ExitCode::from(2);
+        }
+    }
+    // Re-quote the words so that the command line splits back into the same arguments.
+    let line: Vec<String> =
+        cmd.iter()
+            .map(|w| {
+                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || "'\"\\".contains(c)) {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                } else {
+                    w.clone()
+                }
+            })
+            .collect();
+    let out = sb.kubectl(&line.join(" "));
+    let failed = out.iter().any(|l| l.starts_with("error:") || l.starts_with("Error from server"));
+    for l in out {
+        println!("{l}");
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn bench(args: &[String]) -> ExitCode {

@@ -77,3 +77,20 @@ fn bench_reports_its_measurements() {
     assert!(v["api_writes"].as_u64().unwrap() > 600);
     assert!(v["peak_memory_mib"].as_u64().is_some());
 }
+
+#[test]
+fn kubectl_runs_one_command_against_a_scenario() {
+    let (code, out, err) = kubeloop(&["kubectl", "web/checkout.yaml", "--", "get", "deployments", "-A"]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(lines[0], ["NAMESPACE", "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    assert_eq!(&lines[1][..5], ["default", "checkout", "2/2", "2", "2"]);
+    assert_eq!(&lines[2][..5], ["policy", "team-policy", "1/1", "1", "1"]);
+    let (code, out, _) = kubeloop(&["kubectl", "web/checkout.yaml", "--as", "ajay", "--", "auth", "can-i", "delete", "nodes"]);
+    assert_eq!((code, out.as_str()), (0, "no\n"));
+    let (code, out, _) = kubeloop(&["kubectl", "web/checkout.yaml", "--at", "0s", "--", "get", "pods", "nope"]);
+    assert_eq!((code, out.as_str()), (1, "Error from server (NotFound): pods \"nope\" not found\n"));
+    let (code, _, err) = kubeloop(&["kubectl", "web/checkout.yaml", "get", "pods"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("after --"), "{err}");
+}

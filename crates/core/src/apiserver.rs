@@ -305,7 +305,10 @@ impl ApiServer {
             req.body.as_ref().and_then(|b| get_str(b, &["metadata", "generateName"])).unwrap_or("").to_string()
         };
         let ns = if res.namespaced {
-            if req.namespace.is_empty() {
+            if req.namespace.is_empty() && matches!(req.verb, Verb::List) {
+                // A list without a namespace is across all of them (`/api/v1/pods`).
+                String::new()
+            } else if req.namespace.is_empty() {
                 req.body.as_ref().map(api::namespace).filter(|n| !n.is_empty()).unwrap_or("default").to_string()
             } else {
                 req.namespace.clone()
