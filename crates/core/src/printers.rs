@@ -266,7 +266,8 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                         .and_then(|c| get_str(c, &["status"]));
                     let mut status = match ready {
                         Some("True") => "Ready".to_string(),
-                        _ => "NotReady".to_string(),
+                        Some(_) => "NotReady".to_string(),
+                        None => "Unknown".to_string(),
                     };
                     if crate::api::get_bool(n, &["spec", "unschedulable"]) == Some(true) {
                         status.push_str(",SchedulingDisabled");
