@@ -344,6 +344,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "api-resources" => api_resources(),
+        "describe" => describe(api, creds, &f, &ns),
         "config" if f.positional.first().map(String::as_str) == Some("current-context") => vec!["kubeloop".into()],
         "scale" => {
             let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
@@ -487,7 +488,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, auth can-i, rollout status, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, auth can-i, rollout status, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
             )]
         }
     }
@@ -738,6 +739,51 @@ fn api_resources() -> Vec<String> {
     let mut table = vec![vec!["NAME".to_string(), "SHORTNAMES".into(), "APIVERSION".into(), "NAMESPACED".into(), "KIND".into()]];
     table.extend(rows.into_iter().map(|r| vec![r.plural.to_string(), r.short_names.join(","), r.api_version(), r.namespaced.to_string(), r.kind.to_string()]));
     crate::printers::table(&table).lines().map(str::to_string).collect()
+}
+
+/// `kubectl describe (pod|deployment) NAME...` (or `TYPE/NAME`, or `-l`).
+fn describe(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let ts = match targets(api, creds, f, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let list = |api: &mut ApiServer, r: ResourceId| -> Result<Vec<Value>, String> {
+        api.handle(Request::new(Verb::List, r, ns, "", creds.clone())).map(|l| api::get_array(&l, &["items"]).to_vec()).map_err(|s| s.kubectl_message(None, ""))
+    };
+    let mut out = Vec::new();
+    for (i, (r, name)) in ts.into_iter().enumerate() {
+        if i > 0 {
+            out.push(String::new());
+            out.push(String::new());
+        }
+        let kind = RESOURCES[r].kind;
+        if !matches!(kind, "Pod" | "Deployment") {
+            out.push(format!("error: kubeloop cannot describe {} yet (it describes pods and deployments)", RESOURCES[r].plural));
+            continue;
+        }
+        let obj = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+            Ok(o) => o,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        // Events are read with the caller's rights; without them, describe shows none.
+        let mut events = list(api, crate::api::rid::EVENT).unwrap_or_default();
+        events.retain(|e| get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj)));
+        events.sort_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
+        let events: Vec<&Value> = events.iter().collect();
+        let text = if kind == "Pod" {
+            crate::describe::pod(&obj, &events, api.now)
+        } else {
+            let mut rs = list(api, crate::api::rid::REPLICASET).unwrap_or_default();
+            rs.retain(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj)));
+            let rs: Vec<&Value> = rs.iter().collect();
+            crate::describe::deployment(&obj, &rs, &events, api.now)
+        };
+        out.extend(text.lines().map(str::to_string));
+    }
+    out
 }
 
 #[cfg(test)]

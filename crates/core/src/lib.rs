@@ -16,6 +16,7 @@ pub mod cel;
 pub mod cluster;
 pub mod controllers;
 pub mod defaults;
+pub mod describe;
 pub mod events;
 pub mod informer;
 pub mod kubectl;

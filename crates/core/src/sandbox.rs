@@ -530,6 +530,41 @@ mod tests {
     }
 
     #[test]
+    fn describe_shows_spec_status_and_events() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        let pod = sb.cluster.api.store.list(crate::api::rid::POD, None).next().map(|p| api::name(p).to_string()).unwrap();
+        let d = sb.kubectl(&format!("describe pod {pod}"));
+        let text = d.join("\n");
+        assert_eq!(d[0], format!("Name:             {pod}"), "{text}");
+        assert_eq!(d[1], "Namespace:        default");
+        for want in [
+            "Status:           Running",
+            "Controlled By:  ReplicaSet/web-",
+            "    Image:          nginx:1.27",
+            "    State:          Running",
+            "    Ready:          True",
+            "QoS Class:                   BestEffort",
+            "Tolerations:                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s",
+            "  Type    Reason     Age   From               Message",
+            "  Normal  Scheduled  ",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        let dep = sb.kubectl("describe deployment web").join("\n");
+        for want in [
+            "Replicas:               2 desired | 2 updated | 2 total | 2 available | 0 unavailable",
+            "StrategyType:           RollingUpdate",
+            "RollingUpdateStrategy:  25% max unavailable, 25% max surge",
+            "NewReplicaSet:   web-",
+            "Normal  ScalingReplicaSet  ",
+        ] {
+            assert!(dep.contains(want), "missing {want:?} in\n{dep}");
+        }
+        assert_eq!(sb.kubectl("describe service kubernetes"), ["error: kubeloop cannot describe services yet (it describes pods and deployments)"]);
+    }
+
+    #[test]
     fn auth_can_i_answers_from_rbac() {
         let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
         let mut sb = Sandbox::new(setup, Some(1));

@@ -1,0 +1,498 @@
+//! `kubectl describe` for pods and deployments (`k8s.io/kubectl/pkg/describe/describe.go`):
+//! sections of `Key:\tvalue` lines aligned by Go's tabwriter (min width 0, padding 2), and
+//! the Events table.
+
+use crate::api::{self, get, get_array, get_i64, get_str};
+use crate::printers::human_duration;
+use crate::sim::{parse_rfc3339, Millis, EPOCH_UNIX_SECS};
+use crate::value::Value;
+
+/// Go's `text/tabwriter` with `minwidth 0, tabwidth 8, padding 2, ' '`: a column block is
+/// a run of consecutive lines that have a cell in that column; each cell but a line's last
+/// is padded to the block's widest cell plus two.
+pub fn tabwrite(text: &str) -> String {
+    let lines: Vec<Vec<&str>> = text.split('\n').map(|l| l.split('\t').collect()).collect();
+    let mut out = String::new();
+    let mut widths = Vec::new();
+    format(&lines, 0, lines.len(), &mut widths, &mut out);
+    // `split` yields one empty line after a final newline; drop what it added.
+    if text.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+fn format(lines: &[Vec<&str>], mut line0: usize, line1: usize, widths: &mut Vec<usize>, out: &mut String) {
+    let column = widths.len();
+    let mut this = line0;
+    while this < line1 {
+        if column + 1 >= lines[this].len() {
+            this += 1;
+            continue;
+        }
+        write_lines(lines, line0, this, widths, out);
+        line0 = this;
+        let mut width = 0;
+        while this < line1 && column + 1 < lines[this].len() {
+            width = width.max(lines[this][column].chars().count() + 2);
+            this += 1;
+        }
+        widths.push(width);
+        format(lines, line0, this, widths, out);
+        widths.pop();
+        line0 = this;
+    }
+    write_lines(lines, line0, line1, widths, out);
+}
+
+fn write_lines(lines: &[Vec<&str>], from: usize, to: usize, widths: &[usize], out: &mut String) {
+    for line in &lines[from..to] {
+        for (j, cell) in line.iter().enumerate() {
+            out.push_str(cell);
+            if j + 1 < line.len() {
+                let w = widths.get(j).copied().unwrap_or(0);
+                out.push_str(&" ".repeat(w.saturating_sub(cell.chars().count())));
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// `Mon, 02 Jan 2006 15:04:05 -0700` (RFC 1123 with numeric zone), as describe prints times.
+fn rfc1123z(t: &str) -> String {
+    let Some(ms) = parse_rfc3339(t) else { return t.to_string() };
+    let secs = EPOCH_UNIX_SECS + (ms / 1000) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
+    let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][(m - 1) as usize];
+    format!("{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} +0000", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn map_multiline(out: &mut String, title: &str, m: Option<&Value>) {
+    let entries: Vec<String> = m.and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+    if entries.is_empty() {
+        out.push_str(&format!("{title}:\t<none>\n"));
+        return;
+    }
+    for (i, e) in entries.iter().enumerate() {
+        if i == 0 {
+            out.push_str(&format!("{title}:\t{e}\n"));
+        } else {
+            out.push_str(&format!("\t{e}\n"));
+        }
+    }
+}
+
+/// The Events section for an object: its events, oldest first.
+pub fn events_section(out: &mut String, events: &[&Value], now: Millis) {
+    if events.is_empty() {
+        out.push_str("Events:\t<none>\n");
+        return;
+    }
+    out.push_str("Events:\n  Type\tReason\tAge\tFrom\tMessage\n  ----\t------\t----\t----\t-------\n");
+    for e in events {
+        let at = |k: &str| get_str(e, &[k]).and_then(parse_rfc3339);
+        let last = at("lastTimestamp").or_else(|| at("eventTime")).unwrap_or(0);
+        let first = at("firstTimestamp").or_else(|| at("eventTime")).unwrap_or(last);
+        let count = get_i64(e, &["count"]).unwrap_or(1);
+        let age = if count > 1 {
+            format!("{} (x{count} over {})", human_duration(now.saturating_sub(last)), human_duration(now.saturating_sub(first)))
+        } else {
+            human_duration(now.saturating_sub(last))
+        };
+        let from = get_str(e, &["source", "component"]).filter(|c| !c.is_empty()).or_else(|| get_str(e, &["reportingComponent"])).unwrap_or("");
+        let msg = get_str(e, &["message"]).unwrap_or("").trim();
+        let msg = match get_str(e, &["involvedObject", "fieldPath"]) {
+            Some(fp) if !fp.is_empty() => format!("{fp}: {msg}"),
+            _ => msg.to_string(),
+        };
+        out.push_str(&format!("  {}\t{}\t{age}\t{from}\t{msg}\n", get_str(e, &["type"]).unwrap_or(""), get_str(e, &["reason"]).unwrap_or("")));
+    }
+}
+
+fn container_state(out: &mut String, title: &str, st: Option<&Value>) {
+    let Some(st) = st.and_then(Value::as_object).filter(|m| !m.is_empty()) else {
+        if title == "State" {
+            out.push_str("    State:\tWaiting\n");
+        }
+        return;
+    };
+    if let Some(r) = st.get("running") {
+        out.push_str(&format!("    {title}:\tRunning\n      Started:\t{}\n", rfc1123z(get_str(r, &["startedAt"]).unwrap_or(""))));
+    } else if let Some(w) = st.get("waiting") {
+        out.push_str(&format!("    {title}:\tWaiting\n"));
+        if let Some(r) = get_str(w, &["reason"]) {
+            out.push_str(&format!("      Reason:\t{r}\n"));
+        }
+    } else if let Some(t) = st.get("terminated") {
+        out.push_str(&format!("    {title}:\tTerminated\n"));
+        if let Some(r) = get_str(t, &["reason"]) {
+            out.push_str(&format!("      Reason:\t{r}\n"));
+        }
+        out.push_str(&format!("      Exit Code:\t{}\n", get_i64(t, &["exitCode"]).unwrap_or(0)));
+        out.push_str(&format!("      Started:\t{}\n", rfc1123z(get_str(t, &["startedAt"]).unwrap_or(""))));
+        out.push_str(&format!("      Finished:\t{}\n", rfc1123z(get_str(t, &["finishedAt"]).unwrap_or(""))));
+    }
+}
+
+fn probe(p: &Value) -> String {
+    let n = |k: &str, d: i64| get_i64(p, &[k]).unwrap_or(d);
+    let action = if let Some(h) = p.get("httpGet") {
+        let port = get(h, &["port"]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default();
+        format!(
+            "http-get {}://{}:{port}{}",
+            get_str(h, &["scheme"]).unwrap_or("HTTP").to_lowercase(),
+            get_str(h, &["host"]).unwrap_or(""),
+            get_str(h, &["path"]).unwrap_or("")
+        )
+    } else if let Some(t) = p.get("tcpSocket") {
+        format!("tcp-socket :{}", get(t, &["port"]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default())
+    } else if let Some(e) = p.get("exec") {
+        let cmd: Vec<&str> = get_array(e, &["command"]).iter().filter_map(Value::as_str).collect();
+        format!("exec [{}]", cmd.join(" "))
+    } else {
+        "unknown".into()
+    };
+    format!(
+        "{action} delay={}s timeout={}s period={}s #success={} #failure={}",
+        n("initialDelaySeconds", 0),
+        n("timeoutSeconds", 1),
+        n("periodSeconds", 10),
+        n("successThreshold", 1),
+        n("failureThreshold", 3)
+    )
+}
+
+/// `kubectl describe pod`.
+pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(p), api::namespace(p)));
+    o.push_str(&format!("Priority:\t{}\n", get_i64(p, &["spec", "priority"]).unwrap_or(0)));
+    if let Some(pc) = get_str(p, &["spec", "priorityClassName"]) {
+        o.push_str(&format!("Priority Class Name:\t{pc}\n"));
+    }
+    o.push_str(&format!("Service Account:\t{}\n", get_str(p, &["spec", "serviceAccountName"]).unwrap_or("")));
+    match get_str(p, &["spec", "nodeName"]) {
+        Some(n) => o.push_str(&format!("Node:\t{n}/{}\n", get_str(p, &["status", "hostIP"]).unwrap_or(""))),
+        None => o.push_str("Node:\t<none>\n"),
+    }
+    if let Some(t) = get_str(p, &["status", "startTime"]) {
+        o.push_str(&format!("Start Time:\t{}\n", rfc1123z(t)));
+    }
+    map_multiline(&mut o, "Labels", get(p, &["metadata", "labels"]));
+    map_multiline(&mut o, "Annotations", get(p, &["metadata", "annotations"]));
+    let phase = get_str(p, &["status", "phase"]).unwrap_or("");
+    if api::is_deleting(p) {
+        o.push_str(&format!(
+            "Status:\tTerminating (lasts {})\n",
+            human_duration(now.saturating_sub(get_str(p, &["metadata", "deletionTimestamp"]).and_then(parse_rfc3339).unwrap_or(now)))
+        ));
+        o.push_str(&format!("Termination Grace Period:\t{}s\n", get_i64(p, &["metadata", "deletionGracePeriodSeconds"]).unwrap_or(30)));
+    } else {
+        o.push_str(&format!("Status:\t{phase}\n"));
+    }
+    if let Some(r) = get_str(p, &["status", "reason"]) {
+        o.push_str(&format!("Reason:\t{r}\n"));
+    }
+    if let Some(m) = get_str(p, &["status", "message"]) {
+        o.push_str(&format!("Message:\t{m}\n"));
+    }
+    o.push_str(&format!("IP:\t{}\n", get_str(p, &["status", "podIP"]).unwrap_or("")));
+    let ips = get_array(p, &["status", "podIPs"]);
+    if ips.is_empty() {
+        o.push_str("IPs:\t<none>\n");
+    } else {
+        o.push_str("IPs:\n");
+        for ip in ips {
+            o.push_str(&format!("  IP:\t{}\n", get_str(ip, &["ip"]).unwrap_or("")));
+        }
+    }
+    if let Some(c) = api::controller_ref(p) {
+        o.push_str(&format!("Controlled By:\t{}/{}\n", get_str(c, &["kind"]).unwrap_or(""), get_str(c, &["name"]).unwrap_or("")));
+    }
+    o.push_str("Containers:\n");
+    let statuses = get_array(p, &["status", "containerStatuses"]);
+    for c in get_array(p, &["spec", "containers"]) {
+        let name = get_str(c, &["name"]).unwrap_or("");
+        let st = statuses.iter().find(|s| get_str(s, &["name"]) == Some(name));
+        o.push_str(&format!("  {name}:\n"));
+        if let Some(id) = st.and_then(|s| get_str(s, &["containerID"])) {
+            o.push_str(&format!("    Container ID:\t{id}\n"));
+        }
+        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
+        o.push_str(&format!("    Image ID:\t{}\n", st.and_then(|s| get_str(s, &["imageID"])).unwrap_or("")));
+        let ports = get_array(c, &["ports"]);
+        if ports.is_empty() {
+            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
+        } else {
+            let fmt = |k: &str| {
+                ports
+                    .iter()
+                    .map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            o.push_str(&format!(
+                "    Port{}:\t{}\n    Host Port{}:\t{}\n",
+                if ports.len() > 1 { "s" } else { "" },
+                fmt("containerPort"),
+                if ports.len() > 1 { "s" } else { "" },
+                fmt("hostPort")
+            ));
+        }
+        container_state(&mut o, "State", st.and_then(|s| s.get("state")));
+        container_state(&mut o, "Last State", st.and_then(|s| s.get("lastState")));
+        o.push_str(&format!("    Ready:\t{}\n", if st.and_then(|s| api::get_bool(s, &["ready"])) == Some(true) { "True" } else { "False" }));
+        o.push_str(&format!("    Restart Count:\t{}\n", st.and_then(|s| get_i64(s, &["restartCount"])).unwrap_or(0)));
+        for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
+            if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
+                o.push_str(&format!("    {title}:\n"));
+                for (k, v) in m {
+                    o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
+                }
+            }
+        }
+        for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
+            if let Some(pr) = c.get(key) {
+                o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
+            }
+        }
+        let env = get_array(c, &["env"]);
+        if env.is_empty() {
+            o.push_str("    Environment:\t<none>\n");
+        } else {
+            o.push_str("    Environment:\n");
+            for e in env {
+                o.push_str(&format!("      {}:\t{}\n", get_str(e, &["name"]).unwrap_or(""), get_str(e, &["value"]).unwrap_or("")));
+            }
+        }
+        let mounts = get_array(c, &["volumeMounts"]);
+        if mounts.is_empty() {
+            o.push_str("    Mounts:\t<none>\n");
+        } else {
+            o.push_str("    Mounts:\n");
+            for m in mounts {
+                let ro = if api::get_bool(m, &["readOnly"]) == Some(true) { "ro" } else { "rw" };
+                o.push_str(&format!("      {} from {} ({ro})\n", get_str(m, &["mountPath"]).unwrap_or(""), get_str(m, &["name"]).unwrap_or("")));
+            }
+        }
+    }
+    let conds = get_array(p, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\n");
+        for c in conds {
+            o.push_str(&format!("  {} \t{} \n", get_str(c, &["type"]).unwrap_or(""), get_str(c, &["status"]).unwrap_or("")));
+        }
+    }
+    let vols = get_array(p, &["spec", "volumes"]);
+    if vols.is_empty() {
+        o.push_str("Volumes:\t<none>\n");
+    } else {
+        o.push_str("Volumes:\n");
+        for v in vols {
+            o.push_str(&format!("  {}:\n", get_str(v, &["name"]).unwrap_or("")));
+            if let Some(pj) = v.get("projected") {
+                o.push_str("    Type:\tProjected (a volume that contains injected data from multiple sources)\n");
+                for s in get_array(pj, &["sources"]) {
+                    if let Some(t) = s.get("serviceAccountToken") {
+                        o.push_str(&format!("    TokenExpirationSeconds:\t{}\n", get_i64(t, &["expirationSeconds"]).unwrap_or(3600)));
+                    } else if let Some(cm) = s.get("configMap") {
+                        o.push_str(&format!(
+                            "    ConfigMapName:\t{}\n    Optional:\t{}\n",
+                            get_str(cm, &["name"]).unwrap_or(""),
+                            api::get_bool(cm, &["optional"]).unwrap_or(false)
+                        ));
+                    } else if s.get("downwardAPI").is_some() {
+                        o.push_str("    DownwardAPI:\ttrue\n");
+                    }
+                }
+            } else if let Some(cm) = v.get("configMap") {
+                o.push_str("    Type:\tConfigMap (a volume populated by a ConfigMap)\n");
+                o.push_str(&format!(
+                    "    Name:\t{}\n    Optional:\t{}\n",
+                    get_str(cm, &["name"]).unwrap_or(""),
+                    api::get_bool(cm, &["optional"]).unwrap_or(false)
+                ));
+            } else if let Some(sec) = v.get("secret") {
+                o.push_str("    Type:\tSecret (a volume populated by a Secret)\n");
+                o.push_str(&format!(
+                    "    SecretName:\t{}\n    Optional:\t{}\n",
+                    get_str(sec, &["secretName"]).unwrap_or(""),
+                    api::get_bool(sec, &["optional"]).unwrap_or(false)
+                ));
+            } else if let Some(ed) = v.get("emptyDir") {
+                o.push_str("    Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n");
+                o.push_str(&format!(
+                    "    Medium:\t{}\n    SizeLimit:\t{}\n",
+                    get_str(ed, &["medium"]).unwrap_or(""),
+                    get_str(ed, &["sizeLimit"]).unwrap_or("<unset>")
+                ));
+            }
+        }
+    }
+    o.push_str(&format!("QoS Class:\t{}\n", get_str(p, &["status", "qosClass"]).unwrap_or("")));
+    map_multiline(&mut o, "Node-Selectors", get(p, &["spec", "nodeSelector"]));
+    let tols: Vec<String> = get_array(p, &["spec", "tolerations"])
+        .iter()
+        .map(|t| {
+            let mut s = get_str(t, &["key"]).unwrap_or("").to_string();
+            if let Some(v) = get_str(t, &["value"]).filter(|v| !v.is_empty()) {
+                s.push_str(&format!("={v}"));
+            }
+            if let Some(e) = get_str(t, &["effect"]) {
+                s.push_str(&format!(":{e}"));
+            }
+            if get_str(t, &["operator"]) == Some("Exists") {
+                s.push_str(" op=Exists");
+            }
+            if let Some(secs) = get_i64(t, &["tolerationSeconds"]) {
+                s.push_str(&format!(" for {secs}s"));
+            }
+            s
+        })
+        .collect();
+    if tols.is_empty() {
+        o.push_str("Tolerations:\t<none>\n");
+    } else {
+        for (i, t) in tols.iter().enumerate() {
+            o.push_str(&if i == 0 { format!("Tolerations:\t{t}\n") } else { format!("\t{t}\n") });
+        }
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `kubectl describe deployment`.
+pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let int = |p: &[&str]| get_i64(d, p).unwrap_or(0);
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(d), api::namespace(d)));
+    o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(d, &["metadata", "creationTimestamp"]).unwrap_or(""))));
+    map_multiline(&mut o, "Labels", get(d, &["metadata", "labels"]));
+    map_multiline(&mut o, "Annotations", get(d, &["metadata", "annotations"]));
+    let sel: Vec<String> = get(d, &["spec", "selector", "matchLabels"])
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    o.push_str(&format!("Selector:\t{}\n", sel.join(",")));
+    let unavailable = int(&["status", "unavailableReplicas"]);
+    o.push_str(&format!(
+        "Replicas:\t{} desired | {} updated | {} total | {} available | {unavailable} unavailable\n",
+        int(&["spec", "replicas"]),
+        int(&["status", "updatedReplicas"]),
+        int(&["status", "replicas"]),
+        int(&["status", "availableReplicas"])
+    ));
+    let strategy = get_str(d, &["spec", "strategy", "type"]).unwrap_or("RollingUpdate");
+    o.push_str(&format!("StrategyType:\t{strategy}\n"));
+    o.push_str(&format!("MinReadySeconds:\t{}\n", int(&["spec", "minReadySeconds"])));
+    if strategy == "RollingUpdate" {
+        let ru = |k: &str| {
+            get(d, &["spec", "strategy", "rollingUpdate", k]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default()
+        };
+        o.push_str(&format!("RollingUpdateStrategy:\t{} max unavailable, {} max surge\n", ru("maxUnavailable"), ru("maxSurge")));
+    }
+    o.push_str("Pod Template:\n");
+    map_multiline(&mut o, "  Labels", get(d, &["spec", "template", "metadata", "labels"]));
+    o.push_str("  Containers:\n");
+    for c in get_array(d, &["spec", "template", "spec", "containers"]) {
+        o.push_str(&format!("   {}:\n", get_str(c, &["name"]).unwrap_or("")));
+        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
+        let ports = get_array(c, &["ports"]);
+        let fmt = |k: &str| {
+            ports.iter().map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP"))).collect::<Vec<_>>().join(", ")
+        };
+        if ports.is_empty() {
+            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
+        } else {
+            o.push_str(&format!("    Port:\t{}\n    Host Port:\t{}\n", fmt("containerPort"), fmt("hostPort")));
+        }
+        for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
+            if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
+                o.push_str(&format!("    {title}:\n"));
+                for (k, v) in m {
+                    o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
+                }
+            }
+        }
+        for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
+            if let Some(pr) = c.get(key) {
+                o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
+            }
+        }
+        o.push_str("    Environment:\t<none>\n    Mounts:\t<none>\n");
+    }
+    o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
+    let conds = get_array(d, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
+        for c in conds {
+            o.push_str(&format!(
+                "  {}\t{}\t{}\n",
+                get_str(c, &["type"]).unwrap_or(""),
+                get_str(c, &["status"]).unwrap_or(""),
+                get_str(c, &["reason"]).unwrap_or("")
+            ));
+        }
+    }
+    let rs_text = |list: Vec<&&Value>| {
+        if list.is_empty() {
+            "<none>".to_string()
+        } else {
+            list.iter()
+                .map(|r| {
+                    format!(
+                        "{} ({}/{} replicas created)",
+                        api::name(r),
+                        get_i64(r, &["status", "replicas"]).unwrap_or(0),
+                        get_i64(r, &["spec", "replicas"]).unwrap_or(0)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    let revision = api::annotation(d, "deployment.kubernetes.io/revision").unwrap_or("");
+    let (new, old): (Vec<&&Value>, Vec<&&Value>) = rs.iter().partition(|r| api::annotation(r, "deployment.kubernetes.io/revision").unwrap_or("") == revision);
+    let old: Vec<&&Value> = old.into_iter().filter(|r| get_i64(r, &["spec", "replicas"]).unwrap_or(0) > 0).collect();
+    o.push_str(&format!("OldReplicaSets:\t{}\n", rs_text(old)));
+    o.push_str(&format!("NewReplicaSet:\t{}\n", rs_text(new)));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tabwriter_aligns_column_blocks_like_go() {
+        assert_eq!(
+            tabwrite("Name:\tweb\nNamespace:\tdefault\nContainers:\n  a:\n    Image:\tnginx\n"),
+            "Name:       web\nNamespace:  default\nContainers:\n  a:\n    Image:  nginx\n"
+        );
+        assert_eq!(
+            tabwrite("  Type\tReason\tAge\n  ----\t------\t---\n  Normal\tScheduled\t5s\n"),
+            "  Type    Reason     Age\n  ----    ------     ---\n  Normal  Scheduled  5s\n"
+        );
+    }
+
+    #[test]
+    fn times_print_as_rfc1123z() {
+        assert_eq!(rfc1123z("2026-01-01T00:00:02Z"), "Thu, 01 Jan 2026 00:00:02 +0000");
+        assert_eq!(rfc1123z("2026-03-01T13:04:05Z"), "Sun, 01 Mar 2026 13:04:05 +0000");
+    }
+}
