@@ -504,9 +504,10 @@ fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<Str
     };
     let res = &RESOURCES[r];
     let output = f.get("--output").unwrap_or("");
-    if !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
+    let template = output.strip_prefix("jsonpath=").map(|t| t.trim_matches('\''));
+    if template.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
         return vec![format!(
-            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: json,name,wide,yaml (kubeloop's subset)"
+            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: json,jsonpath,name,wide,yaml (kubeloop's subset)"
         )];
     }
     let ns = if !res.namespaced || f.all_namespaces { "" } else { ns };
@@ -552,6 +553,14 @@ fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<Str
     if objects.is_empty() {
         out.push(if ns.is_empty() { "No resources found".to_string() } else { format!("No resources found in {ns} namespace.") });
         return out;
+    }
+    if let Some(t) = template {
+        // A single named object is the template's root; otherwise a List.
+        let v = if objects.len() == 1 && !names.is_empty() { objects.remove(0) } else { json!({"apiVersion": "v1", "items": objects, "kind": "List"}) };
+        return match crate::jsonpath::render(t, &v) {
+            Ok(s) => s.lines().map(str::to_string).collect(),
+            Err(e) => vec![format!("error: error parsing jsonpath {t}, {e}")],
+        };
     }
     match output {
         "name" => out.extend(objects.iter().map(|o| format!("{}/{}", kind_prefix(r), api::name(o)))),

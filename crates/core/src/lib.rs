@@ -19,6 +19,7 @@ pub mod defaults;
 pub mod describe;
 pub mod events;
 pub mod informer;
+pub mod jsonpath;
 pub mod kubectl;
 pub mod kubelet;
 pub mod labels;

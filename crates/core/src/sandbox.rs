@@ -505,6 +505,12 @@ mod tests {
         assert!(all[1].starts_with("control-plane   Ready    control-plane"), "{all:?}");
         let yaml = sb.kubectl("get deployment web -o yaml").join("\n");
         assert!(yaml.starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"), "{yaml}");
+        let owner = sb.kubectl(&format!(
+            "get pod {} -o jsonpath='{{.metadata.ownerReferences[0].kind}}/{{.metadata.ownerReferences[0].name}}'",
+            names[0].trim_start_matches("pod/")
+        ));
+        assert!(owner.len() == 1 && owner[0].starts_with("ReplicaSet/web-"), "{owner:?}");
+        assert_eq!(sb.kubectl("get deploy -o jsonpath={.items[*].metadata.name}"), ["web"]);
         let json = sb.kubectl("get deployment web -o json").join("\n");
         assert!(json.starts_with("{\n    \"apiVersion\": \"apps/v1\","), "{json}");
     }
