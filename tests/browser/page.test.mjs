@@ -175,6 +175,14 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   // History with the arrow keys.
   await input.press('ArrowUp');
   if ((await input.inputValue()) !== 'get nodes') throw new Error('no history');
+  // get -w streams rows as the simulation runs.
+  await page.locator('header select').nth(1).selectOption('admin');
+  await input.fill('get pods -l app=checkout -w');
+  await input.press('Enter');
+  await page.getByRole('button', { name: 'Scale ReplicaSet by hand +2' }).click();
+  await out.getByText(/^checkout-\S+\s+0\/1\s+(Pending|ContainerCreating)\s+0\s+\S+$/).first().waitFor({ timeout: 20000 });
+  await input.press('Escape');
+  await out.getByText('^C').waitFor();
 });
 
 await test('embed mode shows only the requested panes', async (page) => {

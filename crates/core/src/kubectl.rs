@@ -795,6 +795,102 @@ fn describe(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Ve
     out
 }
 
+/// A `kubectl get -w` in progress: rows for every later change to the listed objects.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    resource: ResourceId,
+    /// Empty: all namespaces.
+    namespace: String,
+    selector: Option<crate::labels::Selector>,
+    names: Vec<String>,
+    wide: bool,
+    all_namespaces: bool,
+    since: u64,
+    widths: Vec<usize>,
+}
+
+/// Run a command line; if it is `get ... -w` (or `--watch`), also return the watch that
+/// prints later changes (see [`Watch::poll`]).
+pub fn run_watching(api: &mut ApiServer, creds: &Credentials, line: &str) -> (Vec<String>, Option<Watch>) {
+    let Ok(words) = split_args(line) else { return (run(api, creds, line), None) };
+    let words: Vec<String> = if words.first().map(String::as_str) == Some("kubectl") { words[1..].to_vec() } else { words };
+    let watching = words.first().map(String::as_str) == Some("get") && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true");
+    if !watching {
+        return (run(api, creds, line), None);
+    }
+    let rest: Vec<String> = words.into_iter().filter(|w| w != "-w" && w != "--watch" && w != "--watch=true").collect();
+    let Ok(f) = parse_flags(&rest[1..]) else { return (run(api, creds, line), None) };
+    let since = api.store.revision();
+    let out = get(api, creds, &f, f.namespace.as_deref().unwrap_or("default"));
+    let Some(r) = f.positional.first().and_then(|t| resource_for_name(t)) else { return (out, None) };
+    if out.iter().any(|l| l.starts_with("error") || l.starts_with("Error")) || !matches!(f.get("--output"), None | Some("wide")) {
+        return (out, None);
+    }
+    let widths =
+        out.first().filter(|h| h.starts_with("NAME") || h.starts_with("NAMESPACE") || h.starts_with("LAST SEEN")).map(|h| header_widths(h)).unwrap_or_default();
+    let namespace = if f.all_namespaces || !RESOURCES[r].namespaced { String::new() } else { f.namespace.clone().unwrap_or_else(|| "default".into()) };
+    let selector = f.selector.as_deref().and_then(|s| crate::labels::Selector::parse(s).ok());
+    let watch = Watch {
+        resource: r,
+        namespace,
+        selector,
+        names: f.positional[1..].to_vec(),
+        wide: f.get("--output") == Some("wide"),
+        all_namespaces: f.all_namespaces,
+        since,
+        widths,
+    };
+    (out, Some(watch))
+}
+
+/// Column widths of a printed header: each column runs to the start of the next.
+fn header_widths(h: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let b: Vec<char> = h.chars().collect();
+    for i in 0..b.len() {
+        if b[i] != ' ' && (i == 0 || (b[i - 1] == ' ' && i >= 2 && b[i - 2] == ' ')) {
+            starts.push(i);
+        }
+    }
+    starts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+impl Watch {
+    /// Rows for the changes since the last poll, aligned to the first table's columns.
+    pub fn poll(&mut self, api: &ApiServer) -> Vec<String> {
+        let events: Vec<Value> = match api.store.events_since(self.resource, self.since) {
+            Ok(it) => it
+                .filter(|e| self.namespace.is_empty() || api::namespace(&e.object) == self.namespace)
+                .filter(|e| self.names.is_empty() || self.names.iter().any(|n| n == api::name(&e.object)))
+                .filter(|e| self.selector.as_ref().is_none_or(|s| s.matches(api::labels(&e.object))))
+                .map(|e| (*e.object).clone())
+                .collect(),
+            Err(_) => vec![],
+        };
+        self.since = api.store.revision();
+        let refs: Vec<&Value> = events.iter().collect();
+        let (_, rows) = crate::printers::get_rows(RESOURCES[self.resource].kind, &refs, api.now, self.wide);
+        rows.into_iter()
+            .zip(&events)
+            .map(|(mut row, o)| {
+                if self.all_namespaces && RESOURCES[self.resource].namespaced {
+                    row.insert(0, api::namespace(o).to_string());
+                }
+                let n = row.len();
+                let mut line = String::new();
+                for (i, cell) in row.into_iter().enumerate() {
+                    line.push_str(&cell);
+                    if i + 1 < n {
+                        let w = self.widths.get(i).copied().unwrap_or(0).max(cell.chars().count() + 3);
+                        line.push_str(&" ".repeat(w - cell.chars().count()));
+                    }
+                }
+                line
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -212,6 +212,18 @@ impl Sandbox {
         self.cluster.act(self.credentials(), Action::Kubectl(line.to_string())).output
     }
 
+    /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run
+    /// (a watch changes nothing, so it is not logged for share links).
+    pub fn kubectl_watching(&mut self, line: &str) -> (Vec<String>, Option<crate::kubectl::Watch>) {
+        let words = crate::kubectl::split_args(line).unwrap_or_default();
+        let get = words.iter().find(|w| *w != "kubectl").map(String::as_str) == Some("get");
+        if !(get && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
+            return (self.kubectl(line), None);
+        }
+        let creds = self.credentials();
+        crate::kubectl::run_watching(&mut self.cluster.api, &creds, line)
+    }
+
     /// Inject a fault now (`nodeDown`, `webhookDown`, ... and the name it applies to).
     pub fn fault(&mut self, kind: &str, name: &str) -> Result<String, String> {
         let f = fault(kind, name)?;
@@ -568,6 +580,23 @@ mod tests {
             assert!(dep.contains(want), "missing {want:?} in\n{dep}");
         }
         assert_eq!(sb.kubectl("describe service kubernetes"), ["error: kubeloop cannot describe services yet (it describes pods and deployments)"]);
+    }
+
+    #[test]
+    fn get_watch_prints_a_row_per_change() {
+        let mut sb = Sandbox::new("", Some(1));
+        let (out, w) = sb.kubectl_watching("get pods -w");
+        assert_eq!(out, ["No resources found in default namespace."]);
+        let mut w = w.expect("a watch");
+        sb.apply(APP);
+        sb.advance(30_000);
+        let rows = w.poll(&sb.cluster.api);
+        assert!(rows.iter().any(|r| r.contains(" Pending ")), "{rows:?}");
+        assert!(rows.iter().any(|r| r.contains(" ContainerCreating ")), "{rows:?}");
+        assert!(rows.iter().filter(|r| r.contains(" 1/1 ") && r.contains(" Running ")).count() >= 2, "{rows:?}");
+        assert!(w.poll(&sb.cluster.api).is_empty(), "nothing new");
+        let (_, none) = sb.kubectl_watching("get pods");
+        assert!(none.is_none());
     }
 
     #[test]

@@ -75,6 +75,7 @@ enum Msg {
     TermInput(String),
     TermRun,
     TermHistory(i32),
+    TermStop,
 }
 
 /// What the sandbox starts from.
@@ -134,6 +135,8 @@ struct App {
     term_input: String,
     term_history: Vec<String>,
     term_pos: usize,
+    /// A `kubectl get -w` printing rows as the run goes (any next command stops it).
+    term_watch: Option<kubeloop_core::kubectl::Watch>,
 }
 
 fn window() -> web_sys::Window {
@@ -157,6 +160,11 @@ impl App {
 
     /// Fold the records written since the last look into the diagram.
     fn absorb(&mut self) {
+        if let Some(w) = &mut self.term_watch {
+            for l in w.poll(&self.sb.cluster.api) {
+                self.term_lines.push((false, l));
+            }
+        }
         let records = &self.sb.cluster.api.trace.records;
         diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..]);
         self.seen_records = records.len();
@@ -254,12 +262,13 @@ impl Component for App {
             apply_after_cel: false,
             term_lines: vec![(
                 false,
-                "Type kubectl commands, e.g. get pods -o wide, get events, scale deployment checkout --replicas=3. They run as the user chosen in Apply as."
+                "Type kubectl commands, e.g. get pods -o wide, describe deployment checkout, get pods -w (Esc stops it), scale deployment checkout --replicas=3. They run as the user chosen in Apply as."
                     .into(),
             )],
             term_input: String::new(),
             term_history: Vec::new(),
             term_pos: 0,
+            term_watch: None,
         };
         if needs_cel && !cel::ready() {
             app.notice = Some("Loading the policy engine (CEL)…".into());
@@ -398,14 +407,21 @@ impl Component for App {
                     return true;
                 }
                 self.term_lines.push((true, format!("{} $ kubectl {}", self.sb.user, line.strip_prefix("kubectl ").unwrap_or(line))));
-                for l in self.sb.kubectl(line) {
+                let (out, watch) = self.sb.kubectl_watching(line);
+                for l in out {
                     self.term_lines.push((false, l));
                 }
+                self.term_watch = watch;
                 let excess = self.term_lines.len().saturating_sub(2000);
                 self.term_lines.drain(..excess);
                 self.term_history.push(line.to_string());
                 self.term_pos = self.term_history.len();
                 self.absorb();
+            }
+            Msg::TermStop => {
+                if self.term_watch.take().is_some() {
+                    self.term_lines.push((false, "^C".into()));
+                }
             }
             Msg::TermHistory(delta) => {
                 let len = self.term_history.len();
@@ -738,6 +754,7 @@ impl App {
                 e.prevent_default();
                 Some(Msg::TermHistory(1))
             }
+            "Escape" => Some(Msg::TermStop),
             _ => None,
         });
         html! {
