@@ -175,6 +175,10 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   // History with the arrow keys.
   await input.press('ArrowUp');
   if ((await input.inputValue()) !== 'get nodes') throw new Error('no history');
+  // Tab completes commands, types and names.
+  await input.fill('scale deployment chec');
+  await input.press('Tab');
+  if ((await input.inputValue()) !== 'scale deployment checkout ') throw new Error(`completion: ${await input.inputValue()}`);
   // get -w streams rows as the simulation runs.
   await page.locator('header select').nth(1).selectOption('admin');
   await input.fill('get pods -l app=checkout -w');

@@ -600,6 +600,18 @@ mod tests {
     }
 
     #[test]
+    fn completion_offers_commands_types_and_names() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(30_000);
+        let api = &sb.cluster.api;
+        assert_eq!(crate::kubectl::complete(api, "des"), ["describe"]);
+        assert!(crate::kubectl::complete(api, "get dep").contains(&"deployments".to_string()));
+        assert_eq!(crate::kubectl::complete(api, "scale deployment w"), ["web"]);
+        assert_eq!(crate::kubectl::complete(api, "rollout status deployments "), ["web"]);
+        assert!(crate::kubectl::complete(api, "get pods -n kube-system x").is_empty());
+    }
+
+    #[test]
     fn auth_can_i_answers_from_rbac() {
         let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
         let mut sb = Sandbox::new(setup, Some(1));

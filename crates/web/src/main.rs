@@ -76,6 +76,7 @@ enum Msg {
     TermRun,
     TermHistory(i32),
     TermStop,
+    TermComplete,
 }
 
 /// What the sandbox starts from.
@@ -418,6 +419,26 @@ impl Component for App {
                 self.term_pos = self.term_history.len();
                 self.absorb();
             }
+            Msg::TermComplete => {
+                let options = kubeloop_core::kubectl::complete(&self.sb.cluster.api, &self.term_input);
+                let partial_start = if self.term_input.ends_with(' ') { self.term_input.len() } else { self.term_input.rfind(' ').map_or(0, |i| i + 1) };
+                match options.as_slice() {
+                    [] => return false,
+                    [one] => self.term_input = format!("{}{one} ", &self.term_input[..partial_start]),
+                    many => {
+                        // Extend to the longest common prefix, and list the choices.
+                        let first = &many[0];
+                        let common = first
+                            .char_indices()
+                            .map(|(i, c)| i + c.len_utf8())
+                            .take_while(|&end| many.iter().all(|m| m.starts_with(&first[..end])))
+                            .last()
+                            .unwrap_or(0);
+                        self.term_input = format!("{}{}", &self.term_input[..partial_start], &first[..common]);
+                        self.term_lines.push((false, many.join("  ")));
+                    }
+                }
+            }
             Msg::TermStop => {
                 if self.term_watch.take().is_some() {
                     self.term_lines.push((false, "^C".into()));
@@ -755,6 +776,10 @@ impl App {
                 Some(Msg::TermHistory(1))
             }
             "Escape" => Some(Msg::TermStop),
+            "Tab" => {
+                e.prevent_default();
+                Some(Msg::TermComplete)
+            }
             _ => None,
         });
         html! {
