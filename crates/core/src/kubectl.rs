@@ -342,6 +342,8 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "get" => get(api, creds, &f, &ns),
         "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
+        "rollout" if f.positional.first().map(String::as_str) == Some("restart") => rollout_restart(api, creds, &f, &ns),
+        "rollout" if f.positional.first().map(String::as_str) == Some("history") => rollout_history(api, creds, &f, &ns),
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "api-resources" => api_resources(),
         "describe" => describe(api, creds, &f, &ns),
@@ -488,7 +490,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, auth can-i, rollout status, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
             )]
         }
     }
@@ -924,6 +926,67 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
     out.retain(|c| c.starts_with(partial));
     out.sort();
     out.dedup();
+    out
+}
+
+/// `kubectl rollout restart deployment/NAME`: stamps the pod template, so that the
+/// Deployment controller rolls out new pods.
+fn rollout_restart(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
+    let ts = match targets(api, creds, &rest, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let stamp = crate::sim::rfc3339(api.now);
+    ts.into_iter()
+        .map(|(r, name)| {
+            let patch = json!({"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}});
+            match api.handle(Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone())) {
+                Ok(_) => format!("{}/{name} restarted", kind_prefix(r)),
+                Err(s) => s.kubectl_message(None, ""),
+            }
+        })
+        .collect()
+}
+
+/// `kubectl rollout history deployment/NAME`: the revisions of its ReplicaSets.
+fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
+    let ts = match targets(api, creds, &rest, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let mut out = Vec::new();
+    for (r, name) in ts {
+        let d = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+            Ok(d) => d,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        let list = match api.handle(Request::new(Verb::List, crate::api::rid::REPLICASET, ns, "", creds.clone())) {
+            Ok(l) => l,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        let mut revs: Vec<(i64, String)> = api::get_array(&list, &["items"])
+            .iter()
+            .filter(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&d)))
+            .filter_map(|x| {
+                let rev = api::annotation(x, "deployment.kubernetes.io/revision")?.parse().ok()?;
+                Some((rev, api::annotation(x, "kubernetes.io/change-cause").unwrap_or("<none>").to_string()))
+            })
+            .collect();
+        revs.sort();
+        out.push(format!("{}/{name} ", kind_prefix(r)));
+        let mut rows = vec![vec!["REVISION".to_string(), "CHANGE-CAUSE".to_string()]];
+        rows.extend(revs.into_iter().map(|(n, c)| vec![n.to_string(), c]));
+        out.extend(crate::printers::table(&rows).lines().map(str::to_string));
+        out.push(String::new());
+    }
     out
 }
 

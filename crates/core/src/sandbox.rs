@@ -540,8 +540,15 @@ mod tests {
         assert!(mid[0].starts_with("Waiting for deployment \"web\" rollout to finish: "), "{mid:?}");
         sb.advance(120_000);
         assert_eq!(sb.kubectl("rollout status deployment web"), ["deployment \"web\" successfully rolled out"]);
+        assert_eq!(
+            sb.kubectl("rollout history deployment/web"),
+            ["deployment.apps/web ", "REVISION   CHANGE-CAUSE", "1          <none>", "2          <none>", ""]
+        );
+        assert_eq!(sb.kubectl("rollout restart deployment/web"), ["deployment.apps/web restarted"]);
+        sb.advance(120_000);
+        assert_eq!(sb.kubectl("rollout history deploy/web").len(), 6, "a third revision");
         let images = sb.kubectl("get rs -o wide --sort-by=.metadata.creationTimestamp");
-        assert!(images.len() == 3 && images[1].contains("nginx:1.27") && images[2].contains("nginx:1.28"), "{images:?}");
+        assert!(images.len() == 4 && images[1].contains("nginx:1.27") && images[2].contains("nginx:1.28"), "{images:?}");
         let res = sb.kubectl("api-resources");
         assert_eq!(res[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]);
         assert!(res.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["deployments", "deploy", "apps/v1", "true", "Deployment"]), "{res:?}");
