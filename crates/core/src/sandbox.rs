@@ -194,13 +194,23 @@ impl Sandbox {
         // Prune what the editor no longer declares.
         let gone: Vec<(usize, String, String)> = self.applied.keys().filter(|k| !present.contains_key(*k)).cloned().collect();
         for (r, ns, name) in gone {
-            self.applied.remove(&(r, ns.clone(), name.clone()));
             let res = &RESOURCES[r];
             let mut cmd = format!("delete {} {name}", res.qualified_resource());
             if !ns.is_empty() {
                 cmd.push_str(&format!(" -n {ns}"));
             }
-            self.cluster.act(creds.clone(), Action::Kubectl(cmd));
+            let out = self.cluster.act(creds.clone(), Action::Kubectl(cmd)).output;
+            let result = out.join("\n");
+            let failed = result.starts_with("error") || result.starts_with("Error");
+            let mut st =
+                DocStatus { start_line: 0, end_line: 0, object: format!("{}/{name}", res.kind), result: format!("pruned: {result}"), diagnostics: vec![] };
+            if failed && !result.contains("(NotFound)") {
+                // Still declared as far as the cluster knows: try again on the next apply.
+                st.diagnostics.push(Diagnostic { line: 0, column: 0, message: result });
+            } else {
+                self.applied.remove(&(r, ns, name));
+            }
+            docs.push(st);
         }
         self.text = text.to_string();
         self.docs = docs;
@@ -634,6 +644,22 @@ mod tests {
             sb.kubectl("auth can-i get pods --as admin"),
             ["Error from server (Forbidden): users \"admin\" is forbidden: User \"ajay\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"]
         );
+    }
+
+    #[test]
+    fn a_prune_the_user_may_not_do_is_reported_and_retried() {
+        let setup = format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{{name: ajay, token: t, groups: [payments]}}]\n---\n{APP}");
+        let mut sb = Sandbox::new(&setup, Some(1));
+        assert!(sb.set_user("ajay"));
+        let without = setup.split("---\n").next().unwrap().to_string();
+        sb.apply(&without);
+        let pruned = sb.docs.iter().find(|d| d.object == "Deployment/web").expect("a prune result");
+        assert!(pruned.failed() && pruned.result.contains("(Forbidden)"), "{pruned:?}");
+        assert!(sb.cluster.api.store.get_by(crate::api::rid::DEPLOYMENT, "default", "web").is_some());
+        sb.set_user("admin");
+        sb.apply(&(without.clone() + " "));
+        let pruned = sb.docs.iter().find(|d| d.object == "Deployment/web").expect("retried");
+        assert_eq!(pruned.result, "pruned: deployment.apps \"web\" deleted from default namespace");
     }
 
     #[test]

@@ -598,7 +598,8 @@ impl App {
                         let class = if d.failed() { "error" } else { "ok" };
                         let line = d.diagnostics.first().map_or(d.start_line, |x| x.line);
                         let col = d.diagnostics.first().map_or(1, |x| x.column);
-                        html! { <li {class}><span class="where">{ format!("line {line}:{col}") }</span>{ " " }{ if d.failed() { "✗ " } else { "✓ " } }{ &d.result }</li> }
+                        let place = if d.start_line == 0 { "removed from the editor".to_string() } else { format!("line {line}:{col}") };
+                        html! { <li {class}><span class="where">{ place }</span>{ " " }{ if d.failed() { "✗ " } else { "✓ " } }{ &d.result }</li> }
                     }) }
                 </ul>
             </section>
