@@ -347,6 +347,15 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "api-resources" => api_resources(),
         "describe" => describe(api, creds, &f, &ns),
+        "taint" => taint(api, creds, &f),
+        "drain" => {
+            let mut out = run(api, creds, &format!("cordon {}", f.positional.join(" ")));
+            if out.iter().any(|l| l.starts_with("Error") || l.starts_with("error")) {
+                return out;
+            }
+            out.extend(drain(api, creds, &f));
+            out
+        }
         "config" if f.positional.first().map(String::as_str) == Some("current-context") => vec!["kubeloop".into()],
         "scale" => {
             let Some(replicas) = f.get("--replicas").and_then(|v| v.parse::<i64>().ok()) else {
@@ -490,7 +499,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, taint, drain, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
             )]
         }
     }
@@ -895,7 +904,7 @@ impl Watch {
 
 /// The commands the terminal knows, for completion.
 pub const COMMANDS: &[&str] =
-    &["annotate", "api-resources", "apply", "auth", "config", "cordon", "delete", "describe", "get", "label", "rollout", "scale", "set", "uncordon"];
+    &["annotate", "api-resources", "auth", "config", "cordon", "delete", "describe", "drain", "get", "label", "rollout", "scale", "set", "taint", "uncordon"];
 
 /// Completions for the last word of a command line: commands first, then resource types,
 /// then names of objects of that type in the namespace (`-n`) or `default`.
@@ -986,6 +995,116 @@ fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str
         rows.extend(revs.into_iter().map(|(n, c)| vec![n.to_string(), c]));
         out.extend(crate::printers::table(&rows).lines().map(str::to_string));
         out.push(String::new());
+    }
+    out
+}
+
+/// `kubectl taint nodes NAME KEY[=VALUE]:EFFECT[-]...`.
+fn taint(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
+    let p = &f.positional;
+    let (names, specs): (Vec<&String>, Vec<&String>) = match p.first().map(String::as_str) {
+        Some(t) if resource_for_name(t) == Some(crate::api::rid::NODE) => p[1..].iter().partition(|a| !a.contains(':') && !a.ends_with('-')),
+        Some(t) if t.starts_with("node/") || t.starts_with("nodes/") => p.iter().partition(|a| !a.contains(':') && !a.ends_with('-')),
+        _ => return vec!["error: at least one taint update is required (kubectl taint nodes NAME KEY=VALUE:EFFECT)".into()],
+    };
+    if specs.is_empty() {
+        return vec!["error: at least one taint update is required".into()];
+    }
+    let mut out = Vec::new();
+    for n in names {
+        let n = n.rsplit('/').next().unwrap_or(n);
+        let node = match api.handle(Request::new(Verb::Get, crate::api::rid::NODE, "", n, creds.clone())) {
+            Ok(o) => o,
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                continue;
+            }
+        };
+        let mut taints: Vec<Value> = api::get_array(&node, &["spec", "taints"]).to_vec();
+        let mut removed = false;
+        let mut added = false;
+        for spec in &specs {
+            if let Some(rm) = spec.strip_suffix('-') {
+                let (key, effect) = rm.split_once(':').map_or((rm, None), |(k, e)| (k, Some(e)));
+                let before = taints.len();
+                taints.retain(|t| !(get_str(t, &["key"]) == Some(key) && effect.is_none_or(|e| get_str(t, &["effect"]) == Some(e))));
+                if taints.len() == before {
+                    out.push(format!("error: taint {rm:?} not found"));
+                    return out;
+                }
+                removed = true;
+            } else {
+                let Some((kv, effect)) = spec.split_once(':') else {
+                    return vec![format!("error: invalid taint spec: {spec}")];
+                };
+                if !matches!(effect, "NoSchedule" | "PreferNoSchedule" | "NoExecute") {
+                    return vec![format!("error: invalid taint effect: {effect}, unsupported taint effect")];
+                }
+                let (key, value) = kv.split_once('=').map_or((kv, None), |(k, v)| (k, Some(v)));
+                if taints.iter().any(|t| get_str(t, &["key"]) == Some(key) && get_str(t, &["effect"]) == Some(effect)) && f.get("--overwrite").is_none() {
+                    return vec![format!("error: node {n} already has {key} taint(s) with same effect(s) and --overwrite is false")];
+                }
+                taints.retain(|t| !(get_str(t, &["key"]) == Some(key) && get_str(t, &["effect"]) == Some(effect)));
+                let mut t = json!({"key": key, "effect": effect});
+                if let Some(v) = value {
+                    t["value"] = json!(v);
+                }
+                taints.push(t);
+                added = true;
+            }
+        }
+        let patch = json!({"spec": {"taints": taints}});
+        out.push(match api.handle(Request::patch(crate::api::rid::NODE, "", n, PatchType::Merge, patch, creds.clone())) {
+            Ok(_) if added && removed => format!("node/{n} modified"),
+            Ok(_) if removed => format!("node/{n} untainted"),
+            Ok(_) => format!("node/{n} tainted"),
+            Err(s) => s.kubectl_message(None, ""),
+        });
+    }
+    out
+}
+
+/// The eviction half of `kubectl drain NODE`: every pod on the node is deleted gracefully
+/// (kubeloop has no PodDisruptionBudgets to consult); pods without a controller need
+/// `--force`, as in kubectl.
+fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &f.positional {
+        let list = match api.handle(Request::new(Verb::List, crate::api::rid::POD, "", "", creds.clone())) {
+            Ok(l) => l,
+            Err(s) => return vec![s.kubectl_message(None, "")],
+        };
+        let pods: Vec<Value> = api::get_array(&list, &["items"])
+            .iter()
+            .filter(|p| {
+                get_str(p, &["spec", "nodeName"]) == Some(n.as_str()) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"))
+            })
+            .cloned()
+            .collect();
+        let bare: Vec<String> = pods.iter().filter(|p| api::controller_ref(p).is_none()).map(|p| format!("{}/{}", api::namespace(p), api::name(p))).collect();
+        if !bare.is_empty() && f.get("--force").is_none() {
+            out.push(format!(
+                "error: unable to drain node {n:?} due to error: cannot delete Pods that declare no controller (use --force to override): {}, continuing command...",
+                bare.join(", ")
+            ));
+            out.push("There are pending nodes to be drained:".into());
+            out.push(format!(" {n}"));
+            out.push(format!("error: cannot delete Pods that declare no controller (use --force to override): {}", bare.join(", ")));
+            continue;
+        }
+        if !bare.is_empty() {
+            out.push(format!("Warning: deleting Pods that declare no controller: {}", bare.join(", ")));
+        }
+        for p in &pods {
+            out.push(format!("evicting pod {}/{}", api::namespace(p), api::name(p)));
+        }
+        for p in &pods {
+            match api.handle(Request::new(Verb::Delete, crate::api::rid::POD, api::namespace(p), api::name(p), creds.clone())) {
+                Ok(_) => out.push(format!("pod/{} evicted", api::name(p))),
+                Err(s) => out.push(s.kubectl_message(None, "")),
+            }
+        }
+        out.push(format!("node/{n} drained"));
     }
     out
 }

@@ -629,6 +629,28 @@ mod tests {
     }
 
     #[test]
+    fn taint_and_drain_move_pods_off_a_node() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("taint nodes node-a dedicated=infra:NoSchedule"), ["node/node-a tainted"]);
+        assert_eq!(
+            sb.kubectl("taint nodes node-a dedicated=infra:NoSchedule"),
+            ["error: node node-a already has dedicated taint(s) with same effect(s) and --overwrite is false"]
+        );
+        assert_eq!(sb.kubectl("taint nodes node-a dedicated:NoSchedule-"), ["node/node-a untainted"]);
+        let node = |sb: &Sandbox, p: &crate::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
+        let busy = sb.cluster.api.store.list(rid::POD, None).map(|p| node(&sb, p)).next().unwrap();
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert_eq!(out.first().map(String::as_str), Some(format!("node/{busy} cordoned").as_str()), "{out:?}");
+        assert!(out.iter().any(|l| l.starts_with("evicting pod default/web-")), "{out:?}");
+        assert_eq!(out.last().map(String::as_str), Some(format!("node/{busy} drained").as_str()));
+        sb.advance(120_000);
+        assert_eq!(ready_pods(&sb), 2);
+        assert!(sb.cluster.api.store.list(rid::POD, None).all(|p| node(&sb, p) != busy), "the drained node runs nothing");
+        assert_eq!(sb.kubectl(&format!("uncordon {busy}")), [format!("node/{busy} uncordoned")]);
+    }
+
+    #[test]
     fn auth_can_i_answers_from_rbac() {
         let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
         let mut sb = Sandbox::new(setup, Some(1));
