@@ -638,15 +638,15 @@ mod tests {
             ["error: node node-a already has dedicated taint(s) with same effect(s) and --overwrite is false"]
         );
         assert_eq!(sb.kubectl("taint nodes node-a dedicated:NoSchedule-"), ["node/node-a untainted"]);
-        let node = |sb: &Sandbox, p: &crate::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
-        let busy = sb.cluster.api.store.list(rid::POD, None).map(|p| node(&sb, p)).next().unwrap();
+        let node = |p: &crate::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
+        let busy = sb.cluster.api.store.list(rid::POD, None).map(node).next().unwrap();
         let out = sb.kubectl(&format!("drain {busy}"));
         assert_eq!(out.first().map(String::as_str), Some(format!("node/{busy} cordoned").as_str()), "{out:?}");
         assert!(out.iter().any(|l| l.starts_with("evicting pod default/web-")), "{out:?}");
         assert_eq!(out.last().map(String::as_str), Some(format!("node/{busy} drained").as_str()));
         sb.advance(120_000);
         assert_eq!(ready_pods(&sb), 2);
-        assert!(sb.cluster.api.store.list(rid::POD, None).all(|p| node(&sb, p) != busy), "the drained node runs nothing");
+        assert!(sb.cluster.api.store.list(rid::POD, None).all(|p| node(p) != busy), "the drained node runs nothing");
         assert_eq!(sb.kubectl(&format!("uncordon {busy}")), [format!("node/{busy} uncordoned")]);
     }
 
