@@ -348,6 +348,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "api-resources" => api_resources(),
         "describe" => describe(api, creds, &f, &ns),
         "taint" => taint(api, creds, &f),
+        "create" => create(api, creds, &f, &ns),
         "drain" => {
             let mut out = run(api, creds, &format!("cordon {}", f.positional.join(" ")));
             if out.iter().any(|l| l.starts_with("Error") || l.starts_with("error")) {
@@ -499,7 +500,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, taint, drain, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, taint, drain, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
             )]
         }
     }
@@ -1107,6 +1108,62 @@ fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
         out.push(format!("node/{n} drained"));
     }
     out
+}
+
+/// `kubectl create deployment|namespace|configmap NAME ...`, built as kubectl's generators
+/// build them (`k8s.io/kubectl/pkg/cmd/create`).
+fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let (Some(what), Some(name)) = (f.positional.first(), f.positional.get(1)) else {
+        return vec!["error: kubeloop creates deployment, namespace and configmap (kubectl create TYPE NAME ...); use the editor for anything else".into()];
+    };
+    let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let (r, body) = match resource_for_name(what).map(|r| RESOURCES[r].kind) {
+        Some("Deployment") => {
+            let images = all("--image");
+            if images.is_empty() {
+                return vec!["error: required flag(s) \"image\" not set".into()];
+            }
+            let port = f.get("--port").and_then(|p| p.parse::<i64>().ok());
+            let containers: Vec<Value> = images
+                .iter()
+                .map(|img| {
+                    // The container is named after the image: `registry/x/nginx:1.27` -> `nginx`.
+                    let base = img.rsplit('/').next().unwrap_or(img);
+                    let cname = base.split(['@', ':']).next().unwrap_or(base).to_string();
+                    let mut c = json!({"name": cname, "image": img, "resources": {}});
+                    if let Some(p) = port {
+                        c["ports"] = json!([{"containerPort": p}]);
+                    }
+                    c
+                })
+                .collect();
+            let replicas = f.get("--replicas").and_then(|r| r.parse::<i64>().ok()).unwrap_or(1);
+            (
+                crate::api::rid::DEPLOYMENT,
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+                    "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "strategy": {},
+                        "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}}),
+            )
+        }
+        Some("Namespace") => (crate::api::rid::NAMESPACE, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})),
+        Some("ConfigMap") => {
+            let mut data = Map::new();
+            for lit in all("--from-literal") {
+                let Some((k, v)) = lit.split_once('=') else {
+                    return vec![format!("error: invalid literal source {lit}, expected key=value")];
+                };
+                data.insert(k, json!(v));
+            }
+            (crate::api::rid::CONFIGMAP, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data}))
+        }
+        _ => return vec![format!("error: kubeloop does not support \"kubectl create {what}\" yet (it creates deployment, namespace and configmap)")],
+    };
+    let ns = if RESOURCES[r].namespaced { ns } else { "" };
+    match api.handle(Request::create(r, ns, body, creds.clone())) {
+        Ok(_) => vec![format!("{}/{name} created", kind_prefix(r))],
+        Err(s) => vec![format!("error: failed to create {}: {}", RESOURCES[r].singular, s.message)],
+    }
 }
 
 #[cfg(test)]

@@ -651,6 +651,27 @@ mod tests {
     }
 
     #[test]
+    fn create_builds_what_kubectl_create_builds() {
+        let mut sb = Sandbox::new("", Some(1));
+        assert_eq!(sb.kubectl("create namespace shop"), ["namespace/shop created"]);
+        assert_eq!(
+            sb.kubectl("create deployment web --image=registry.example/team/nginx:1.27 --replicas=2 --port=80 -n shop"),
+            ["deployment.apps/web created"]
+        );
+        assert_eq!(sb.kubectl("create deployment web --image=nginx -n shop"), ["error: failed to create deployment: deployments.apps \"web\" already exists"]);
+        assert_eq!(sb.kubectl("create deployment api"), ["error: required flag(s) \"image\" not set"]);
+        assert_eq!(sb.kubectl("create configmap conf --from-literal=a=1 --from-literal=b=two"), ["configmap/conf created"]);
+        sb.advance(60_000);
+        let d = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "shop", "web").unwrap().clone();
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "nginx");
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
+        assert_eq!(d["metadata"]["labels"]["app"], "web");
+        assert_eq!(sb.kubectl("get pods -n shop -o name").len(), 2);
+        let cm = sb.cluster.api.store.get_by(rid::CONFIGMAP, "default", "conf").unwrap();
+        assert_eq!(cm["data"], crate::json!({"a": "1", "b": "two"}));
+    }
+
+    #[test]
     fn auth_can_i_answers_from_rbac() {
         let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
         let mut sb = Sandbox::new(setup, Some(1));
