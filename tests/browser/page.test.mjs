@@ -187,6 +187,12 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   await out.getByText(/^checkout-\S+\s+0\/1\s+(Pending|ContainerCreating)\s+0\s+\S+$/).first().waitFor({ timeout: 20000 });
   await input.press('Escape');
   await out.getByText('^C').waitFor();
+  // The newest lines stay in view.
+  await input.fill('describe deployment checkout');
+  await input.press('Enter');
+  await out.getByText(/^NewReplicaSet:/).waitFor();
+  const atBottom = await out.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 4);
+  if (!atBottom) throw new Error('the terminal did not scroll to its newest line');
 });
 
 await test('embed mode shows only the requested panes', async (page) => {

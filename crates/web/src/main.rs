@@ -138,6 +138,8 @@ struct App {
     term_pos: usize,
     /// A `kubectl get -w` printing rows as the run goes (any next command stops it).
     term_watch: Option<kubeloop_core::kubectl::Watch>,
+    /// Terminal lines already scrolled into view.
+    term_seen: usize,
 }
 
 fn window() -> web_sys::Window {
@@ -270,6 +272,7 @@ impl Component for App {
             term_history: Vec::new(),
             term_pos: 0,
             term_watch: None,
+            term_seen: 0,
         };
         if needs_cel && !cel::ready() {
             app.notice = Some("Loading the policy engine (CEL)…".into());
@@ -465,6 +468,16 @@ impl Component for App {
             }
         }
         true
+    }
+
+    fn rendered(&mut self, _ctx: &Context<Self>, _first: bool) {
+        // Keep the terminal's newest lines in view.
+        if self.tab == Tab::Terminal && self.term_lines.len() != self.term_seen {
+            self.term_seen = self.term_lines.len();
+            if let Some(el) = window().document().and_then(|d| d.query_selector(".term-out").ok().flatten()) {
+                el.set_scroll_top(el.scroll_height());
+            }
+        }
     }
 
     fn view(&self, ctx: &Context<Self>) -> Html {
