@@ -174,6 +174,11 @@ fn probe(p: &Value) -> String {
     )
 }
 
+/// A volume source's name and `Optional` lines.
+fn source_lines(o: &mut String, title: &str, src: &Value, field: &str) {
+    o.push_str(&format!("    {title}:\t{}\n    Optional:\t{}\n", get_str(src, &[field]).unwrap_or(""), api::get_bool(src, &["optional"]).unwrap_or(false)));
+}
+
 /// `kubectl describe pod`.
 pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
     let mut o = String::new();
@@ -308,29 +313,17 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
                     if let Some(t) = s.get("serviceAccountToken") {
                         o.push_str(&format!("    TokenExpirationSeconds:\t{}\n", get_i64(t, &["expirationSeconds"]).unwrap_or(3600)));
                     } else if let Some(cm) = s.get("configMap") {
-                        o.push_str(&format!(
-                            "    ConfigMapName:\t{}\n    Optional:\t{}\n",
-                            get_str(cm, &["name"]).unwrap_or(""),
-                            api::get_bool(cm, &["optional"]).unwrap_or(false)
-                        ));
+                        source_lines(&mut o, "ConfigMapName", cm, "name");
                     } else if s.get("downwardAPI").is_some() {
                         o.push_str("    DownwardAPI:\ttrue\n");
                     }
                 }
             } else if let Some(cm) = v.get("configMap") {
                 o.push_str("    Type:\tConfigMap (a volume populated by a ConfigMap)\n");
-                o.push_str(&format!(
-                    "    Name:\t{}\n    Optional:\t{}\n",
-                    get_str(cm, &["name"]).unwrap_or(""),
-                    api::get_bool(cm, &["optional"]).unwrap_or(false)
-                ));
+                source_lines(&mut o, "Name", cm, "name");
             } else if let Some(sec) = v.get("secret") {
                 o.push_str("    Type:\tSecret (a volume populated by a Secret)\n");
-                o.push_str(&format!(
-                    "    SecretName:\t{}\n    Optional:\t{}\n",
-                    get_str(sec, &["secretName"]).unwrap_or(""),
-                    api::get_bool(sec, &["optional"]).unwrap_or(false)
-                ));
+                source_lines(&mut o, "SecretName", sec, "secretName");
             } else if let Some(ed) = v.get("emptyDir") {
                 o.push_str("    Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n");
                 o.push_str(&format!(

@@ -662,11 +662,20 @@ fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<S
     out
 }
 
+/// The objects named after a subcommand (`rollout status deployment/web`).
+fn sub_targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Result<Vec<(ResourceId, String)>, String> {
+    targets(api, creds, &Flags { positional: f.positional[1..].to_vec(), ..f.clone() }, ns)
+}
+
+/// GET one object, or kubectl's line for why not.
+fn fetch(api: &mut ApiServer, creds: &Credentials, r: ResourceId, ns: &str, name: &str) -> Result<crate::api::Object, String> {
+    api.handle(Request::new(Verb::Get, r, ns, name, creds.clone())).map_err(|s| s.kubectl_message(None, ""))
+}
+
 /// `kubectl rollout status deployment/NAME`, as `--watch=false` prints it (the page does not
 /// block; run it again to see progress). Wording from `polymorphichelpers/rollout_status.go`.
 fn rollout_status(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
-    let ts = match targets(api, creds, &rest, ns) {
+    let ts = match sub_targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],
     };
@@ -676,10 +685,10 @@ fn rollout_status(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str)
             out.push(format!("error: no status viewer has been implemented for {}", RESOURCES[r].kind));
             continue;
         }
-        let d = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
-            Ok(d) => d,
-            Err(s) => {
-                out.push(s.kubectl_message(None, ""));
+        let d = match fetch(api, creds, r, ns, &name) {
+            Ok(o) => o,
+            Err(e) => {
+                out.push(e);
                 continue;
             }
         };
@@ -722,10 +731,10 @@ fn set_image(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> V
     };
     let mut out = Vec::new();
     for (r, name) in ts {
-        let live = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+        let live = match fetch(api, creds, r, ns, &name) {
             Ok(o) => o,
-            Err(s) => {
-                out.push(s.kubectl_message(None, ""));
+            Err(e) => {
+                out.push(e);
                 continue;
             }
         };
@@ -782,10 +791,10 @@ fn describe(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Ve
             out.push(format!("error: kubeloop cannot describe {} yet (it describes pods and deployments)", RESOURCES[r].plural));
             continue;
         }
-        let obj = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
+        let obj = match fetch(api, creds, r, ns, &name) {
             Ok(o) => o,
-            Err(s) => {
-                out.push(s.kubectl_message(None, ""));
+            Err(e) => {
+                out.push(e);
                 continue;
             }
         };
@@ -942,8 +951,7 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
 /// `kubectl rollout restart deployment/NAME`: stamps the pod template, so that the
 /// Deployment controller rolls out new pods.
 fn rollout_restart(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
-    let ts = match targets(api, creds, &rest, ns) {
+    let ts = match sub_targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],
     };
@@ -961,17 +969,16 @@ fn rollout_restart(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str
 
 /// `kubectl rollout history deployment/NAME`: the revisions of its ReplicaSets.
 fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let rest = Flags { positional: f.positional[1..].to_vec(), ..f.clone() };
-    let ts = match targets(api, creds, &rest, ns) {
+    let ts = match sub_targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],
     };
     let mut out = Vec::new();
     for (r, name) in ts {
-        let d = match api.handle(Request::new(Verb::Get, r, ns, &name, creds.clone())) {
-            Ok(d) => d,
-            Err(s) => {
-                out.push(s.kubectl_message(None, ""));
+        let d = match fetch(api, creds, r, ns, &name) {
+            Ok(o) => o,
+            Err(e) => {
+                out.push(e);
                 continue;
             }
         };
