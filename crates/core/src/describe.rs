@@ -179,6 +179,23 @@ fn source_lines(o: &mut String, title: &str, src: &Value, field: &str) {
     o.push_str(&format!("    {title}:\t{}\n    Optional:\t{}\n", get_str(src, &[field]).unwrap_or(""), api::get_bool(src, &["optional"]).unwrap_or(false)));
 }
 
+/// A container's Limits, Requests and probe lines.
+fn resources_and_probes(o: &mut String, c: &Value) {
+    for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
+        if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
+            o.push_str(&format!("    {title}:\n"));
+            for (k, v) in m {
+                o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
+            }
+        }
+    }
+    for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
+        if let Some(pr) = c.get(key) {
+            o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
+        }
+    }
+}
+
 /// `kubectl describe pod`.
 pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
     let mut o = String::new();
@@ -260,19 +277,7 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
         container_state(&mut o, "Last State", st.and_then(|s| s.get("lastState")));
         o.push_str(&format!("    Ready:\t{}\n", if st.and_then(|s| api::get_bool(s, &["ready"])) == Some(true) { "True" } else { "False" }));
         o.push_str(&format!("    Restart Count:\t{}\n", st.and_then(|s| get_i64(s, &["restartCount"])).unwrap_or(0)));
-        for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
-            if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
-                o.push_str(&format!("    {title}:\n"));
-                for (k, v) in m {
-                    o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
-                }
-            }
-        }
-        for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
-            if let Some(pr) = c.get(key) {
-                o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
-            }
-        }
+        resources_and_probes(&mut o, c);
         let env = get_array(c, &["env"]);
         if env.is_empty() {
             o.push_str("    Environment:\t<none>\n");
@@ -413,19 +418,7 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
         } else {
             o.push_str(&format!("    Port:\t{}\n    Host Port:\t{}\n", fmt("containerPort"), fmt("hostPort")));
         }
-        for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
-            if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
-                o.push_str(&format!("    {title}:\n"));
-                for (k, v) in m {
-                    o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
-                }
-            }
-        }
-        for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
-            if let Some(pr) = c.get(key) {
-                o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
-            }
-        }
+        resources_and_probes(&mut o, c);
         o.push_str("    Environment:\t<none>\n    Mounts:\t<none>\n");
     }
     o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
