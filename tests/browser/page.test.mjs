@@ -203,6 +203,11 @@ await test('embed mode shows only the requested panes', async (page) => {
   if (await page.locator('.cluster-pane').count()) throw new Error('cluster pane shown');
   if (await page.locator('.details').count()) throw new Error('details shown');
   if (!(await page.getByRole('link', { name: /Open the full sandbox/ }).isVisible())) throw new Error('no link to the full sandbox');
+  // It opens the full page with the embed's state.
+  const [full] = await Promise.all([page.context().waitForEvent('page'), page.getByRole('link', { name: /Open the full sandbox/ }).click()]);
+  await full.waitForLoadState();
+  if (!/#s=1\./.test(full.url())) throw new Error(`full sandbox opened without state: ${full.url()}`);
+  await full.close();
   await page.screenshot({ path: 'target/browser-embed-800x500.png' });
 });
 

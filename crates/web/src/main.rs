@@ -77,6 +77,7 @@ enum Msg {
     TermHistory(i32),
     TermStop,
     TermComplete,
+    OpenFull,
 }
 
 /// What the sandbox starts from.
@@ -399,6 +400,12 @@ impl Component for App {
                 self.absorb();
             }
             Msg::SetFaultNode(n) => self.fault_node = n,
+            Msg::OpenFull => {
+                self.apply();
+                let url = format!("./#{}", self.sb.share_with_base(DEFAULT_TEXT));
+                let _ = window().open_with_url_and_target(&url, "_blank");
+                return false;
+            }
             Msg::TermInput(t) => {
                 self.term_input = t;
                 return false;
@@ -561,7 +568,11 @@ impl App {
                         </select>
                     </label>
                     if self.panes.embed {
-                        <a class="open-full" href={format!("./#{}", self.sb.share_with_base(DEFAULT_TEXT))} target="_blank" rel="noopener">{ "Open the full sandbox ↗" }</a>
+                        <a class="open-full" href="./" target="_blank" rel="noopener" onclick={link.callback(|e: MouseEvent| {
+                            // The link carries the state; it is made on click, not on every render.
+                            e.prevent_default();
+                            Msg::OpenFull
+                        })}>{ "Open the full sandbox ↗" }</a>
                     } else {
                         <button onclick={link.callback(|_| Msg::Share)}>{ "Share link" }</button>
                     }
