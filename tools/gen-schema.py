@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generate crates/core/data/schema.json from the real Kubernetes JSON schemas.
+"""Generate crates/core/data/schema.json and crates/cli/data/openapi.json from the
+real Kubernetes JSON schemas.
 
 The schemas come from the `kubernetes-validate` package on PyPI (the
 `v1.36.0-local-strict` set). Only the definitions reachable from the kinds
@@ -10,6 +11,11 @@ crates/core/src/schema.rs reads:
   "io" int-or-string, "a" anything, "#<def>" a reference,
   {"o": {field: type}} an object with declared fields,
   {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy} a list.
+
+openapi.json holds the same reachable definitions with their descriptions, in
+OpenAPI v3 form (`#/components/schemas/...` references, `allOf` around a
+described reference, int-or-string and quantity formats), for the OpenAPI v3
+documents that `kubeloop serve` publishes to kubectl (`explain`, validation).
 
 Usage: python3 tools/gen-schema.py   (downloads kubernetes-validate into a
 temporary folder with pip if it is not importable)
@@ -99,5 +105,97 @@ def main():
         json.dump(out, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
     print(f"wrote {path}: {len(out_kinds)} kinds, {len(out_defs)} definitions")
+    write_openapi(defs, set(out_kinds.values()))
+
+
+SPECIAL = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": True},
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": {"type": "string", "format": "quantity"},
+}
+
+
+def v3(s, top=False):
+    """One JSON-schema definition as an OpenAPI v3 schema."""
+    out = {}
+    for k, v in s.items():
+        if k == "$ref":
+            continue
+        if k == "type":
+            t = [x for x in v if x != "null"] if isinstance(v, list) else [v]
+            if t:
+                out["type"] = t[0]
+        elif k == "properties":
+            out["properties"] = {p: prop(ps) for p, ps in v.items()}
+        elif k == "items":
+            out["items"] = prop(v)
+        elif k == "additionalProperties":
+            if isinstance(v, dict):
+                out["additionalProperties"] = prop(v)
+        elif k == "enum" and top is False:
+            out["enum"] = v
+        elif k == "oneOf":
+            continue
+        else:
+            out[k] = v
+    return out
+
+
+def prop(s):
+    if "$ref" in s:
+        ref = s["$ref"].split("/")[-1]
+        if ref in SPECIAL:
+            r = dict(SPECIAL[ref])
+            if "description" in s:
+                r["description"] = s["description"]
+            return r
+        target = {"$ref": "#/components/schemas/" + ref}
+        rest = {k: v for k, v in s.items() if k != "$ref"}
+        if not rest:
+            return target
+        r = {"allOf": [target]}
+        r.update(v3(rest))
+        r.setdefault("default", {})
+        return r
+    r = v3(s)
+    if r.get("type") is None and "properties" not in r and "items" not in r:
+        r.pop("type", None)
+    return r
+
+
+def refs(s):
+    if isinstance(s, dict):
+        if "$ref" in s:
+            yield s["$ref"].split("/")[-1]
+        for v in s.values():
+            yield from refs(v)
+    elif isinstance(s, list):
+        for v in s:
+            yield from refs(v)
+
+
+def write_openapi(defs, kinds):
+    names, todo = set(), list(kinds)
+    while todo:
+        n = todo.pop()
+        if n not in names:
+            names.add(n)
+            todo.extend(refs(defs[n]))
+    schemas = {}
+    for n in sorted(names):
+        if n in SPECIAL:
+            continue
+        s = v3(defs[n])
+        if n in kinds:
+            # The JSON schemas pin apiVersion and kind with an enum; the API server does not.
+            for f in ("apiVersion", "kind"):
+                if f in s.get("properties", {}):
+                    s["properties"][f].pop("enum", None)
+        schemas[n] = s
+    path = os.path.join(here, "..", "crates", "cli", "data", "openapi.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"version": VERSION, "schemas": schemas}, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
+    print(f"wrote {path}: {len(schemas)} schemas")
 
 main()

@@ -10,6 +10,8 @@ use kubeloop_core::sim::{parse_duration, Millis};
 use kubeloop_core::value::Value;
 use std::process::ExitCode;
 
+mod serve;
+
 // A faster allocator for large simulations (the core itself is allocator-agnostic).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -19,6 +21,7 @@ const USAGE: &str = "kubeloop: a Kubernetes control-plane sandbox
 Usage:
   kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]
   kubeloop kubectl FILE [--at DURATION] [--as USER] [--seed N] -- COMMAND...
+  kubeloop serve [FILE...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]
   kubeloop bench --nodes N --pods M [--seed N]
   kubeloop help
 
@@ -28,6 +31,10 @@ run     applies the manifests and Scenario steps in FILEs and prints the trace o
 kubectl builds the sandbox the page would from FILE (its objects applied, its Scenario
         steps scheduled), runs it to DURATION (default: until quiet) and runs one kubectl
         command line as USER (default admin), printing what the page's terminal prints.
+serve   runs the cluster in wall-clock time (times --speed) behind the Kubernetes HTTP API
+        on --addr (default 127.0.0.1:6443) and writes a kubeconfig (default
+        ./kubeloop.kubeconfig) with a context per user, so that the real kubectl, the
+        Python client or kube-rs can drive it.
 bench   applies one Deployment of M replicas to N nodes, runs until every pod is Ready
         and prints wall time, API writes per second and peak memory as JSON.";
 
@@ -61,6 +68,7 @@ fn main() -> ExitCode {
         Some("run") => run(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("kubectl") => kubectl(&args[1..]),
+        Some("serve") => serve::serve(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             println!("{USAGE}");
             ExitCode::SUCCESS

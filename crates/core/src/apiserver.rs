@@ -26,6 +26,21 @@ pub enum PatchType {
     Strategic,
     /// `application/json-patch+json`
     Json,
+    /// `application/apply-patch+yaml`: server-side apply; `force` takes fields over from
+    /// other managers instead of failing with a conflict.
+    Apply { force: bool },
+}
+
+/// `?fieldValidation=`: what to do with fields the schema does not declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Reject the request (kubectl's default, `--validate=strict`).
+    #[default]
+    Strict,
+    /// Drop the fields and say so in a `Warning` header (the server's default).
+    Warn,
+    /// Drop the fields silently.
+    Ignore,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +95,7 @@ pub struct Request {
     /// Sent as `application/vnd.kubernetes.protobuf` by a typed client (the built-in
     /// components), rather than JSON or YAML.
     pub protobuf: bool,
+    pub field_validation: FieldValidation,
 }
 
 impl Request {
@@ -98,6 +114,7 @@ impl Request {
             grace_period: None,
             component: "kubectl".into(),
             protobuf: false,
+            field_validation: FieldValidation::Strict,
         }
     }
     pub fn create(resource: ResourceId, namespace: &str, body: Value, credentials: Credentials) -> Self {
@@ -175,7 +192,8 @@ fn has_generation(kind: &str) -> bool {
     KIND_TRAITS.iter().any(|(k, g, _)| *k == kind && *g)
 }
 
-fn has_status_subresource(kind: &str) -> bool {
+/// Whether `kind` serves `status` as a subresource.
+pub fn has_status_subresource(kind: &str) -> bool {
     KIND_TRAITS.iter().any(|(k, _, st)| *k == kind && *st)
 }
 
@@ -407,7 +425,7 @@ impl ApiServer {
     }
 
     /// Check `apiVersion`/`kind` and strict-decode a body (`400 BadRequest` on failure).
-    fn decode(&self, res: &ResourceInfo, body: &Value, protobuf: bool) -> Result<(), Status> {
+    fn decode(&mut self, res: &ResourceInfo, body: &mut Value, protobuf: bool, validation: FieldValidation) -> Result<(), Status> {
         if !body.is_object() {
             return Err(Status::bad_request("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"));
         }
@@ -424,7 +442,16 @@ impl ApiServer {
         if protobuf {
             return Ok(());
         }
-        let errs = crate::schema::check(&res.api_version(), res.kind, body);
+        let mut errs = crate::schema::check(&res.api_version(), res.kind, body);
+        if validation != FieldValidation::Strict && errs.type_error.is_none() {
+            // Unknown fields are dropped, as decoding into the typed object drops them.
+            for f in std::mem::take(&mut errs.unknown_fields) {
+                crate::schema::remove_field(body, &f);
+                if validation == FieldValidation::Warn {
+                    self.warnings.push(format!("unknown field {f:?}"));
+                }
+            }
+        }
         if !errs.is_empty() {
             return Err(Status::bad_request(format!("{} in version {:?} cannot be handled as a {}: {}", res.kind, res.version, res.kind, errs.message())));
         }
@@ -528,7 +555,7 @@ impl ApiServer {
         let Some(mut obj) = body else {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
-        if let Err(s) = self.decode(res, &obj, req.protobuf) {
+        if let Err(s) = self.decode(res, &mut obj, req.protobuf, req.field_validation) {
             return self.fail(c, "schema", s);
         }
         let body_ns = api::namespace(&obj).to_string();
@@ -846,7 +873,7 @@ impl ApiServer {
                 let patch = body.get("status").unwrap_or(&empty);
                 match ty {
                     PatchType::Merge => crate::patch::merge(&mut st, patch),
-                    PatchType::Strategic => crate::patch::strategic_merge(&mut st, patch),
+                    PatchType::Strategic | PatchType::Apply { .. } => crate::patch::strategic_merge(&mut st, patch),
                     PatchType::Json => {
                         let mut whole = (*current).clone();
                         if let Err(e) = crate::patch::json_patch(&mut whole, &body) {
@@ -862,7 +889,7 @@ impl ApiServer {
                 let mut n = (*current).clone();
                 match ty {
                     PatchType::Merge => crate::patch::merge(&mut n, &body),
-                    PatchType::Strategic => crate::patch::strategic_merge(&mut n, &body),
+                    PatchType::Strategic | PatchType::Apply { .. } => crate::patch::strategic_merge(&mut n, &body),
                     PatchType::Json => {
                         if let Err(e) = crate::patch::json_patch(&mut n, &body) {
                             return self.fail(c, "decode", Status::new(422, "Invalid", e));
@@ -893,7 +920,7 @@ impl ApiServer {
                 return self.fail(c, "schema", s);
             }
         } else if sub != "scale" {
-            if let Err(s) = self.decode(res, &new, req.protobuf) {
+            if let Err(s) = self.decode(res, &mut new, req.protobuf, req.field_validation) {
                 return self.fail(c, "schema", s);
             }
         }

@@ -10,11 +10,12 @@
 //! things that cannot progress) remain and no loop says it is busy.
 
 use crate::api::{self, get_str, rid, Object, ObjectKey, ResourceId, RESOURCES};
-use crate::apiserver::{ApiServer, Credentials, Request};
+use crate::apiserver::{ApiServer, Credentials, Request, Verb};
 use crate::events::{Recorder, Source};
 use crate::rbac::UserInfo;
 use crate::registry::Registry;
 use crate::sim::{rfc3339, Millis, Queue};
+use crate::status::Status;
 use crate::trace::{Flow, Record};
 use crate::value::{json, Value};
 
@@ -106,6 +107,10 @@ pub trait Controller {
     }
     /// Called when the loop restarts after `controllerDown`: in-memory state is lost.
     fn restart(&mut self) {}
+    /// A container's log lines, for the loops that run containers (the kubelets).
+    fn logs(&self, _namespace: &str, _pod: &str, _container: &str, _previous: bool) -> Option<Result<Vec<String>, Status>> {
+        None
+    }
 }
 
 /// A fault injected by a scenario.
@@ -378,6 +383,43 @@ impl Cluster {
         let out = self.execute(&step);
         self.dispatch();
         out
+    }
+
+    /// Serve one API request now, as a client outside the cluster makes it, and wake the
+    /// loops that watch what it wrote.
+    pub fn request(&mut self, req: Request) -> Result<Object, Status> {
+        self.api.now = self.now;
+        let out = self.api.handle(req);
+        self.dispatch();
+        out
+    }
+
+    /// `GET pods/NAME/log`: the API server checks the request and the pod, then reads
+    /// from the kubelet of the pod's node. Returns the log text.
+    pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, previous: bool) -> Result<String, Status> {
+        self.api.now = self.now;
+        let obj = self.api.handle(Request::new(Verb::Get, rid::POD, namespace, pod, credentials).with_sub("log"))?;
+        let names = |list: &str| api::get_array(&obj, &["spec", list]).iter().filter_map(|c| get_str(c, &["name"])).collect::<Vec<_>>();
+        let (containers, inits) = (names("containers"), names("initContainers"));
+        let container = match container.filter(|c| !c.is_empty()) {
+            Some(c) => c.to_string(),
+            None if containers.len() == 1 => containers[0].to_string(),
+            None => {
+                let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
+                if !inits.is_empty() {
+                    msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
+                }
+                return Err(Status::bad_request(msg));
+            }
+        };
+        if !containers.contains(&container.as_str()) && !inits.contains(&container.as_str()) {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        }
+        if get_str(&obj, &["spec", "nodeName"]).unwrap_or("").is_empty() {
+            return Err(Status::bad_request(format!("pod {pod} does not have a host assigned")));
+        }
+        let lines = self.controllers.iter().find_map(|c| c.logs(namespace, pod, &container, previous)).unwrap_or_else(|| Ok(vec![]))?;
+        Ok(lines.iter().map(|l| format!("{l}\n")).collect())
     }
 
     pub fn controller_names(&self) -> Vec<&'static str> {

@@ -4,7 +4,7 @@
 
 use crate::api::{self, get, get_array, get_i64, get_str};
 use crate::printers::human_duration;
-use crate::sim::{parse_rfc3339, Millis, EPOCH_UNIX_SECS};
+use crate::sim::{parse_rfc3339, Millis};
 use crate::value::Value;
 
 /// Go's `text/tabwriter` with `minwidth 0, tabwidth 8, padding 2, ' '`: a column block is
@@ -61,7 +61,7 @@ fn write_lines(lines: &[Vec<&str>], from: usize, to: usize, widths: &[usize], ou
 /// `Mon, 02 Jan 2006 15:04:05 -0700` (RFC 1123 with numeric zone), as describe prints times.
 fn rfc1123z(t: &str) -> String {
     let Some(ms) = parse_rfc3339(t) else { return t.to_string() };
-    let secs = EPOCH_UNIX_SECS + (ms / 1000) as i64;
+    let secs = crate::sim::epoch() + (ms / 1000) as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

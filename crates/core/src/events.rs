@@ -6,7 +6,7 @@
 use crate::api::{self, get_str, rid, Object};
 use crate::apiserver::{ApiServer, Credentials, PatchType, Request};
 use crate::rbac::UserInfo;
-use crate::sim::{rfc3339, rfc3339_micro, Millis, EPOCH_UNIX_SECS};
+use crate::sim::{rfc3339, rfc3339_micro, Millis};
 use crate::value::{json, Value};
 use std::collections::HashMap;
 
@@ -68,7 +68,7 @@ impl Recorder {
             }
         }
         self.counter += 1;
-        let nanos = (EPOCH_UNIX_SECS as u128 * 1000 + now as u128) * 1_000_000 + self.counter as u128;
+        let nanos = (crate::sim::epoch() as u128 * 1000 + now as u128) * 1_000_000 + self.counter as u128;
         let name = format!("{}.{:x}", api::name(involved), nanos);
         let mut involved_ref = json!({
             "apiVersion": get_str(involved, &["apiVersion"]).unwrap_or(""),

@@ -19,6 +19,7 @@ use crate::informer::Informer;
 use crate::rbac::UserInfo;
 use crate::registry::{Behaviour, Pull, Reference, Registry};
 use crate::sim::{rfc3339, rfc3339_micro, Millis, Rng, Stream};
+use crate::status::Status;
 use crate::store::EventType;
 use crate::trace::Flow;
 use crate::value::{json, Value};
@@ -53,6 +54,26 @@ pub fn go_duration(ms: Millis) -> String {
 }
 
 /// Whichever of two versions of a pod has the higher resourceVersion.
+/// What a container's command line would print with `echo`: the `echo` commands of a
+/// `sh -c` script (`echo Hello && sleep 3600`), quotes removed. Anything else a process
+/// prints is not simulated.
+fn echo_lines(container: &Value) -> Vec<String> {
+    let words: Vec<&str> = get_array(container, &["command"]).iter().chain(get_array(container, &["args"])).filter_map(Value::as_str).collect();
+    let Some(i) = words.iter().position(|w| *w == "-c") else { return vec![] };
+    let Some(script) = words.get(i + 1) else { return vec![] };
+    let mut out = Vec::new();
+    for part in script.split(['\n', ';']).flat_map(|p| p.split("&&")) {
+        let Some(rest) = part.trim().strip_prefix("echo ") else { continue };
+        let rest = rest.trim();
+        let unquoted = match rest.as_bytes().first() {
+            Some(q @ (b'"' | b'\'')) if rest.len() >= 2 && rest.as_bytes()[rest.len() - 1] == *q => &rest[1..rest.len() - 1],
+            _ => rest,
+        };
+        out.push(unquoted.to_string());
+    }
+    out
+}
+
 fn fresher<'a>(a: &'a Value, b: Option<&'a Object>) -> &'a Value {
     let rv = |o: &Value| api::resource_version(o).parse::<u64>().unwrap_or(0);
     match b {
@@ -85,7 +106,11 @@ struct Ctr {
     probe_failures: u32,
     has_command: bool,
     readiness: Option<Value>,
+    /// What the command line prints with `echo` (see [`echo_lines`]).
+    echoes: Vec<String>,
+    /// What the running (or last) instance wrote, and the instance before it.
     logs: Vec<String>,
+    previous_logs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,7 +327,9 @@ impl Kubelets {
                     probe_failures: 0,
                     has_command: !get_array(c, &["command"]).is_empty() || !get_array(c, &["args"]).is_empty(),
                     readiness: get(c, &["readinessProbe"]).cloned(),
+                    echoes: echo_lines(c),
                     logs: vec![],
+                    previous_logs: None,
                 });
             }
         }
@@ -714,9 +741,12 @@ impl Kubelets {
         let b = c.behaviour.clone().unwrap_or_default();
         let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
         let ctr = &mut rt.ctrs[i];
+        if !ctr.container_id.is_empty() {
+            ctr.previous_logs = Some(std::mem::take(&mut ctr.logs));
+        }
         ctr.container_id = format!("containerd://{id}");
         ctr.state = CState::Running { started: cx.now };
-        ctr.logs.extend(b.logs.iter().cloned());
+        ctr.logs = b.logs.iter().chain(&ctr.echoes).cloned().collect();
         ctr.ready = false;
         ctr.probe_failures = 0;
         cx.event(&src, &pod, Some(&field), "Normal", "Created", "Container created", None);
@@ -1179,7 +1209,47 @@ impl Kubelets {
     }
 }
 
+impl Kubelets {
+    /// What `GET /api/v1/namespaces/NS/pods/NAME/log?container=C` reads from the node's
+    /// runtime, with the kubelet's errors (`validateContainerLogStatus`).
+    fn read_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
+        let key = (namespace.to_string(), pod.to_string());
+        let Some(rt) = self.nodes.iter().find_map(|n| n.pods.get(&key).map(|rt| (n, rt))) else {
+            return Err(Status::bad_request(format!("container {container:?} in pod {pod:?} is waiting to start: ContainerCreating")));
+        };
+        let (node, rt) = rt;
+        if node.down {
+            let url = format!("https://{}:10250/containerLogs/{namespace}/{pod}/{container}", node.name);
+            return Err(Status::new(500, "", format!("Get {url:?}: dial tcp {}:10250: connect: no route to host", node.name)));
+        }
+        let Some(c) = rt.ctrs.iter().find(|c| c.name == container) else {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        };
+        let last_terminated = matches!(c.last, Some(CState::Terminated { .. }));
+        if previous {
+            return match (&c.state, &c.previous_logs) {
+                (CState::Running { .. }, Some(p)) if last_terminated => Ok(p.clone()),
+                (CState::Waiting { .. }, _) if last_terminated && !c.container_id.is_empty() => Ok(c.logs.clone()),
+                _ => Err(Status::bad_request(format!("previous terminated container {container:?} in pod {pod:?} not found"))),
+            };
+        }
+        match &c.state {
+            CState::Running { .. } | CState::Terminated { .. } if !c.container_id.is_empty() => Ok(c.logs.clone()),
+            _ if last_terminated && !c.container_id.is_empty() => Ok(c.logs.clone()),
+            CState::Waiting { reason, .. } => Err(Status::bad_request(match reason.as_str() {
+                "ErrImagePull" => format!("container {container:?} in pod {pod:?} is waiting to start: image can't be pulled"),
+                "ImagePullBackOff" => format!("container {container:?} in pod {pod:?} is waiting to start: trying and failing to pull image"),
+                r => format!("container {container:?} in pod {pod:?} is waiting to start: {r}"),
+            })),
+            _ => Err(Status::bad_request(format!("container {container:?} in pod {pod:?} is terminated"))),
+        }
+    }
+}
+
 impl Controller for Kubelets {
+    fn logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Option<Result<Vec<String>, Status>> {
+        Some(self.read_logs(namespace, pod, container, previous))
+    }
     fn name(&self) -> &'static str {
         "kubelet"
     }

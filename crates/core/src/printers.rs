@@ -4,7 +4,7 @@
 
 use crate::api::{get_array, get_i64, get_str, is_deleting};
 use crate::sim::{parse_rfc3339, Millis};
-use crate::value::Value;
+use crate::value::{json, Value};
 
 /// The READY, STATUS and RESTARTS cells of a pod row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -327,6 +327,78 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
     (header, rows)
 }
 
+/// What a `Table` row carries besides its cells (`?includeObject=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+/// A column's name as the API server's table convertor declares it (kubectl prints it
+/// upper-cased), its type and its format.
+fn column_definition(header: &str, priority: u8) -> Value {
+    let name = match header {
+        "IP" | "NAME" => {
+            if header == "IP" {
+                "IP".to_string()
+            } else {
+                "Name".to_string()
+            }
+        }
+        "UP-TO-DATE" => "Up-to-date".into(),
+        "PORT(S)" => "Port(s)".into(),
+        h => h
+            .split(' ')
+            .map(|w| {
+                w.split('-').map(|p| if p == "IP" { p.to_string() } else { p[..1].to_string() + &p[1..].to_ascii_lowercase() }).collect::<Vec<_>>().join("-")
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let integer = matches!(header, "DESIRED" | "CURRENT" | "UP-TO-DATE" | "AVAILABLE" | "DATA" | "SECRETS" | "COUNT");
+    json!({
+        "name": name,
+        "type": if integer { "integer" } else { "string" },
+        "format": if header == "NAME" { "name" } else { "" },
+        "description": "",
+        "priority": priority,
+    })
+}
+
+/// A `meta.k8s.io/v1` `Table` of `objects` (`Accept: application/json;as=Table`), with
+/// the columns `kubectl get` prints; `-o wide`'s extra columns have priority 1.
+pub fn server_table(kind: &str, objects: &[&Value], now: Millis, include: IncludeObject, resource_version: &str) -> Value {
+    let (narrow, _) = get_rows(kind, &[], now, false);
+    let (header, rows) = get_rows(kind, objects, now, true);
+    let columns: Vec<Value> = header.iter().map(|h| column_definition(h, if narrow.contains(h) { 0 } else { 1 })).collect();
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .zip(objects)
+        .map(|(cells, obj)| {
+            let cells: Vec<Value> = cells
+                .into_iter()
+                .zip(&columns)
+                .map(|(c, def)| match (def["type"].as_str(), c.parse::<i64>()) {
+                    (Some("integer"), Ok(n)) => json!(n),
+                    _ => json!(c),
+                })
+                .collect();
+            let mut row = json!({"cells": cells});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => {
+                    row["object"] =
+                        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+                }
+                IncludeObject::Object => row["object"] = (*obj).clone(),
+            }
+            row
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version}, "columnDefinitions": columns, "rows": rows})
+}
+
 /// A workload's columns, with `-o wide`'s CONTAINERS, IMAGES and SELECTOR.
 fn workload_header(base: &[&str], wide: bool) -> Vec<String> {
     let extra: &[&str] = if wide { &["CONTAINERS", "IMAGES", "SELECTOR"] } else { &[] };
@@ -358,12 +430,28 @@ fn selector_text(sel: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::json;
 
     #[test]
     fn tables_align_like_tabwriter() {
         let rows = vec![vec!["NAME".to_string(), "READY".into(), "STATUS".into()], vec!["web-1".into(), "1/1".into(), "Running".into()]];
         assert_eq!(table(&rows), "NAME    READY   STATUS\nweb-1   1/1     Running\n");
+    }
+
+    #[test]
+    fn server_tables_mark_wide_columns() {
+        let rs = json!({"metadata": {"name": "web-1", "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"replicas": 3}, "status": {"replicas": 2}});
+        let t = server_table("ReplicaSet", &[&rs], 60_000, IncludeObject::Metadata, "42");
+        let names: Vec<&str> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"]);
+        assert_eq!(t["columnDefinitions"][4]["priority"], json!(0));
+        assert_eq!(t["columnDefinitions"][5]["priority"], json!(1));
+        assert_eq!(t["rows"][0]["cells"][1], json!(3));
+        assert_eq!(t["rows"][0]["cells"][4], json!("60s"));
+        assert_eq!(t["rows"][0]["object"]["kind"], json!("PartialObjectMetadata"));
+        assert_eq!(t["metadata"]["resourceVersion"], json!("42"));
+        let svc = server_table("Service", &[], 0, IncludeObject::None, "1");
+        let names: Vec<&str> = svc["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
     }
 
     #[test]

@@ -159,6 +159,56 @@ pub fn authorize(store: &Store, user: &UserInfo, a: &Attributes) -> Decision {
     }
 }
 
+/// The rules that apply to `user` in `namespace` (`SelfSubjectRulesReview`, what
+/// `kubectl auth can-i --list` prints): resource rules and non-resource rules of every
+/// ClusterRoleBinding and of the namespace's RoleBindings that name the user.
+pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, Vec<Value>) {
+    let mut roles: Vec<Value> = Vec::new();
+    let mut collect = |role_ref: &Value, binding_ns: &str| {
+        let rname = get_str(role_ref, &["name"]).unwrap_or("");
+        let role = match get_str(role_ref, &["kind"]) {
+            Some("ClusterRole") => store.get_by(rid::CLUSTERROLE, "", rname),
+            Some("Role") => store.get_by(rid::ROLE, binding_ns, rname),
+            _ => None,
+        };
+        if let Some(r) = role {
+            roles.extend(get_array(r, &["rules"]).iter().cloned());
+        }
+    };
+    for b in store.list(rid::CLUSTERROLEBINDING, None) {
+        if get_array(b, &["subjects"]).iter().any(|s| subject_matches(s, user, "")) {
+            if let Some(r) = b.get("roleRef") {
+                collect(r, "");
+            }
+        }
+    }
+    if !namespace.is_empty() {
+        for b in store.list(rid::ROLEBINDING, Some(namespace)) {
+            if get_array(b, &["subjects"]).iter().any(|s| subject_matches(s, user, namespace)) {
+                if let Some(r) = b.get("roleRef") {
+                    collect(r, namespace);
+                }
+            }
+        }
+    }
+    let (mut resource, mut non_resource) = (Vec::new(), Vec::new());
+    for r in roles {
+        let verbs = r.get("verbs").cloned().unwrap_or(json!([]));
+        if let Some(urls) = r.get("nonResourceURLs") {
+            non_resource.push(json!({"verbs": verbs, "nonResourceURLs": urls.clone()}));
+        } else {
+            let mut out = json!({"verbs": verbs});
+            for k in ["apiGroups", "resources", "resourceNames"] {
+                if let Some(v) = r.get(k) {
+                    out[k] = v.clone();
+                }
+            }
+            resource.push(out);
+        }
+    }
+    (resource, non_resource)
+}
+
 fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
     json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
 }

@@ -264,6 +264,29 @@ pub fn check_field(api_version: &str, kind: &str, field: &str, body: &Value) -> 
     w.out
 }
 
+/// Remove the field at a path the decoder reported (`spec.template.spec.containers[0].x`).
+pub fn remove_field(body: &mut Value, path: &str) {
+    let mut segs: Vec<(&str, Vec<usize>)> = Vec::new();
+    for part in path.split('.') {
+        let (name, rest) = part.split_once('[').map(|(n, r)| (n, Some(r))).unwrap_or((part, None));
+        let idx = rest.map(|r| r.split('[').filter_map(|i| i.trim_end_matches(']').parse().ok()).collect()).unwrap_or_default();
+        segs.push((name, idx));
+    }
+    let Some(((last, _), parents)) = segs.split_last() else { return };
+    let mut cur = body;
+    for (name, idx) in parents {
+        let Some(next) = cur.get_mut(*name) else { return };
+        cur = next;
+        for i in idx {
+            let Some(next) = cur.get_mut(*i) else { return };
+            cur = next;
+        }
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.remove(last);
+    }
+}
+
 /// Whether the generated schema knows this kind (a build-data sanity check).
 pub fn knows(api_version: &str, kind: &str) -> bool {
     schema().kinds.contains_key(&format!("{api_version}/{kind}"))
@@ -311,6 +334,12 @@ mod tests {
         let e = check("apps/v1", "Deployment", &d);
         assert_eq!(e.unknown_fields, vec!["spec.foo", "spec.template.spec.containers[0].imagePullPolcy"]);
         assert_eq!(e.message(), "strict decoding error: unknown field \"spec.foo\", unknown field \"spec.template.spec.containers[0].imagePullPolcy\"");
+        let mut pruned = d.clone();
+        for f in &e.unknown_fields {
+            remove_field(&mut pruned, f);
+        }
+        assert!(check("apps/v1", "Deployment", &pruned).is_empty());
+        assert_eq!(pruned["spec"]["template"]["spec"]["containers"][0]["image"], json!("nginx"));
     }
 
     #[test]

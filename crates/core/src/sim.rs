@@ -12,13 +12,27 @@ use std::collections::BinaryHeap;
 /// Simulated milliseconds since the cluster started.
 pub type Millis = u64;
 
-/// Wall-clock instant of simulated time 0: 2026-01-01T00:00:00Z (Unix seconds).
+/// Wall-clock instant of simulated time 0 by default: 2026-01-01T00:00:00Z (Unix seconds).
 pub const EPOCH_UNIX_SECS: i64 = 1_767_225_600;
+
+static EPOCH: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(EPOCH_UNIX_SECS);
+
+/// The Unix second that simulated time 0 stands for.
+pub fn epoch() -> i64 {
+    EPOCH.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Move simulated time 0 to another Unix second, once, before a cluster starts.
+/// `kubeloop serve` anchors it to the wall clock so that timestamps look current to a
+/// client that compares them with its own clock; scenario runs keep the fixed default.
+pub fn set_epoch(unix_secs: i64) {
+    EPOCH.store(unix_secs, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// An RFC 3339 timestamp (`2026-01-01T00:01:05Z`) for simulated time `t`, as Kubernetes
 /// serialises `metav1.Time` (second precision).
 pub fn rfc3339(t: Millis) -> String {
-    let secs = EPOCH_UNIX_SECS + (t / 1000) as i64;
+    let secs = epoch() + (t / 1000) as i64;
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
@@ -47,7 +61,7 @@ pub fn parse_rfc3339(s: &str) -> Option<Millis> {
         ms = frac3.parse::<i64>().ok()?;
     }
     let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + se - EPOCH_UNIX_SECS;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + se - epoch();
     let total = secs * 1000 + ms;
     (total >= 0).then_some(total as Millis)
 }

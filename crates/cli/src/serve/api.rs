@@ -1,0 +1,728 @@
+//! Routing HTTP requests onto the API server: authentication (bearer tokens and
+//! impersonation), discovery, the REST verbs of every stored kind with their query
+//! parameters, `Table` responses, watch streams, pod logs and the access reviews.
+//!
+//! Every failure is a `Status` with the code, reason and message the real API server
+//! gives; the core's pipeline (`ApiServer::handle`) does the authorization, admission,
+//! validation and storage exactly as it does for the page.
+
+use super::{discovery, http, Conn, Shared};
+use kubeloop_core::api::{self, get_str, Object, ResourceId, ResourceInfo, RESOURCES};
+use kubeloop_core::apiserver::{Credentials, FieldValidation, PatchType, Request, Verb};
+use kubeloop_core::cluster::{Action, Cluster};
+use kubeloop_core::fields::FieldSelector;
+use kubeloop_core::json;
+use kubeloop_core::labels::Selector;
+use kubeloop_core::printers::{server_table, IncludeObject};
+use kubeloop_core::rbac::{self, Attributes, Decision, UserInfo};
+use kubeloop_core::status::Status;
+use kubeloop_core::value::Value;
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+type StreamFn = Box<dyn FnOnce(&Shared, &mut Conn) + Send>;
+
+pub enum Reply {
+    Whole(http::Response),
+    /// A response that streams (a watch): it owns the connection until it ends.
+    Stream(StreamFn),
+}
+
+fn json_response(code: u16, v: &Value) -> http::Response {
+    http::Response::new(code, "application/json", serde_json::to_vec(v).unwrap_or_default())
+}
+
+pub fn status_response(s: &Status) -> http::Response {
+    let mut v = s.to_json();
+    if s.reason.is_empty() {
+        if let Some(m) = v.as_object_mut() {
+            m.remove("reason");
+        }
+    }
+    json_response(s.code, &v)
+}
+
+fn whole(code: u16, v: &Value) -> Result<Reply, Status> {
+    Ok(Reply::Whole(json_response(code, v)))
+}
+
+fn not_found() -> Status {
+    Status::new(404, "NotFound", "the server could not find the requested resource")
+}
+
+/// A `Warning` response header (RFC 7234 `299 - "text"`), as kubectl prints `Warning: text`.
+fn warning_header(text: &str) -> (String, String) {
+    ("Warning".into(), format!("299 - \"{}\"", text.replace('\\', "\\\\").replace('"', "\\\"")))
+}
+
+pub fn route(sh: &Shared, req: &http::Request) -> Reply {
+    match handle(sh, req) {
+        Ok(r) => r,
+        Err(s) => Reply::Whole(status_response(&s)),
+    }
+}
+
+fn version() -> Value {
+    json!({
+        "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
+        "gitVersion": "v1.36.0+kubeloop", "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "kubeloop",
+        "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH }),
+    })
+}
+
+fn anonymous() -> UserInfo {
+    UserInfo::new("system:anonymous", &["system:unauthenticated"])
+}
+
+/// Bearer-token authentication, then impersonation (`Impersonate-User`, `-Group`), which
+/// the caller must be allowed to do (`impersonate` on `users` and `groups`).
+fn authenticate(sh: &Shared, req: &http::Request) -> Result<UserInfo, Status> {
+    let token = match req.header("Authorization") {
+        None => None,
+        Some(h) => Some(h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")).ok_or_else(Status::unauthorized)?.trim().to_string()),
+    };
+    let target = req.header("Impersonate-User").map(str::to_string);
+    let groups: Vec<String> = req.headers_named("Impersonate-Group").map(str::to_string).collect();
+    sh.with(move |c| {
+        let user = match token {
+            None => anonymous(),
+            Some(t) => c.api.tokens.get(&t).cloned().ok_or_else(Status::unauthorized)?,
+        };
+        let Some(target) = target else { return Ok(user) };
+        let mut checks = vec![("users", target.as_str())];
+        checks.extend(groups.iter().map(|g| ("groups", g.as_str())));
+        for (resource, name) in checks {
+            let a = Attributes { verb: "impersonate", group: "", resource, subresource: "", namespace: "", name };
+            if let Decision::Deny(_) = rbac::authorize(&c.api.store, &user, &a) {
+                return Err(Status::new(403, "Forbidden", format!("{resource} {name:?} is forbidden: {}", a.forbidden_cause(&user.name))));
+            }
+        }
+        let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
+        if !g.contains(&"system:authenticated") && target != "system:anonymous" {
+            g.push("system:authenticated");
+        }
+        Ok(UserInfo::new(&target, &g))
+    })?
+}
+
+const PUBLIC_PATHS: &[&str] = &["api", "apis", "openapi", "version", "healthz", "livez", "readyz"];
+
+fn handle(sh: &Shared, req: &http::Request) -> Result<Reply, Status> {
+    let segs: Vec<&str> = req.path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = req.method == "GET";
+    match segs.as_slice() {
+        ["version"] if get => return whole(200, &version()),
+        ["healthz" | "livez" | "readyz"] if get => return Ok(Reply::Whole(http::Response::new(200, "text/plain; charset=utf-8", b"ok".to_vec()))),
+        _ => {}
+    }
+    let user = authenticate(sh, req)?;
+    if user.name == "system:anonymous" && segs.first().is_none_or(|s| PUBLIC_PATHS.contains(s)) {
+        return Err(Status::new(403, "Forbidden", format!("forbidden: User \"system:anonymous\" cannot get path \"{}\"", req.path)));
+    }
+    let accept = req.header("Accept").unwrap_or("");
+    match segs.as_slice() {
+        [] if get => {
+            let mut paths = vec!["/api".to_string(), "/api/v1".into(), "/apis".into(), "/openapi/v3".into(), "/version".into(), "/healthz".into()];
+            paths.extend(discovery::group_versions().into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, v)| format!("/apis/{g}/{v}")));
+            whole(200, &json!({"paths": paths}))
+        }
+        ["api"] | ["apis"] if get => {
+            let core = segs[0] == "api";
+            match discovery::wants_aggregated(accept) {
+                Some(v) => {
+                    let mut doc = discovery::aggregated(core);
+                    doc["apiVersion"] = json!(format!("apidiscovery.k8s.io/{v}"));
+                    let mut r = json_response(200, &doc);
+                    r.content_type = format!("application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList");
+                    Ok(Reply::Whole(r))
+                }
+                None if core => whole(200, &discovery::api_versions(&sh.address)),
+                None => whole(200, &discovery::group_list()),
+            }
+        }
+        ["api", v] if get => whole(200, &discovery::resource_list("", v).ok_or_else(not_found)?),
+        ["apis", g] if get => whole(200, &discovery::group(g).ok_or_else(not_found)?),
+        ["apis", g, v] if get => whole(200, &discovery::resource_list(g, v).ok_or_else(not_found)?),
+        ["openapi", "v3"] if get => whole(200, &discovery::openapi_root()),
+        ["openapi", "v3", rest @ ..] if get => whole(200, &discovery::openapi_doc(&rest.join("/")).ok_or_else(not_found)?),
+        ["kubeloop", "v1", "kubectl"] if req.method == "POST" => terminal(sh, req, user),
+        ["apis", "authorization.k8s.io", "v1", review] if req.method == "POST" => access_review(sh, req, &user, review),
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] if req.method == "POST" => {
+            let mut groups = user.groups.clone();
+            groups.sort();
+            whole(
+                201,
+                &json!({"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1", "metadata": {"creationTimestamp": null},
+                    "status": {"userInfo": {"username": user.name, "groups": user.groups}}}),
+            )
+        }
+        ["api", v, rest @ ..] => resource(sh, req, user, "", v, rest),
+        ["apis", g, v, rest @ ..] => resource(sh, req, user, g, v, rest),
+        _ => Err(not_found()),
+    }
+}
+
+/// `POST /kubeloop/v1/kubectl`: one command line through the page's terminal, as the
+/// caller, on the same cluster (the same printers the page uses).
+fn terminal(sh: &Shared, req: &http::Request, user: UserInfo) -> Result<Reply, Status> {
+    let line = String::from_utf8_lossy(&req.body).trim().trim_start_matches("kubectl ").to_string();
+    let out = sh.with(move |c| c.act(Credentials::User(user), Action::Kubectl(line)))?;
+    let mut text = out.output.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    Ok(Reply::Whole(http::Response::new(200, "text/plain; charset=utf-8", text.into_bytes())))
+}
+
+/// SelfSubjectAccessReview, SubjectAccessReview and SelfSubjectRulesReview.
+fn access_review(sh: &Shared, req: &http::Request, caller: &UserInfo, review: &str) -> Result<Reply, Status> {
+    let body = body_value(req)?;
+    let (caller, review) = (caller.clone(), review.to_string());
+    sh.with(move |c| review_answer(c, &body, &caller, &review))?
+}
+
+fn review_answer(c: &mut Cluster, body: &Value, caller: &UserInfo, review: &str) -> Result<Reply, Status> {
+    let (kind, subject) = match review {
+        "selfsubjectaccessreviews" => ("SelfSubjectAccessReview", caller.clone()),
+        "subjectaccessreviews" => {
+            let a = Attributes { verb: "create", group: "authorization.k8s.io", resource: "subjectaccessreviews", subresource: "", namespace: "", name: "" };
+            if let Decision::Deny(_) = rbac::authorize(&c.api.store, caller, &a) {
+                return Err(Status::new(
+                    403,
+                    "Forbidden",
+                    format!("subjectaccessreviews.authorization.k8s.io is forbidden: {}", a.forbidden_cause(&caller.name)),
+                ));
+            }
+            let user = get_str(body, &["spec", "user"]).unwrap_or("");
+            let groups: Vec<&str> = api::get_array(body, &["spec", "groups"]).iter().filter_map(Value::as_str).collect();
+            ("SubjectAccessReview", UserInfo::new(user, &groups))
+        }
+        "selfsubjectrulesreviews" => {
+            let ns = get_str(body, &["spec", "namespace"]).unwrap_or("");
+            let (resource_rules, non_resource_rules) = rbac::rules_for(&c.api.store, caller, ns);
+            let mut out = body.clone();
+            out["metadata"] = json!({"creationTimestamp": null});
+            out["status"] = json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false});
+            return whole(201, &out);
+        }
+        _ => return Err(not_found()),
+    };
+    let allowed = if let Some(ra) = api::get(body, &["spec", "resourceAttributes"]) {
+        let s = |k: &str| get_str(ra, &[k]).unwrap_or("");
+        let a = Attributes {
+            verb: s("verb"),
+            group: s("group"),
+            resource: s("resource"),
+            subresource: s("subresource"),
+            namespace: s("namespace"),
+            name: s("name"),
+        };
+        matches!(rbac::authorize(&c.api.store, &subject, &a), Decision::Allow)
+    } else {
+        // Discovery and health paths are readable by every authenticated user
+        // (`system:discovery`, `system:public-info-viewer`); anything else needs a role
+        // that grants the path, which only `system:masters` has here.
+        let path = get_str(body, &["spec", "nonResourceAttributes", "path"]).unwrap_or("");
+        let first = path.split('/').find(|s| !s.is_empty()).unwrap_or("");
+        subject.groups.iter().any(|g| g == "system:masters") || (PUBLIC_PATHS.contains(&first) && subject.groups.iter().any(|g| g == "system:authenticated"))
+    };
+    let mut out = body.clone();
+    out["apiVersion"] = json!("authorization.k8s.io/v1");
+    out["kind"] = json!(kind);
+    out["metadata"] = json!({"creationTimestamp": null});
+    out["status"] = json!({"allowed": allowed});
+    whole(201, &out)
+}
+
+/// A request body as a JSON tree: JSON, or YAML for `application/yaml` and server-side apply.
+fn body_value(req: &http::Request) -> Result<Value, Status> {
+    let ct = req.header("Content-Type").unwrap_or("application/json");
+    let base = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if req.body.is_empty() {
+        return Err(Status::bad_request("the body of the request was empty"));
+    }
+    match base.as_str() {
+        "application/json" | "application/merge-patch+json" | "application/strategic-merge-patch+json" | "application/json-patch+json" | "" => {
+            serde_json::from_slice(&req.body).map_err(|e| Status::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+        }
+        "application/yaml" | "application/apply-patch+yaml" => {
+            let text = String::from_utf8_lossy(&req.body);
+            let doc = kubeloop_core::manifest::parse(&text).into_iter().next().ok_or_else(|| Status::bad_request("the body of the request was empty"))?;
+            if let Some(d) = doc.diagnostics.first() {
+                return Err(Status::bad_request(format!("error converting YAML to JSON: yaml: line {}: {}", d.line, d.message)));
+            }
+            doc.object.ok_or_else(|| Status::bad_request("the body of the request was empty"))
+        }
+        _ => Err(Status::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"),
+        )),
+    }
+}
+
+fn wants_table(req: &http::Request) -> bool {
+    req.header("Accept").is_some_and(|a| a.split(',').next().is_some_and(|first| first.contains("as=Table")))
+}
+
+fn include_object(req: &http::Request) -> Result<IncludeObject, Status> {
+    match req.param("includeObject") {
+        None | Some("") | Some("Metadata") => Ok(IncludeObject::Metadata),
+        Some("None") => Ok(IncludeObject::None),
+        Some("Object") => Ok(IncludeObject::Object),
+        Some(other) => Err(Status::bad_request(format!("includeObject: Unsupported value: {other:?}: supported values: \"Metadata\", \"None\", \"Object\""))),
+    }
+}
+
+/// dryRun, fieldManager and fieldValidation of a write.
+fn write_options(r: &mut Request, req: &http::Request) -> Result<(), Status> {
+    match req.param("dryRun") {
+        None | Some("") => {}
+        Some("All") => r.dry_run = true,
+        Some(v) => return Err(Status::bad_request(format!("Invalid value: {v:?}: supported values: \"All\""))),
+    }
+    r.field_manager = match req.param("fieldManager") {
+        Some(m) if !m.is_empty() => m.to_string(),
+        // The default manager is the client's user agent up to the first slash.
+        _ => req.header("User-Agent").and_then(|ua| ua.split('/').next()).unwrap_or("unknown").to_string(),
+    };
+    r.field_validation = match req.param("fieldValidation") {
+        Some("Strict") => FieldValidation::Strict,
+        Some("Ignore") => FieldValidation::Ignore,
+        None | Some("") | Some("Warn") => FieldValidation::Warn,
+        Some(v) => return Err(Status::bad_request(format!("fieldValidation: Unsupported value: {v:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""))),
+    };
+    Ok(())
+}
+
+fn selectors(req: &http::Request, kind: &str) -> Result<(Option<Selector>, FieldSelector), Status> {
+    let label = match req.param("labelSelector").filter(|s| !s.is_empty()) {
+        Some(s) => Some(Selector::parse(s).map_err(Status::bad_request)?),
+        None => None,
+    };
+    let field = FieldSelector::parse(kind, req.param("fieldSelector").unwrap_or(""))?;
+    Ok((label, field))
+}
+
+fn selected(obj: &Value, kind: &str, label: &Option<Selector>, field: &FieldSelector) -> bool {
+    label.as_ref().is_none_or(|l| l.matches(api::labels(obj))) && field.matches(kind, obj)
+}
+
+/// A list's items carry no `kind` or `apiVersion` of their own (the list has them).
+fn list_item(o: &Value) -> Value {
+    let mut o = o.clone();
+    if let Some(m) = o.as_object_mut() {
+        m.remove("kind");
+        m.remove("apiVersion");
+    }
+    o
+}
+
+#[allow(clippy::too_many_arguments)]
+fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, version: &str, rest: &[&str]) -> Result<Reply, Status> {
+    let (ns, rest) = match rest {
+        ["namespaces", ns, r @ ..] if !r.is_empty() && !matches!(r, ["status" | "finalize"]) => (*ns, r),
+        _ => ("", rest),
+    };
+    let (plural, name, sub) = match rest {
+        [p] => (*p, "", ""),
+        [p, n] => (*p, *n, ""),
+        [p, n, s] => (*p, *n, *s),
+        _ => return Err(not_found()),
+    };
+    let rid: ResourceId = RESOURCES.iter().position(|r| r.group == group && r.version == version && r.plural == plural).ok_or_else(not_found)?;
+    let res = &RESOURCES[rid];
+    if (!res.namespaced && !ns.is_empty()) || (res.namespaced && ns.is_empty() && !name.is_empty()) {
+        return Err(not_found());
+    }
+    let creds = Credentials::User(user.clone());
+    match (req.method.as_str(), name.is_empty()) {
+        ("GET", true) if req.flag("watch") => watch(sh, req, &user, rid, ns),
+        ("GET", true) => list(sh, req, creds, rid, ns),
+        ("GET", false) if sub == "log" => logs(sh, req, creds, ns, name),
+        ("GET", false) => {
+            let table = if wants_table(req) && sub.is_empty() { Some(include_object(req)?) } else { None };
+            let r = Request::new(Verb::Get, rid, ns, name, creds).with_sub(sub);
+            let kind = res.kind;
+            let out = sh.with(move |c| {
+                let obj = c.request(r)?;
+                Ok::<_, Status>(match table {
+                    Some(inc) => server_table(kind, &[&obj], c.now, inc, api::resource_version(&obj)),
+                    None => (*obj).clone(),
+                })
+            })??;
+            whole(200, &out)
+        }
+        ("POST", true) => {
+            let body = body_value(req)?;
+            let mut r = Request::create(rid, ns, body, creds);
+            write_options(&mut r, req)?;
+            write(sh, r, 201)
+        }
+        ("POST", false) if matches!(sub, "binding" | "eviction") => {
+            let body = body_value(req)?;
+            let mut r = Request::create(rid, ns, body, creds).with_sub(sub);
+            r.name = name.to_string();
+            write_options(&mut r, req)?;
+            write(sh, r, 201)
+        }
+        ("PUT", false) => {
+            let body = body_value(req)?;
+            let body_name = api::name(&body);
+            if !body_name.is_empty() && body_name != name && sub.is_empty() {
+                return Err(Status::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({name})")));
+            }
+            let mut r = Request::update(rid, ns, name, body, creds).with_sub(sub);
+            write_options(&mut r, req)?;
+            write(sh, r, 200)
+        }
+        ("PATCH", false) => {
+            let ct = req.header("Content-Type").unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let ty = match ct.as_str() {
+                "application/merge-patch+json" => PatchType::Merge,
+                "application/strategic-merge-patch+json" => PatchType::Strategic,
+                "application/json-patch+json" => PatchType::Json,
+                "application/apply-patch+yaml" => PatchType::Apply { force: req.flag("force") },
+                _ => {
+                    return Err(Status::new(
+                        415,
+                        "UnsupportedMediaType",
+                        format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct:?})"),
+                    ))
+                }
+            };
+            let body = body_value(req)?;
+            let mut r = Request::patch(rid, ns, name, ty, body, creds).with_sub(sub);
+            write_options(&mut r, req)?;
+            if matches!(ty, PatchType::Apply { .. }) && req.param("fieldManager").is_none_or(str::is_empty) {
+                return Err(Status::bad_request("PATCH, application/apply-patch+yaml requests must provide a fieldManager"));
+            }
+            write(sh, r, 200)
+        }
+        ("DELETE", false) => {
+            let mut r = Request::delete(rid, ns, name, creds);
+            delete_options(&mut r, req)?;
+            write(sh, r, 200)
+        }
+        ("DELETE", true) => delete_collection(sh, req, creds, rid, ns),
+        _ => {
+            Err(Status::new(405, "MethodNotAllowed", format!("the server does not allow this method on the requested resource ({} {})", req.method, req.path)))
+        }
+    }
+}
+
+/// DeleteOptions from the query and from the body (kubectl sends them in the body).
+fn delete_options(r: &mut Request, req: &http::Request) -> Result<(), Status> {
+    write_options(r, req)?;
+    let body = if req.body.is_empty() { Value::Null } else { body_value(req)? };
+    if let Some(p) = get_str(&body, &["propagationPolicy"]).or(req.param("propagationPolicy")) {
+        if !matches!(p, "Orphan" | "Background" | "Foreground") {
+            return Err(Status::new(
+                422,
+                "Invalid",
+                format!("propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
+            ));
+        }
+        r.propagation = Some(p.to_string());
+    } else if body.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+        r.propagation = Some("Orphan".into());
+    }
+    if let Some(g) = api::get_i64(&body, &["gracePeriodSeconds"]).or_else(|| req.param("gracePeriodSeconds").and_then(|g| g.parse().ok())) {
+        r.grace_period = Some(g);
+    }
+    if api::get_array(&body, &["dryRun"]).iter().any(|d| d.as_str() == Some("All")) {
+        r.dry_run = true;
+    }
+    Ok(())
+}
+
+fn write(sh: &Shared, r: Request, code: u16) -> Result<Reply, Status> {
+    let (out, warnings, existed) = sh.with(move |c| {
+        let existed = c.api.store.get_by(r.resource, &r.namespace, &r.name).is_some();
+        let out = c.request(r);
+        (out, std::mem::take(&mut c.api.warnings), existed)
+    })?;
+    let mut resp = match out {
+        // A server-side apply that created the object answers 201, as a create does.
+        Ok(obj) => json_response(if code == 200 && !existed { 201 } else { code }, &obj),
+        Err(s) => status_response(&s),
+    };
+    resp.headers.extend(warnings.iter().map(|w| warning_header(w)));
+    Ok(Reply::Whole(resp))
+}
+
+fn list(sh: &Shared, req: &http::Request, creds: Credentials, rid: ResourceId, ns: &str) -> Result<Reply, Status> {
+    let res = &RESOURCES[rid];
+    let (label, field) = selectors(req, res.kind)?;
+    let table = if wants_table(req) { Some(include_object(req)?) } else { None };
+    let (ns, cont, limit) = (ns.to_string(), req.param("continue").unwrap_or("").to_string(), req.param("limit").unwrap_or("").to_string());
+    sh.with(move |c| list_page(c, creds, rid, &ns, label, field, table, &cont, &limit))?
+}
+
+#[allow(clippy::too_many_arguments)]
+fn list_page(
+    c: &mut Cluster,
+    creds: Credentials,
+    rid: ResourceId,
+    ns: &str,
+    label: Option<Selector>,
+    field: FieldSelector,
+    table: Option<IncludeObject>,
+    cont: &str,
+    limit: &str,
+) -> Result<Reply, Status> {
+    let res = &RESOURCES[rid];
+    let all = c.request(Request::new(Verb::List, rid, ns, "", creds))?;
+    let rv = get_str(&all, &["metadata", "resourceVersion"]).unwrap_or("").to_string();
+    let items: Vec<&Value> = api::get_array(&all, &["items"]).iter().filter(|o| selected(o, res.kind, &label, &field)).collect();
+    // Pages: `continue` is the offset of the next item, tied to the list's revision.
+    let offset = match Some(cont).filter(|s| !s.is_empty()) {
+        None => 0,
+        Some(tok) => tok
+            .split_once(':')
+            .and_then(|(_, o)| o.parse::<usize>().ok())
+            .ok_or_else(|| Status::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?,
+    };
+    let limit = limit.parse::<usize>().ok().filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let page: Vec<&Value> = items.iter().skip(offset).take(limit).copied().collect();
+    let next = offset.saturating_add(page.len());
+    let mut meta = json!({"resourceVersion": rv});
+    if next < items.len() {
+        meta["continue"] = json!(format!("{rv}:{next}"));
+        meta["remainingItemCount"] = json!(items.len() - next);
+    }
+    if let Some(inc) = table {
+        let mut t = server_table(res.kind, &page, c.now, inc, &rv);
+        t["metadata"] = meta;
+        return whole(200, &t);
+    }
+    let out = json!({"kind": format!("{}List", res.kind), "apiVersion": res.api_version(), "metadata": meta, "items": page.iter().map(|o| list_item(o)).collect::<Vec<_>>()});
+    whole(200, &out)
+}
+
+fn delete_collection(sh: &Shared, req: &http::Request, creds: Credentials, rid: ResourceId, ns: &str) -> Result<Reply, Status> {
+    let res = &RESOURCES[rid];
+    let (label, field) = selectors(req, res.kind)?;
+    let mut template = Request::delete(rid, ns, "", creds.clone());
+    delete_options(&mut template, req)?;
+    let ns = ns.to_string();
+    sh.with(move |c| {
+        let ns = ns.as_str();
+        let attrs = Attributes { verb: "deletecollection", group: res.group, resource: res.plural, subresource: "", namespace: ns, name: "" };
+        if let Credentials::User(u) = &creds {
+            if let Decision::Deny(_) = rbac::authorize(&c.api.store, u, &attrs) {
+                return Err(Status::forbidden(res, "", &attrs.forbidden_cause(&u.name)));
+            }
+        }
+        let names: Vec<(String, String)> = c
+            .api
+            .store
+            .list(rid, if ns.is_empty() { None } else { Some(ns) })
+            .filter(|o| selected(o, res.kind, &label, &field))
+            .map(|o| (api::namespace(o).to_string(), api::name(o).to_string()))
+            .collect();
+        let mut items = Vec::new();
+        for (n, name) in names {
+            let mut r = template.clone();
+            r.namespace = n;
+            r.name = name;
+            if let Ok(o) = c.request(r) {
+                items.push(list_item(&o));
+            }
+        }
+        let rv = c.api.store.revision().to_string();
+        whole(200, &json!({"kind": format!("{}List", res.kind), "apiVersion": res.api_version(), "metadata": {"resourceVersion": rv}, "items": items}))
+    })?
+}
+
+fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
+    let (ns, name, container, previous) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string), req.flag("previous"));
+    let text = sh.with(move |c| c.logs(creds, &ns, &name, container.as_deref(), previous))??;
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if let Some(n) = req.param("tailLines").and_then(|t| t.parse::<usize>().ok()) {
+        lines = lines.split_off(lines.len().saturating_sub(n));
+    }
+    let mut out = lines.concat().into_bytes();
+    if let Some(n) = req.param("limitBytes").and_then(|t| t.parse::<usize>().ok()) {
+        out.truncate(n);
+    }
+    Ok(Reply::Whole(http::Response::new(200, "text/plain", out)))
+}
+
+/// What a watch sends and how.
+struct WatchSpec {
+    rid: ResourceId,
+    ns: String,
+    label: Option<Selector>,
+    field: FieldSelector,
+    /// The revision to start after; `None` sends the current objects first.
+    since: Option<u64>,
+    bookmarks: bool,
+    /// `sendInitialEvents=true`: end the initial objects with a marked bookmark.
+    initial_end: bool,
+    table: Option<IncludeObject>,
+    timeout: Duration,
+}
+
+fn watch(sh: &Shared, req: &http::Request, user: &UserInfo, rid: ResourceId, ns: &str) -> Result<Reply, Status> {
+    let res = &RESOURCES[rid];
+    let (label, field) = selectors(req, res.kind)?;
+    {
+        let (user, ns, name) = (user.clone(), ns.to_string(), field.name().unwrap_or("").to_string());
+        sh.with(move |c| {
+            let a = Attributes { verb: "watch", group: res.group, resource: res.plural, subresource: "", namespace: &ns, name: &name };
+            match rbac::authorize(&c.api.store, &user, &a) {
+                Decision::Deny(_) => Err(Status::forbidden(res, "", &a.forbidden_cause(&user.name))),
+                Decision::Allow => Ok(()),
+            }
+        })??;
+    }
+    let initial = req.flag("sendInitialEvents");
+    let since = match req.param("resourceVersion") {
+        None | Some("") | Some("0") => None,
+        Some(_) if initial => None,
+        Some(rv) => Some(rv.parse::<u64>().map_err(|_| Status::bad_request(format!("invalid resource version: {rv:?}")))?),
+    };
+    let timeout = req.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs).unwrap_or(Duration::from_secs(1800));
+    let table = if wants_table(req) { Some(include_object(req)?) } else { None };
+    let spec = WatchSpec { rid, ns: ns.to_string(), label, field, since, bookmarks: req.flag("allowWatchBookmarks"), initial_end: initial, table, timeout };
+    Ok(Reply::Stream(Box::new(move |sh: &Shared, w: &mut Conn| stream_watch(sh, spec, w))))
+}
+
+/// Whether the client has hung up during a watch: the socket is at end-of-file, or the
+/// client sent something (a TLS close_notify; HTTP/1.1 clients send nothing mid-stream).
+fn hung_up(c: &Conn) -> bool {
+    let s = &c.sock;
+    if s.set_nonblocking(true).is_err() {
+        return true;
+    }
+    let mut b = [0u8; 1];
+    let gone = match s.peek(&mut b) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    let _ = s.set_nonblocking(false);
+    gone
+}
+
+/// What the cluster thread hands a watch: the events after a revision (with the new
+/// revision and the simulated time), or the oldest revision still kept if that one is gone.
+type Batch = Result<(Vec<(&'static str, Object)>, u64, u64), u64>;
+
+fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
+    let res: &ResourceInfo = &RESOURCES[spec.rid];
+    if http::start_chunked(w, "application/json").is_err() {
+        return;
+    }
+    let line = |v: Value| -> Vec<u8> {
+        let mut l = serde_json::to_vec(&v).unwrap_or_default();
+        l.push(b'\n');
+        l
+    };
+    let event = |ty: &str, obj: &Value, now| -> Vec<u8> {
+        let object = match spec.table {
+            Some(inc) => server_table(res.kind, &[obj], now, inc, api::resource_version(obj)),
+            None => obj.clone(),
+        };
+        line(json!({"type": ty, "object": object}))
+    };
+    let bookmark = |rv: u64, initial_end: bool| -> Vec<u8> {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(json!({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta}}))
+    };
+    let ns_filter = if spec.ns.is_empty() { None } else { Some(spec.ns.clone()) };
+    // Objects the client currently knows as matching, so that one that stops matching the
+    // selectors is sent as DELETED and one that starts as ADDED.
+    let mut known: HashSet<(String, String)> = HashSet::new();
+    let key = |o: &Value| (api::namespace(o).to_string(), api::name(o).to_string());
+    let (rid, nsf) = (spec.rid, ns_filter.clone());
+    let Ok((current, rev, now)) = sh.with(move |c| {
+        let objs: Vec<Object> = c.api.store.list(rid, nsf.as_deref()).cloned().collect();
+        (objs, c.api.store.revision(), c.now)
+    }) else {
+        return;
+    };
+    let mut out = Vec::new();
+    for o in &current {
+        if selected(o, res.kind, &spec.label, &spec.field) {
+            known.insert(key(o));
+            if spec.since.is_none() {
+                out.extend(event("ADDED", o, now));
+            }
+        }
+    }
+    if spec.initial_end {
+        out.extend(bookmark(rev, true));
+    }
+    let mut last = spec.since.unwrap_or(rev);
+    let started = Instant::now();
+    let mut last_bookmark = Instant::now();
+    loop {
+        if !out.is_empty() {
+            if http::write_chunk(w, &out).is_err() {
+                return;
+            }
+            out.clear();
+        }
+        if started.elapsed() >= spec.timeout {
+            let _ = http::end_chunked(w);
+            return;
+        }
+        let nsf = ns_filter.clone();
+        let batch: Result<Batch, Status> = sh.with(move |c| match c.api.store.events_since(rid, last) {
+            Err(_) => Err(c.api.store.compacted_revision()),
+            Ok(it) => {
+                let evs = it.filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n)).map(|e| (e.kind.as_str(), e.object.clone())).collect();
+                Ok((evs, c.api.store.revision(), c.now))
+            }
+        });
+        let Ok(batch) = batch else { return };
+        let (events, rev, now) = match batch {
+            Ok(b) => b,
+            Err(oldest) => {
+                let s = Status::expired(format!("too old resource version: {last} ({oldest})"));
+                let _ = http::write_chunk(w, &line(json!({"type": "ERROR", "object": s.to_json()})));
+                let _ = http::end_chunked(w);
+                return;
+            }
+        };
+        if events.is_empty() {
+            last = rev;
+            sh.wait_change(rev, Duration::from_millis(500));
+            if hung_up(w) {
+                return;
+            }
+            if spec.bookmarks && last_bookmark.elapsed() >= Duration::from_secs(60) {
+                out.extend(bookmark(last, false));
+                last_bookmark = Instant::now();
+            }
+            continue;
+        }
+        for (ty, o) in events {
+            let k = key(&o);
+            let matches = selected(&o, res.kind, &spec.label, &spec.field);
+            let was = known.contains(&k);
+            let send = match (ty, matches, was) {
+                ("DELETED", _, true) | (_, false, true) => {
+                    known.remove(&k);
+                    Some("DELETED")
+                }
+                ("DELETED", _, false) | (_, false, false) => None,
+                (_, true, true) => Some("MODIFIED"),
+                (_, true, false) => {
+                    known.insert(k);
+                    Some("ADDED")
+                }
+            };
+            if let Some(t) = send {
+                out.extend(event(t, &o, now));
+            }
+        }
+        last = rev;
+        let _ = w.flush();
+    }
+}

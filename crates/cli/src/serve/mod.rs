@@ -1,0 +1,279 @@
+//! `kubeloop serve`: the engine behind a Kubernetes API that real clients can use.
+//!
+//! The cluster runs in wall-clock time (scaled by `--speed`) on its own thread, which
+//! advances the simulation to "now" every 10 ms and runs requests in arrival order. Every
+//! HTTP connection has a thread that parses requests and hands each to the cluster thread
+//! as a closure. Watch streams wait on a condition variable that the cluster thread
+//! signals whenever the store's revision moves. The core stays deterministic and
+//! single-threaded; the clock and the threads live only here.
+
+mod api;
+mod discovery;
+mod http;
+
+use kubeloop_core::cluster::{Cluster, Config, Step};
+use kubeloop_core::scenario::{add_file, Scenario};
+use kubeloop_core::sim::Millis;
+use kubeloop_core::status::Status;
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::ExitCode;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Work for the cluster thread: a closure run with the cluster, its answer sent back.
+type Job = Box<dyn FnOnce(&mut Cluster) + Send>;
+
+pub struct Shared {
+    jobs: Mutex<mpsc::Sender<Job>>,
+    /// The store's revision, updated and signalled by the cluster thread on every change.
+    revision: Mutex<u64>,
+    changed: Condvar,
+    /// `host:port` clients reach the server at.
+    address: String,
+}
+
+impl Shared {
+    /// Run `f` on the cluster thread and wait for its answer. A panic there is answered
+    /// with a 500 and the cluster thread carries on with the next request.
+    pub fn with<R: Send + 'static>(&self, f: impl FnOnce(&mut Cluster) -> R + Send + 'static) -> Result<R, Status> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |c| {
+            let _ = tx.send(f(c));
+        });
+        let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+        if sent.is_err() {
+            return Err(Status::new(503, "ServiceUnavailable", "the cluster has stopped"));
+        }
+        rx.recv().map_err(|_| Status::internal("the request could not be served (a kubeloop bug); the server is still running"))
+    }
+
+    /// Wait until the store's revision passes `seen`, or `timeout`; returns the revision.
+    pub fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
+        let g = self.revision.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self.changed.wait_timeout_while(g, timeout, |r| *r <= seen).unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+
+    fn publish(&self, revision: u64) {
+        let mut g = self.revision.lock().unwrap_or_else(|e| e.into_inner());
+        if *g != revision {
+            *g = revision;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// The cluster's own thread: it owns the cluster (whose loops and CEL engine stay on one
+/// thread, as in the page), runs requests in arrival order and keeps simulated time level
+/// with the wall clock, scaled by `speed`.
+fn cluster_thread(config: Config, steps: Vec<Step>, jobs: mpsc::Receiver<Job>, shared: Arc<Shared>, speed: f64) {
+    let mut cluster = Cluster::new(config);
+    cluster.add_steps(steps);
+    let start = Instant::now();
+    let tick = Duration::from_millis(10);
+    let mut next_tick = Instant::now();
+    loop {
+        let wait = next_tick.saturating_duration_since(Instant::now());
+        match jobs.recv_timeout(wait) {
+            Ok(job) => {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut cluster)));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        if Instant::now() >= next_tick {
+            let target = (start.elapsed().as_secs_f64() * 1000.0 * speed) as Millis;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cluster.run_until(target)));
+            next_tick = Instant::now() + tick;
+        }
+        shared.publish(cluster.api.store.revision());
+    }
+}
+
+/// The serving certificate and the CA that signed it (a fresh pair per run, kept in
+/// memory): client-go sends bearer tokens only over TLS, so the API is served over HTTPS
+/// and the kubeconfig carries the CA.
+struct Tls {
+    config: Arc<rustls::ServerConfig>,
+    ca_pem: String,
+}
+
+fn tls(host: &str) -> Result<Tls, String> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose};
+    let err = |e: rcgen::Error| e.to_string();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "kubeloop-ca");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::CrlSign];
+    let ca_key = KeyPair::generate().map_err(err)?;
+    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string(), "kubernetes".into(), "kubernetes.default.svc".into()];
+    if !names.iter().any(|n| n == host) {
+        names.push(host.to_string());
+    }
+    let mut leaf = CertificateParams::new(names).map_err(err)?;
+    leaf.distinguished_name.push(DnType::CommonName, "kube-apiserver");
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    let leaf_key = KeyPair::generate().map_err(err)?;
+    let leaf_cert = leaf.signed_by(&leaf_key, &ca_cert, &ca_key).map_err(err)?;
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf_cert.der().clone()], key)
+        .map_err(|e| e.to_string())?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Tls { config: Arc::new(config), ca_pem: ca_cert.pem() })
+}
+
+/// One client connection over TLS.
+pub type Conn = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
+
+const USAGE: &str = "Usage: kubeloop serve [SCENARIO...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]";
+
+fn kubeconfig(address: &str, ca_pem: &str, users: &[(String, String, Vec<String>)]) -> String {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let mut s = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubeloop\n  cluster:\n    certificate-authority-data: {ca}\n    server: https://{address}\ncontexts:\n- name: kubeloop\n  context:\n    cluster: kubeloop\n    user: admin\n    namespace: default\n"
+    );
+    for (name, _, _) in users {
+        s.push_str(&format!("- name: {name}@kubeloop\n  context:\n    cluster: kubeloop\n    user: {name}\n    namespace: default\n"));
+    }
+    s.push_str("current-context: kubeloop\nusers:\n- name: admin\n  user:\n    token: admin-token\n");
+    for (name, token, _) in users {
+        s.push_str(&format!("- name: {name}\n  user:\n    token: {token:?}\n"));
+    }
+    s.push_str("preferences: {}\n");
+    s
+}
+
+pub fn serve(args: &[String]) -> ExitCode {
+    let flag = |name: &str| crate::flag(args, name);
+    let addr = flag("--addr").unwrap_or("127.0.0.1:6443").to_string();
+    let speed = match flag("--speed").map(str::parse::<f64>) {
+        None => 1.0,
+        Some(Ok(s)) if s > 0.0 && s.is_finite() => s,
+        Some(_) => {
+            eprintln!("error: --speed must be a positive number\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let seed = match flag("--seed").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(_)) => {
+            eprintln!("error: --seed must be a non-negative integer\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let kubeconfig_path = flag("--kubeconfig").unwrap_or("kubeloop.kubeconfig").to_string();
+    let mut sc = Scenario::default();
+    for f in crate::positional(args) {
+        match std::fs::read_to_string(f) {
+            Ok(text) => add_file(&mut sc, f, &text),
+            Err(e) => {
+                eprintln!("error: cannot read {f}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if !sc.errors.is_empty() {
+        for e in &sc.errors {
+            eprintln!("{e}");
+        }
+        return ExitCode::FAILURE;
+    }
+    let listener = match TcpListener::bind(&addr) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
+    // Simulated time 0 is now, so that timestamps read as current to clients.
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    kubeloop_core::sim::set_epoch(now);
+    let config: Config = sc.config(seed, false);
+    let users = config.users.clone();
+    let host = address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("127.0.0.1");
+    let tls = match tls(host) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot make a serving certificate: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = std::fs::write(&kubeconfig_path, kubeconfig(&address, &tls.ca_pem, &users)) {
+        eprintln!("error: cannot write {kubeconfig_path}: {e}");
+        return ExitCode::FAILURE;
+    }
+    let (tx, rx) = mpsc::channel();
+    let shared = Arc::new(Shared { jobs: Mutex::new(tx), revision: Mutex::new(0), changed: Condvar::new(), address: address.clone() });
+    println!("kubeloop is serving the Kubernetes API on https://{address} (speed {speed}x)");
+    println!("kubeconfig written to {kubeconfig_path}; contexts: kubeloop (admin){}", users.iter().map(|u| format!(", {}@kubeloop", u.0)).collect::<String>());
+    println!("try: kubectl --kubeconfig {kubeconfig_path} get nodes");
+    let _ = std::io::stdout().flush();
+    let for_cluster = Arc::clone(&shared);
+    let steps = sc.steps.clone();
+    std::thread::spawn(move || cluster_thread(config, steps, rx, for_cluster, speed));
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let shared = Arc::clone(&shared);
+        let config = Arc::clone(&tls.config);
+        std::thread::spawn(move || {
+            let _ = stream.set_nodelay(true);
+            let Ok(conn) = rustls::ServerConnection::new(config) else { return };
+            connection(&shared, rustls::StreamOwned::new(conn, stream));
+        });
+    }
+    ExitCode::SUCCESS
+}
+
+/// Serve one client connection: requests in order, until it closes or a watch ends it.
+fn connection(shared: &Shared, conn: Conn) {
+    let mut reader = BufReader::new(conn);
+    loop {
+        let req = match http::read_request(&mut reader) {
+            Ok(r) => r,
+            Err(http::ReadError::Closed) => return,
+            Err(http::ReadError::Bad(code, msg)) => {
+                let s = Status::new(code, if code == 400 { "BadRequest" } else { "" }, msg);
+                let _ = http::write_response(reader.get_mut(), &api::status_response(&s), false);
+                return;
+            }
+        };
+        let keep = req.keep_alive;
+        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::route(shared, &req))).unwrap_or_else(|_| {
+            api::Reply::Whole(api::status_response(&Status::internal("the request could not be served (a kubeloop bug); the server is still running")))
+        });
+        match reply {
+            api::Reply::Whole(resp) => {
+                if http::write_response(reader.get_mut(), &resp, keep).is_err() || !keep {
+                    return;
+                }
+            }
+            api::Reply::Stream(stream_fn) => {
+                stream_fn(shared, reader.get_mut());
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn kubeconfig_has_a_context_per_user() {
+        let k = super::kubeconfig("127.0.0.1:1234", "PEM", &[("ajay".into(), "t1".into(), vec![])]);
+        assert!(k.contains("server: https://127.0.0.1:1234"));
+        assert!(k.contains("certificate-authority-data: UEVN\n"));
+        assert!(k.contains("current-context: kubeloop\n"));
+        assert!(k.contains("- name: ajay@kubeloop\n  context:\n    cluster: kubeloop\n    user: ajay\n"));
+        assert!(k.contains("- name: ajay\n  user:\n    token: \"t1\"\n"));
+    }
+}
