@@ -198,4 +198,5 @@ def write_openapi(defs, kinds):
         f.write("\n")
     print(f"wrote {path}: {len(schemas)} schemas")
 
-main()
+if __name__ == "__main__":
+    main()

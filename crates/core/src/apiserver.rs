@@ -404,6 +404,7 @@ impl ApiServer {
                 ))
             }
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
+            Verb::Create if req.subresource == "eviction" && res.kind == "Pod" => self.evict(&c, &user, res, &ns, &req),
             Verb::Create => {
                 let body = req.body.take();
                 self.create(&mut c, &user, res, req.resource, &ns, &req, body)
@@ -781,6 +782,92 @@ impl ApiServer {
     }
 
     /// `POST pods/<name>/binding` (`pkg/registry/core/pod/storage/storage.go` assignPod).
+    /// `POST pods/NAME/eviction` (`pkg/registry/core/pod/storage/eviction.go`): a delete
+    /// that a PodDisruptionBudget may refuse with 429. kubeloop has no disruption
+    /// controller, so the budget's allowance is worked out here from the matching pods
+    /// (healthy = Ready) the way that controller would count them.
+    fn evict(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
+        let body = req.body.clone().unwrap_or(Value::Null);
+        let body_name = get_str(&body, &["metadata", "name"]).unwrap_or("");
+        if !body_name.is_empty() && body_name != req.name {
+            return self.fail(c, "decode", Status::bad_request("name in URL does not match name in Eviction object"));
+        }
+        let Some(pod) = self.store.get_by(api::rid::POD, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        let success = || Ok(Object::new(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})));
+        let phase = get_str(&pod, &["status", "phase"]).unwrap_or("");
+        let mut del = Request::delete(req.resource, ns, &req.name, Credentials::User(user.clone()));
+        del.dry_run = req.dry_run || api::get_array(&body, &["deleteOptions", "dryRun"]).iter().any(|d| d.as_str() == Some("All"));
+        del.grace_period = api::get_i64(&body, &["deleteOptions", "gracePeriodSeconds"]);
+        del.component = req.component.clone();
+        if api::is_deleting(&pod) {
+            return success();
+        }
+        let budget_rid = RESOURCES.iter().position(|r| r.kind == "PodDisruptionBudget");
+        let budgets: Vec<Object> = match budget_rid {
+            Some(b) if !matches!(phase, "Succeeded" | "Failed" | "Pending") => {
+                self.store.list(b, Some(ns)).filter(|p| crate::labels::selector_matches(get(p, &["spec", "selector"]), api::labels(&pod))).cloned().collect()
+            }
+            _ => vec![],
+        };
+        if budgets.len() > 1 {
+            return self.fail(
+                c,
+                "validation",
+                Status::internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."),
+            );
+        }
+        if let Some(pdb) = budgets.first() {
+            let pods: Vec<&Object> = self
+                .store
+                .list(api::rid::POD, Some(ns))
+                .filter(|p| crate::labels::selector_matches(get(pdb, &["spec", "selector"]), api::labels(p)) && !api::is_deleting(p))
+                .collect();
+            let expected = pods.len() as i64;
+            let healthy = pods
+                .iter()
+                .filter(|p| {
+                    api::get_array(p, &["status", "conditions"])
+                        .iter()
+                        .any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"))
+                })
+                .count() as i64;
+            let scaled = |v: &Value, round_up: bool| -> i64 {
+                match v {
+                    Value::String(s) if s.ends_with('%') => {
+                        let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+                        if round_up {
+                            (pct * expected + 99) / 100
+                        } else {
+                            pct * expected / 100
+                        }
+                    }
+                    v => v.as_i64().unwrap_or(0),
+                }
+            };
+            let desired = if let Some(m) = get(pdb, &["spec", "minAvailable"]) {
+                scaled(m, true)
+            } else if let Some(m) = get(pdb, &["spec", "maxUnavailable"]) {
+                expected - scaled(m, true)
+            } else {
+                expected
+            };
+            if healthy - desired <= 0 {
+                let pdb_name = api::name(pdb).to_string();
+                let msg = format!("The disruption budget {pdb_name} needs {desired} healthy pods and has {healthy} currently");
+                let s = Status::new(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+                    .with_details(json!({"causes": [{"reason": "DisruptionBudget", "message": msg}]}));
+                return self.fail(c, "validating-admission", s);
+            }
+        }
+        record!(self, c, Flow::Validation, "eviction", "ok", "", format!("eviction allowed ({} disruption budget(s))", budgets.len()));
+        match self.delete(c, user, res, req.resource, ns, &del) {
+            Ok(_) => success(),
+            Err(s) => Err(s),
+        }
+    }
+
     fn bind(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
         let target = req.body.as_ref().and_then(|b| get_str(b, &["target", "name"])).unwrap_or("").to_string();
         let Some(pod) = self.store.get_by(api::rid::POD, ns, &req.name).cloned() else {

@@ -79,6 +79,40 @@ fn rfc1123z(t: &str) -> String {
     format!("{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} +0000", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// `printAnnotationsMultiline`: `key: value`, without kubectl's own last-applied
+/// annotation; a value too long for one line (140 characters) or with newlines goes on
+/// the following lines, each cut at 138 characters.
+fn annotations_multiline(out: &mut String, m: Option<&Value>) {
+    const MAX: usize = 140;
+    let entries: Vec<(&str, &str)> = m
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != "kubectl.kubernetes.io/last-applied-configuration")
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+        .collect();
+    if entries.is_empty() {
+        out.push_str("Annotations:\t<none>\n");
+        return;
+    }
+    out.push_str("Annotations:\t");
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push('\t');
+        }
+        let v = v.strip_suffix('\n').unwrap_or(v);
+        if v.len() + k.len() + 2 > MAX || v.contains('\n') {
+            out.push_str(&format!("{k}:\n"));
+            for line in v.split('\n') {
+                let cut: String = if line.len() > MAX - 2 { format!("{}...", &line[..line.floor_char_boundary(MAX - 2)]) } else { line.to_string() };
+                out.push_str(&format!("\t  {cut}\n"));
+            }
+        } else {
+            out.push_str(&format!("{k}: {v}\n"));
+        }
+    }
+}
+
 fn map_multiline(out: &mut String, title: &str, m: Option<&Value>) {
     let entries: Vec<String> = m.and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
     if entries.is_empty() {
@@ -213,7 +247,7 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
         o.push_str(&format!("Start Time:\t{}\n", rfc1123z(t)));
     }
     map_multiline(&mut o, "Labels", get(p, &["metadata", "labels"]));
-    map_multiline(&mut o, "Annotations", get(p, &["metadata", "annotations"]));
+    annotations_multiline(&mut o, get(p, &["metadata", "annotations"]));
     let phase = get_str(p, &["status", "phase"]).unwrap_or("");
     if api::is_deleting(p) {
         o.push_str(&format!(
@@ -318,7 +352,9 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
                     if let Some(t) = s.get("serviceAccountToken") {
                         o.push_str(&format!("    TokenExpirationSeconds:\t{}\n", get_i64(t, &["expirationSeconds"]).unwrap_or(3600)));
                     } else if let Some(cm) = s.get("configMap") {
-                        source_lines(&mut o, "ConfigMapName", cm, "name");
+                        // kubectl prints the *bool itself here: `<nil>` when unset.
+                        let optional = api::get_bool(cm, &["optional"]).map(|b| b.to_string()).unwrap_or_else(|| "<nil>".into());
+                        o.push_str(&format!("    ConfigMapName:\t{}\n    ConfigMapOptional:\t{optional}\n", get_str(cm, &["name"]).unwrap_or("")));
                     } else if s.get("downwardAPI").is_some() {
                         o.push_str("    DownwardAPI:\ttrue\n");
                     }
@@ -378,7 +414,7 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
     o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(d), api::namespace(d)));
     o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(d, &["metadata", "creationTimestamp"]).unwrap_or(""))));
     map_multiline(&mut o, "Labels", get(d, &["metadata", "labels"]));
-    map_multiline(&mut o, "Annotations", get(d, &["metadata", "annotations"]));
+    annotations_multiline(&mut o, get(d, &["metadata", "annotations"]));
     let sel: Vec<String> = get(d, &["spec", "selector", "matchLabels"])
         .and_then(Value::as_object)
         .into_iter()

@@ -119,7 +119,7 @@ impl Status {
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
         Status { code, reason: reason.to_string(), message: message.into(), details: None }
     }
-    fn with_details(mut self, details: Value) -> Self {
+    pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
     }

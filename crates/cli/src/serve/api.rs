@@ -246,6 +246,7 @@ fn body_value(req: &http::Request) -> Result<Value, Status> {
         "application/json" | "application/merge-patch+json" | "application/strategic-merge-patch+json" | "application/json-patch+json" | "" => {
             serde_json::from_slice(&req.body).map_err(|e| Status::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
         }
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(&req.body).map_err(|e| Status::bad_request(format!("the body of the request could not be decoded: {e}"))),
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = String::from_utf8_lossy(&req.body);
             let doc = kubeloop_core::manifest::parse(&text).into_iter().next().ok_or_else(|| Status::bad_request("the body of the request was empty"))?;
@@ -257,7 +258,7 @@ fn body_value(req: &http::Request) -> Result<Value, Status> {
         _ => Err(Status::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct})"),
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct})"),
         )),
     }
 }

@@ -10,6 +10,7 @@
 mod api;
 mod discovery;
 mod http;
+mod protobuf;
 
 use kubeloop_core::cluster::{Cluster, Config, Step};
 use kubeloop_core::scenario::{add_file, Scenario};
