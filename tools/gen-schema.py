@@ -9,8 +9,9 @@ crates/core/src/schema.rs reads:
 
   "s" string, "i" integer, "n" number, "b" boolean, "q" quantity,
   "io" int-or-string, "a" anything, "#<def>" a reference,
-  {"o": {field: type}} an object with declared fields,
-  {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy} a list.
+  {"o": {field: type}} an object with declared fields ("a": 1 if atomic),
+  {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy,
+  "t": listType, "mk": [mapKeys]} a list.
 
 openapi.json holds the same reachable definitions with their descriptions, in
 OpenAPI v3 form (`#/components/schemas/...` references, `allOf` around a
@@ -79,7 +80,10 @@ def main():
             return "a"
         if t == "object" or "properties" in s:
             if "properties" in s:
-                return {"o": {k: ty(v) for k, v in sorted(s["properties"].items())}}
+                r = {"o": {k: ty(v) for k, v in sorted(s["properties"].items())}}
+                if s.get("x-kubernetes-map-type") == "atomic":
+                    r["a"] = 1
+                return r
             ap = s.get("additionalProperties")
             if isinstance(ap, dict):
                 return {"m": ty(ap)}
@@ -90,6 +94,10 @@ def main():
                 r["k"] = s["x-kubernetes-patch-merge-key"]
             if "x-kubernetes-patch-strategy" in s:
                 r["x"] = s["x-kubernetes-patch-strategy"]
+            if "x-kubernetes-list-type" in s:
+                r["t"] = s["x-kubernetes-list-type"]
+            if "x-kubernetes-list-map-keys" in s:
+                r["mk"] = s["x-kubernetes-list-map-keys"]
             return r
         return {"string": "s", "integer": "i", "number": "n", "boolean": "b"}.get(t, "a")
 

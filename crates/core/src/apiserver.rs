@@ -409,6 +409,19 @@ impl ApiServer {
                 let body = req.body.take();
                 self.create(&mut c, &user, res, req.resource, &ns, &req, body)
             }
+            // Server-side apply of an object that does not exist yet creates it.
+            Verb::Patch(PatchType::Apply { force }) if self.store.get_by(req.resource, &ns, &req.name).is_none() => {
+                let body = req.body.take().unwrap_or(Value::Null);
+                let body_name = api::name(&body).to_string();
+                if body_name != req.name {
+                    let s = Status::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({})", req.name));
+                    return self.fail(&c, "decode", s);
+                }
+                match crate::managed::apply(None, &body, &req.field_manager, force, &res.api_version(), res.kind, &req.subresource, self.now) {
+                    Ok(obj) => self.create(&mut c, &user, res, req.resource, &ns, &req, Some(obj)),
+                    Err(s) => self.fail(&c, "conflict", s),
+                }
+            }
             Verb::Update | Verb::Patch(_) => {
                 let body = req.body.take();
                 self.update(&c, &user, res, req.resource, &ns, &req, body)
@@ -666,6 +679,9 @@ impl ApiServer {
                 }
             }
             _ => {}
+        }
+        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
+            crate::managed::track_update(None, &mut obj, &req.field_manager, "", &res.api_version(), res.kind, self.now);
         }
         if req.dry_run {
             record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
@@ -952,6 +968,12 @@ impl ApiServer {
                 api::set(&mut n, &["spec", "replicas"], json!(r));
                 n
             }
+            (Verb::Patch(PatchType::Apply { force }), _) => {
+                match crate::managed::apply(Some(&current), &body, &req.field_manager, force, &res.api_version(), res.kind, sub, self.now) {
+                    Ok(n) => n,
+                    Err(s) => return self.fail(c, "conflict", s),
+                }
+            }
             (Verb::Patch(ty), "status") => {
                 // Only status changes through the status subresource.
                 let mut n = (*current).clone();
@@ -960,7 +982,9 @@ impl ApiServer {
                 let patch = body.get("status").unwrap_or(&empty);
                 match ty {
                     PatchType::Merge => crate::patch::merge(&mut st, patch),
-                    PatchType::Strategic | PatchType::Apply { .. } => crate::patch::strategic_merge(&mut st, patch),
+                    PatchType::Strategic => crate::patch::strategic_merge(&mut st, patch),
+                    // Applied above.
+                    PatchType::Apply { .. } => {}
                     PatchType::Json => {
                         let mut whole = (*current).clone();
                         if let Err(e) = crate::patch::json_patch(&mut whole, &body) {
@@ -976,7 +1000,9 @@ impl ApiServer {
                 let mut n = (*current).clone();
                 match ty {
                     PatchType::Merge => crate::patch::merge(&mut n, &body),
-                    PatchType::Strategic | PatchType::Apply { .. } => crate::patch::strategic_merge(&mut n, &body),
+                    PatchType::Strategic => crate::patch::strategic_merge(&mut n, &body),
+                    // Applied above.
+                    PatchType::Apply { .. } => {}
                     PatchType::Json => {
                         if let Err(e) = crate::patch::json_patch(&mut n, &body) {
                             return self.fail(c, "decode", Status::new(422, "Invalid", e));
@@ -1113,6 +1139,9 @@ impl ApiServer {
         }
         // A no-op update writes nothing and keeps the resourceVersion.
         api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(&current)));
+        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
+            crate::managed::track_update(Some(&current), &mut new, &req.field_manager, sub, &res.api_version(), res.kind, self.now);
+        }
         let unchanged = if sub == "status" && res.kind != "Deployment" { new.get("status") == current.get("status") } else { new == *current };
         if unchanged {
             record!(self, c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());

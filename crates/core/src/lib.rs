@@ -24,6 +24,7 @@ pub mod jsonpath;
 pub mod kubectl;
 pub mod kubelet;
 pub mod labels;
+pub mod managed;
 pub mod manifest;
 pub mod patch;
 pub mod printers;

@@ -20,9 +20,21 @@ enum Ty {
     IntOrStr,
     Any,
     Ref(usize),
-    Obj(BTreeMap<String, Ty>),
+    /// Declared fields; `true` if the struct is atomic (`x-kubernetes-map-type: atomic`).
+    Obj(BTreeMap<String, Ty>, bool),
     Map(Box<Ty>),
-    List(Box<Ty>),
+    List(Box<Ty>, ListType),
+}
+
+/// How server-side apply merges a list (`x-kubernetes-list-type`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListType {
+    /// Replaced as a whole (the default).
+    Atomic,
+    /// Scalars merged as a set.
+    Set,
+    /// Items merged by these key fields (`x-kubernetes-list-map-keys`).
+    Map(Vec<String>),
 }
 
 struct Schema {
@@ -52,11 +64,18 @@ fn schema() -> &'static Schema {
                 },
                 Value::Object(m) => {
                     if let Some(Value::Object(props)) = m.get("o") {
-                        Ty::Obj(props.iter().map(|(k, v)| (k.to_string(), conv(v, index))).collect())
+                        Ty::Obj(props.iter().map(|(k, v)| (k.to_string(), conv(v, index))).collect(), m.contains_key("a"))
                     } else if let Some(t) = m.get("m") {
                         Ty::Map(Box::new(conv(t, index)))
                     } else if let Some(t) = m.get("l") {
-                        Ty::List(Box::new(conv(t, index)))
+                        let lt = match m.get("t").and_then(Value::as_str) {
+                            Some("set") => ListType::Set,
+                            Some("map") => ListType::Map(
+                                m.get("mk").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect(),
+                            ),
+                            _ => ListType::Atomic,
+                        };
+                        Ty::List(Box::new(conv(t, index)), lt)
                     } else {
                         Ty::Any
                     }
@@ -175,14 +194,14 @@ impl Walker<'_> {
                 let (name, t) = &self.s.defs[*i];
                 let short = name.rsplit('.').next().unwrap_or(name);
                 // A struct-typed field given something else is the parent struct's error.
-                if matches!(t, Ty::Obj(_)) && !v.is_object() {
+                if matches!(t, Ty::Obj(..)) && !v.is_object() {
                     let pkg = name.rsplit('.').nth(1).unwrap_or("v1");
                     self.type_error(v, parent, &format!("{pkg}.{short}"));
                     return;
                 }
                 self.walk(t, v, short);
             }
-            Ty::Obj(props) => {
+            Ty::Obj(props, _) => {
                 let Some(m) = v.as_object() else {
                     self.type_error(v, parent, &format!("v1.{parent}"));
                     return;
@@ -220,7 +239,7 @@ impl Walker<'_> {
                     self.path.truncate(pl);
                 }
             }
-            Ty::List(t) => {
+            Ty::List(t, _) => {
                 let Some(a) = v.as_array() else {
                     self.type_error(v, parent, "[]");
                     return;
@@ -256,12 +275,68 @@ pub fn check_field(api_version: &str, kind: &str, field: &str, body: &Value) -> 
         return DecodeErrors::default();
     };
     let (name, root_ty) = &s.defs[root];
-    let Ty::Obj(props) = root_ty else { return DecodeErrors::default() };
+    let Ty::Obj(props, _) = root_ty else { return DecodeErrors::default() };
     let (Some(t), Some(v)) = (props.get(field), body.get(field)) else { return DecodeErrors::default() };
     let short = name.rsplit('.').next().unwrap_or(name);
     let mut w = Walker { s, out: DecodeErrors::default(), path: field.to_string(), go_path: field.to_string() };
     w.walk(t, v, short);
     w.out
+}
+
+/// The shape of one node of a kind's schema, as server-side apply needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// A struct with declared fields, merged field by field.
+    Struct,
+    /// A struct or a list replaced as a whole.
+    Atomic,
+    /// A map with arbitrary keys (`labels`), merged key by key.
+    Map,
+    List(ListType),
+    /// A scalar, or a place the schema does not describe.
+    Leaf,
+}
+
+/// A position in a kind's schema, moved along field names and into list items or map
+/// values (`Cursor::root("apps/v1", "Deployment").field("spec").field("template")`).
+#[derive(Clone, Copy)]
+pub struct Cursor(Option<&'static Ty>);
+
+impl Cursor {
+    pub fn root(api_version: &str, kind: &str) -> Cursor {
+        let s = schema();
+        Cursor(s.kinds.get(&format!("{api_version}/{kind}")).map(|i| &s.defs[*i].1)).resolved()
+    }
+    fn resolved(self) -> Cursor {
+        let mut t = self.0;
+        while let Some(Ty::Ref(i)) = t {
+            t = Some(&schema().defs[*i].1);
+        }
+        Cursor(t)
+    }
+    pub fn field(self, name: &str) -> Cursor {
+        match self.0 {
+            Some(Ty::Obj(props, _)) => Cursor(props.get(name)).resolved(),
+            Some(Ty::Map(t)) => Cursor(Some(t)).resolved(),
+            _ => Cursor(None),
+        }
+    }
+    /// The items of a list.
+    pub fn item(self) -> Cursor {
+        match self.0 {
+            Some(Ty::List(t, _)) => Cursor(Some(t)).resolved(),
+            _ => Cursor(None),
+        }
+    }
+    pub fn shape(self) -> Shape {
+        match self.0 {
+            Some(Ty::Obj(_, true)) => Shape::Atomic,
+            Some(Ty::Obj(_, false)) => Shape::Struct,
+            Some(Ty::Map(_)) => Shape::Map,
+            Some(Ty::List(_, lt)) => Shape::List(lt.clone()),
+            _ => Shape::Leaf,
+        }
+    }
 }
 
 /// Remove the field at a path the decoder reported (`spec.template.spec.containers[0].x`).
