@@ -746,7 +746,13 @@ impl Kubelets {
         }
         ctr.container_id = format!("containerd://{id}");
         ctr.state = CState::Running { started: cx.now };
-        ctr.logs = b.logs.iter().chain(&ctr.echoes).cloned().collect();
+        let t = rfc3339(cx.now);
+        let (date, time) = (&t[..10], &t[11..19]);
+        const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+        let month = MONTHS[t[5..7].parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
+        let nginx = format!("{} {time}", date.replace('-', "/"));
+        let redis = format!("{} {month} {} {time}.{:03}", &t[8..10], &t[..4], cx.now % 1000);
+        ctr.logs = b.logs.iter().map(|l| l.replace("{nginx-time}", &nginx).replace("{redis-time}", &redis)).chain(ctr.echoes.iter().cloned()).collect();
         ctr.ready = false;
         ctr.probe_failures = 0;
         cx.event(&src, &pod, Some(&field), "Normal", "Created", "Container created", None);

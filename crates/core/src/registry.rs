@@ -238,15 +238,17 @@ impl Registry {
     }
 }
 
+/// What an image's process prints when it starts; `{nginx-time}` and `{redis-time}` are
+/// the start time in those programs' formats, filled in by the kubelet.
 fn default_logs(repo: &str) -> Vec<String> {
     match repo {
         "docker.io/library/nginx" => vec![
             "/docker-entrypoint.sh: /docker-entrypoint.d/ is not empty, will attempt to perform configuration".into(),
             "/docker-entrypoint.sh: Looking for shell scripts in /docker-entrypoint.d/".into(),
             "/docker-entrypoint.sh: Configuration complete; ready for start up".into(),
-            "2026/01/01 00:00:00 [notice] 1#1: start worker processes".into(),
+            "{nginx-time} [notice] 1#1: start worker processes".into(),
         ],
-        "docker.io/library/redis" => vec!["1:M 01 Jan 2026 00:00:00.000 * Ready to accept connections tcp".into()],
+        "docker.io/library/redis" => vec!["1:M {redis-time} * Ready to accept connections tcp".into()],
         "docker.io/library/postgres" => vec!["LOG:  database system is ready to accept connections".into()],
         _ => vec![],
     }

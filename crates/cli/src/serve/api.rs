@@ -539,7 +539,11 @@ fn delete_collection(sh: &Shared, req: &http::Request, creds: Credentials, rid: 
 
 fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
     let (ns, name, container, previous) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string), req.flag("previous"));
-    let text = sh.with(move |c| c.logs(creds, &ns, &name, container.as_deref(), previous))??;
+    let fetch = move |sh: &Shared| {
+        let (creds, ns, name, container) = (creds.clone(), ns.clone(), name.clone(), container.clone());
+        sh.with(move |c| c.logs(creds, &ns, &name, container.as_deref(), previous)).and_then(|r| r)
+    };
+    let text = fetch(sh)?;
     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
     if let Some(n) = req.param("tailLines").and_then(|t| t.parse::<usize>().ok()) {
         lines = lines.split_off(lines.len().saturating_sub(n));
@@ -548,7 +552,36 @@ fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
     if let Some(n) = req.param("limitBytes").and_then(|t| t.parse::<usize>().ok()) {
         out.truncate(n);
     }
-    Ok(Reply::Whole(http::Response::new(200, "text/plain", out)))
+    if !req.flag("follow") {
+        return Ok(Reply::Whole(http::Response::new(200, "text/plain", out)));
+    }
+    // `-f`: what the container writes next, until it is replaced or gone or the client
+    // hangs up.
+    Ok(Reply::Stream(Box::new(move |sh: &Shared, w: &mut Conn| {
+        if http::start_chunked(w, "text/plain").is_err() || http::write_chunk(w, &out).is_err() {
+            return;
+        }
+        let mut seen = text;
+        loop {
+            sh.wait_change(u64::MAX, Duration::from_millis(500));
+            if hung_up(w) {
+                return;
+            }
+            match fetch(sh) {
+                Ok(now) if now == seen => {}
+                Ok(now) if now.starts_with(&seen) => {
+                    if http::write_chunk(w, now[seen.len()..].as_bytes()).is_err() {
+                        return;
+                    }
+                    seen = now;
+                }
+                _ => {
+                    let _ = http::end_chunked(w);
+                    return;
+                }
+            }
+        }
+    })))
 }
 
 /// What a watch sends and how.

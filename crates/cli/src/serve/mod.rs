@@ -215,10 +215,16 @@ pub fn serve(args: &[String]) -> ExitCode {
     }
     let (tx, rx) = mpsc::channel();
     let shared = Arc::new(Shared { jobs: Mutex::new(tx), revision: Mutex::new(0), changed: Condvar::new(), address: address.clone() });
-    println!("kubeloop is serving the Kubernetes API on https://{address} (speed {speed}x)");
-    println!("kubeconfig written to {kubeconfig_path}; contexts: kubeloop (admin){}", users.iter().map(|u| format!(", {}@kubeloop", u.0)).collect::<String>());
-    println!("try: kubectl --kubeconfig {kubeconfig_path} get nodes");
-    let _ = std::io::stdout().flush();
+    // Nothing here may fail the server: whoever started it may have stopped reading.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "kubeloop is serving the Kubernetes API on https://{address} (speed {speed}x)");
+    let _ = writeln!(
+        out,
+        "kubeconfig written to {kubeconfig_path}; contexts: kubeloop (admin){}",
+        users.iter().map(|u| format!(", {}@kubeloop", u.0)).collect::<String>()
+    );
+    let _ = writeln!(out, "try: kubectl --kubeconfig {kubeconfig_path} get nodes");
+    let _ = out.flush();
     let for_cluster = Arc::clone(&shared);
     let steps = sc.steps.clone();
     std::thread::spawn(move || cluster_thread(config, steps, rx, for_cluster, speed));

@@ -1,0 +1,278 @@
+//! The real kubectl against `kubeloop serve`: the seeds' scenario, the website's
+//! manifests, and the commands a person types, each checked for what kubectl prints. The
+//! same commands through the page's terminal (`POST /kubeloop/v1/kubectl`, the one
+//! implementation of the in-page terminal) must print the same text.
+//!
+//! Needs the real kubectl: `/usr/bin/kubectl`, or the path in `$KUBECTL`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn kubectl_binary() -> PathBuf {
+    let p = std::env::var_os("KUBECTL").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"));
+    assert!(p.exists(), "the compatibility suite needs the real kubectl at {} (set $KUBECTL to use another)", p.display());
+    p
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+struct Server {
+    child: Child,
+    dir: PathBuf,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+}
+
+impl Server {
+    fn start(name: &str, args: &[&str]) -> Server {
+        let dir = std::env::temp_dir().join(format!("kubeloop-compat-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubeloop"))
+            .arg("serve")
+            .args(args)
+            .args(["--addr", "127.0.0.1:0", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("kubeloop serve starts");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.contains("serving the Kubernetes API on https://127.0.0.1:"), "{first}");
+        Server { child, dir, kubeconfig, kubectl: kubectl_binary() }
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.env("KUBECONFIG", &self.kubeconfig).env("HOME", &self.dir).args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        let mut child = cmd.spawn().expect("kubectl runs");
+        if let Some(text) = stdin {
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// kubectl's stdout; the command must succeed.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args, None);
+        let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "kubectl {args:?} failed:\n{o}\n{e}");
+        o.into_owned()
+    }
+
+    /// kubectl's stderr; the command must fail.
+    fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin);
+        assert!(!out.status.success(), "kubectl {args:?} should fail:\n{}", String::from_utf8_lossy(&out.stdout));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// The same command line through the page's terminal, as the admin.
+    fn terminal(&self, line: &str) -> String {
+        let file = self.dir.join("line.txt");
+        std::fs::write(&file, line).unwrap();
+        self.ok(&["create", "--raw", "/kubeloop/v1/kubectl", "-f", file.to_str().unwrap()])
+    }
+
+    /// Wait until `check` holds for kubectl's output, or fail after `secs`.
+    fn until(&self, args: &[&str], secs: u64, check: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let out = self.run(args, None);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            if out.status.success() && check(&text) {
+                return text;
+            }
+            assert!(start.elapsed() < Duration::from_secs(secs), "kubectl {args:?} never matched:\n{text}{}", String::from_utf8_lossy(&out.stderr));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Ages move between two commands; compare everything else.
+fn without_ages(text: &str) -> String {
+    text.split('\n')
+        .map(|line| {
+            line.split_inclusive(' ')
+                .map(|w| {
+                    let t = w.trim_end();
+                    let age = !t.is_empty()
+                        && t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                        && t.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
+                        && t.ends_with(|c: char| "smhdy".contains(c));
+                    if age {
+                        w.replace(t, "AGE")
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn checkout() -> Server {
+    Server::start("checkout", &[root().join("web/checkout.yaml").to_str().unwrap()])
+}
+
+#[test]
+fn seeds_scenario_through_the_real_kubectl() {
+    let s = checkout();
+    let nodes = s.until(&["get", "nodes"], 20, |o| o.matches(" Ready ").count() == 4);
+    assert!(nodes.starts_with("NAME            STATUS   ROLES           AGE"), "{nodes}");
+    // The checkout Deployment of the scenario rolls out.
+    let status = s.ok(&["rollout", "status", "deployment/checkout", "--timeout=60s"]);
+    assert!(status.contains("deployment \"checkout\" successfully rolled out"), "{status}");
+    let pods = s.until(&["get", "pods", "-l", "app=checkout"], 20, |o| o.matches("Running").count() == 2);
+    assert!(pods.starts_with("NAME "), "{pods}");
+    // One printer, two fronts: the page's terminal prints what kubectl prints.
+    for cmd in ["get pods -A -o wide", "get deployments -o wide", "get services", "get nodes --show-labels", "get replicasets -l app=checkout"] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
+    let real = s.ok(&["describe", "deployment", "checkout"]);
+    let ours = s.terminal("describe deployment checkout");
+    assert_eq!(without_ages(&real), without_ages(&ours));
+    // kubectl 1.35 added the field path to describe's event messages; this kubectl is older.
+    let pod = s.ok(&["get", "pods", "-l", "app=checkout", "-o", "name"]).lines().next().unwrap().to_string();
+    let real = s.ok(&["describe", &pod]);
+    let ours = s.terminal(&format!("describe {pod}")).replace("spec.containers{checkout}: ", "");
+    assert_eq!(without_ages(&real), without_ages(&ours));
+    // A restricted user: RBAC answers as it does in the page.
+    assert_eq!(s.run(&["--context", "ajay@kubeloop", "auth", "can-i", "delete", "pods"], None).stdout, b"no\n");
+    assert_eq!(s.ok(&["--context", "ajay@kubeloop", "auth", "can-i", "create", "deployments"]), "yes\n");
+    assert_eq!(s.ok(&["auth", "can-i", "create", "deployments", "--as", "ajay", "--as-group", "payments"]), "yes\n");
+    let denied = s.fails(&["--context", "ajay@kubeloop", "get", "pods", "-n", "policy"], None);
+    assert_eq!(
+        denied,
+        "Error from server (Forbidden): pods is forbidden: User \"ajay\" cannot list resource \"pods\" in API group \"\" in the namespace \"policy\"\n"
+    );
+    // The no-latest policy denies a :latest image with the real message.
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad, labels: {team: payments}}\nspec:\n  selector: {matchLabels: {app: bad}}\n  template:\n    metadata: {labels: {app: bad, team: payments}}\n    spec: {containers: [{name: c, image: \"nginx:latest\"}]}\n";
+    let err = s.fails(&["apply", "-f", "-"], Some(manifest));
+    assert!(
+        err.contains(
+            "ValidatingAdmissionPolicy 'no-latest-tag' with binding 'no-latest-tag-binding' denied request: images must not use the mutable :latest tag"
+        ),
+        "{err}"
+    );
+    assert!(s.fails(&["get", "deployment", "bad"], None).contains("deployments.apps \"bad\" not found"));
+    // The webhook from inside the cluster denies a Deployment without a team label.
+    let err = s.fails(&["create", "deployment", "noteam", "--image=nginx:1.25"], None);
+    assert!(err.contains("admission webhook \"team.policy.example.com\" denied the request"), "{err}");
+    let explain = s.ok(&["explain", "deployment.spec.strategy"]);
+    assert!(explain.contains("FIELD: strategy <DeploymentStrategy>") && explain.contains("Can be \"Recreate\" or \"RollingUpdate\""), "{explain}");
+    assert_eq!(s.ok(&["config", "current-context"]), "kubeloop\n");
+    let resources = s.ok(&["api-resources"]);
+    assert!(resources.contains("deployments                         deploy       apps/v1"), "{resources}");
+}
+
+#[test]
+fn website_manifests_scale_watch_and_delete() {
+    let s = Server::start("nginx", &[]);
+    let file = root().join("tests/corpus/kubernetes-website-examples/controllers/nginx-deployment.yaml");
+    assert_eq!(s.ok(&["apply", "-f", file.to_str().unwrap()]), "deployment.apps/nginx-deployment created\n");
+    assert!(s.ok(&["rollout", "status", "deployment/nginx-deployment", "--timeout=60s"]).contains("successfully rolled out"));
+    assert_eq!(s.ok(&["apply", "-f", file.to_str().unwrap()]), "deployment.apps/nginx-deployment unchanged\n");
+    // `get -w` streams the rows as the ReplicaSet scales down.
+    let mut watch =
+        Command::new(&s.kubectl).env("KUBECONFIG", &s.kubeconfig).args(["get", "pods", "-w"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(s.ok(&["scale", "deployment/nginx-deployment", "--replicas=1"]), "deployment.apps/nginx-deployment scaled\n");
+    s.until(&["get", "pods"], 30, |o| o.lines().count() == 2);
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = watch.kill();
+    let streamed = String::from_utf8_lossy(&watch.wait_with_output().unwrap().stdout).into_owned();
+    assert!(streamed.lines().next().unwrap().starts_with("NAME"), "{streamed}");
+    assert!(streamed.lines().filter(|l| l.contains("Terminating")).count() >= 2, "{streamed}");
+    // Logs are what the simulated nginx wrote.
+    let logs = s.ok(&["logs", "deployment/nginx-deployment"]);
+    assert!(logs.contains("/docker-entrypoint.sh: Configuration complete; ready for start up"), "{logs}");
+    // Cascades: orphan leaves the ReplicaSet, foreground removes it after its pods.
+    assert_eq!(s.ok(&["delete", "deployment", "nginx-deployment", "--cascade=orphan"]), "deployment.apps \"nginx-deployment\" deleted\n");
+    let rs = s.ok(&["get", "rs", "-o", "name"]);
+    assert!(rs.starts_with("replicaset.apps/nginx-deployment-"), "{rs}");
+    assert!(s.ok(&["delete", rs.trim(), "--cascade=foreground"]).contains("deleted"));
+    s.until(&["get", "pods,rs", "-o", "name"], 60, |o| o.trim().is_empty());
+    // Background is the default and removes the dependents too.
+    s.ok(&["create", "deployment", "web", "--image=nginx:1.25", "--replicas=2"]);
+    s.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert!(s.ok(&["delete", "deployment", "web", "--cascade=background"]).contains("deleted"));
+    s.until(&["get", "pods,rs", "-o", "name"], 60, |o| o.trim().is_empty());
+}
+
+#[test]
+fn typed_clients_apply_and_maintenance() {
+    let s = Server::start("typed", &[]);
+    // Typed clients send protobuf: create, auth, whoami, drain's evictions.
+    assert_eq!(s.ok(&["create", "deployment", "web", "--image=nginx:1.25", "--replicas=3"]), "deployment.apps/web created\n");
+    assert_eq!(s.ok(&["create", "namespace", "team-a"]), "namespace/team-a created\n");
+    assert_eq!(s.ok(&["create", "configmap", "cfg", "--from-literal=a=b"]), "configmap/cfg created\n");
+    assert_eq!(s.ok(&["auth", "can-i", "create", "deployments"]), "yes\n");
+    assert!(s.ok(&["auth", "whoami"]).contains("Username    admin"));
+    let yaml = s.ok(&["get", "deployment", "web", "-o", "yaml"]);
+    assert!(yaml.contains("      - image: nginx:1.25\n        imagePullPolicy: IfNotPresent\n        name: nginx\n"), "{yaml}");
+    assert!(!yaml.contains("paused: false") && !yaml.contains("stdin: false"), "zero values of plain fields stay omitted:\n{yaml}");
+    s.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    // Rollouts.
+    assert_eq!(s.ok(&["set", "image", "deployment/web", "nginx=nginx:1.26"]), "deployment.apps/web image updated\n");
+    s.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    let history = s.ok(&["rollout", "history", "deployment/web"]);
+    assert!(history.contains("REVISION  CHANGE-CAUSE\n1         <none>\n2         <none>"), "{history}");
+    assert_eq!(s.ok(&["rollout", "undo", "deployment/web"]), "deployment.apps/web rolled back\n");
+    assert_eq!(s.ok(&["rollout", "pause", "deployment/web"]), "deployment.apps/web paused\n");
+    assert_eq!(s.ok(&["rollout", "resume", "deployment/web"]), "deployment.apps/web resumed\n");
+    assert_eq!(s.ok(&["rollout", "restart", "deployment/web"]), "deployment.apps/web restarted\n");
+    s.ok(&["rollout", "status", "deployment/web", "--timeout=60s"]);
+    assert_eq!(s.ok(&["label", "deployment", "web", "tier=front"]), "deployment.apps/web labeled\n");
+    assert_eq!(s.ok(&["annotate", "deployment", "web", "note=hi"]), "deployment.apps/web annotated\n");
+    // Nodes: taints, cordon and a drain that evicts through a disruption budget.
+    assert_eq!(s.ok(&["taint", "nodes", "node-b", "dedicated=x:NoSchedule"]), "node/node-b tainted\n");
+    assert_eq!(s.ok(&["taint", "nodes", "node-b", "dedicated-"]), "node/node-b untainted\n");
+    assert_eq!(s.ok(&["cordon", "node-a"]), "node/node-a cordoned\n");
+    assert_eq!(s.ok(&["uncordon", "node-a"]), "node/node-a uncordoned\n");
+    s.ok(&["create", "pdb", "web", "--selector=app=web", "--max-unavailable=1"]);
+    let node = s.ok(&["get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].spec.nodeName}"]);
+    let drained = s.ok(&["drain", &node, "--ignore-daemonsets", "--timeout=60s"]);
+    assert!(drained.contains(&format!("node/{node} drained")), "{drained}");
+    s.until(&["get", "pods", "-l", "app=web", "-o", "wide"], 60, |o| o.matches("Running").count() == 3 && !o.contains(&node));
+    // Server-side apply: a conflict with the manager that scaled, then forced.
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ssa}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: ssa}}\n  template:\n    metadata: {labels: {app: ssa}}\n    spec: {containers: [{name: c, image: \"nginx:1.25\"}]}\n";
+    let out = s.run(&["apply", "--server-side", "-f", "-"], Some(manifest));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "deployment.apps/ssa serverside-applied\n");
+    s.ok(&["scale", "deployment/ssa", "--replicas=4"]);
+    let conflict = s.fails(&["apply", "--server-side", "-f", "-"], Some(manifest));
+    assert!(
+        conflict.contains("Apply failed with 1 conflict: conflict with \"kubectl\" with subresource \"scale\" using apps/v1: .spec.replicas"),
+        "{conflict}"
+    );
+    let out = s.run(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(manifest));
+    assert!(out.status.success());
+    assert_eq!(s.ok(&["get", "deployment", "ssa", "-o", "jsonpath={.spec.replicas}"]), "2");
+    // diff: a server-side dry run, exit code 1 when something would change.
+    let changed = manifest.replace("nginx:1.25", "nginx:1.26");
+    let out = s.run(&["diff", "-f", "-"], Some(&changed));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("+      - image: nginx:1.26"));
+    assert_eq!(s.ok(&["get", "deployment", "ssa", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]), "nginx:1.25");
+    // Field validation: kubectl's strict default names the unknown field.
+    let typo = manifest.replace("replicas: 2", "replica: 2");
+    let err = s.fails(&["apply", "-f", "-"], Some(&typo));
+    assert!(err.contains("unknown field \"spec.replica\""), "{err}");
+}
