@@ -65,6 +65,32 @@ need_playwright() {
   fi
 }
 
+# The real kubectl, for the compatibility suite of `kubeloop serve`.
+need_kubectl() {
+  if [ -z "${KUBECTL:-}" ]; then
+    if [ ! -x /usr/bin/kubectl ]; then
+      echo "installing kubectl"
+      local sudo=""
+      [ "$(id -u)" -eq 0 ] || sudo="sudo"
+      $sudo apt-get install -y -qq kubectl || {
+        echo "error: the compatibility suite needs the real kubectl; install it or set KUBECTL" >&2
+        exit 1
+      }
+    fi
+    export KUBECTL=/usr/bin/kubectl
+  fi
+}
+
+# The official Python client, a second real client of `kubeloop serve`.
+KUBERNETES_PY_VERSION=37.0.2
+need_python_client() {
+  if ! "$TOOLS/py/bin/python" -c "import kubernetes, sys; sys.exit(kubernetes.__version__ != '$KUBERNETES_PY_VERSION')" 2>/dev/null; then
+    echo "installing the Python kubernetes client $KUBERNETES_PY_VERSION into .tools/py"
+    python3 -m venv "$TOOLS/py"
+    "$TOOLS/py/bin/pip" install -q "kubernetes==$KUBERNETES_PY_VERSION"
+  fi
+}
+
 # Everything the page needs to build.
 need_web_tools() {
   need_cargo

@@ -570,7 +570,7 @@ fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             match fetch(sh) {
                 Ok(now) if now == seen => {}
                 Ok(now) if now.starts_with(&seen) => {
-                    if http::write_chunk(w, now[seen.len()..].as_bytes()).is_err() {
+                    if http::write_chunk(w, &now.as_bytes()[seen.len()..]).is_err() {
                         return;
                     }
                     seen = now;
