@@ -67,6 +67,13 @@ impl Server {
         o.into_owned()
     }
 
+    /// What kubectl wrote to stderr, then to stdout, as a terminal shows it; it must succeed.
+    fn combined(&self, args: &[&str]) -> String {
+        let out = self.run(args, None);
+        assert!(out.status.success(), "kubectl {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout))
+    }
+
     /// kubectl's stderr; the command must fail.
     fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
         let out = self.run(args, stdin);
@@ -154,6 +161,19 @@ fn seeds_scenario_through_the_real_kubectl() {
     let real = s.ok(&["describe", &pod]);
     let ours = s.terminal(&format!("describe {pod}")).replace("spec.containers{checkout}: ", "");
     assert_eq!(without_ages(&real), without_ages(&ours));
+    for what in ["service checkout", "node node-a", "node control-plane", "replicasets -l app=checkout"] {
+        let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
+        assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(&format!("describe {what}"))), "describe {what}");
+    }
+    for cmd in [
+        "logs deployment/checkout",
+        "logs deployment/team-policy -n policy",
+        "rollout history deployment/checkout",
+        "get events --field-selector reason=Scheduled",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
     // A restricted user: RBAC answers as it does in the page.
     assert_eq!(s.run(&["--context", "ajay@kubeloop", "auth", "can-i", "delete", "pods"], None).stdout, b"no\n");
     assert_eq!(s.ok(&["--context", "ajay@kubeloop", "auth", "can-i", "create", "deployments"]), "yes\n");

@@ -549,6 +549,7 @@ impl Cluster {
         };
         let (command, output) = match &s.action {
             Action::Apply { text, file } => (format!("kubectl apply -f {file}"), crate::kubectl::apply_text(&mut self.api, &s.credentials, text, file)),
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("logs") => (format!("kubectl {cmd}"), crate::kubectl::logs(self, &s.credentials, cmd)),
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
             Action::Fault(f) => {
                 let msg = self.fault(f);

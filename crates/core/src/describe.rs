@@ -1,4 +1,4 @@
-//! `kubectl describe` for pods and deployments (`k8s.io/kubectl/pkg/describe/describe.go`):
+//! `kubectl describe` for pods, deployments, replica sets, services and nodes (`k8s.io/kubectl/pkg/describe/describe.go`):
 //! sections of `Key:\tvalue` lines aligned by Go's tabwriter (min width 0, padding 2), and
 //! the Events table.
 
@@ -230,6 +230,264 @@ fn resources_and_probes(o: &mut String, c: &Value) {
     }
 }
 
+/// The `Pod Template:` section of a Deployment or ReplicaSet.
+fn pod_template(o: &mut String, owner: &Value) {
+    o.push_str("Pod Template:\n");
+    map_multiline(o, "  Labels", get(owner, &["spec", "template", "metadata", "labels"]));
+    o.push_str("  Containers:\n");
+    for c in get_array(owner, &["spec", "template", "spec", "containers"]) {
+        o.push_str(&format!("   {}:\n", get_str(c, &["name"]).unwrap_or("")));
+        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
+        let ports = get_array(c, &["ports"]);
+        let fmt = |k: &str| {
+            ports.iter().map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP"))).collect::<Vec<_>>().join(", ")
+        };
+        if ports.is_empty() {
+            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
+        } else {
+            o.push_str(&format!("    Port:\t{}\n    Host Port:\t{}\n", fmt("containerPort"), fmt("hostPort")));
+        }
+        resources_and_probes(o, c);
+        o.push_str("    Environment:\t<none>\n    Mounts:\t<none>\n");
+    }
+    o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
+}
+
+/// `metav1.FormatLabelSelector`: `app=web,tier in (a,b)`, or `<none>`.
+fn label_selector(sel: Option<&Value>) -> String {
+    let mut parts: Vec<String> = sel
+        .and_then(|s| s.get("matchLabels"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    for e in sel.map(|s| get_array(s, &["matchExpressions"])).unwrap_or(&[]) {
+        let key = get_str(e, &["key"]).unwrap_or("");
+        let vals: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
+        parts.push(match get_str(e, &["operator"]).unwrap_or("") {
+            "In" => format!("{key} in ({})", vals.join(",")),
+            "NotIn" => format!("{key} notin ({})", vals.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            op => format!("{key} {op} ({})", vals.join(",")),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn controlled_by(o: &mut String, obj: &Value) {
+    if let Some(c) = api::controller_ref(obj) {
+        o.push_str(&format!("Controlled By:\t{}/{}\n", get_str(c, &["kind"]).unwrap_or(""), get_str(c, &["name"]).unwrap_or("")));
+    }
+}
+
+/// `kubectl describe replicaset`; `pods` are the pods it controls.
+pub fn replica_set(r: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(r), api::namespace(r)));
+    o.push_str(&format!("Selector:\t{}\n", label_selector(get(r, &["spec", "selector"]))));
+    map_multiline(&mut o, "Labels", get(r, &["metadata", "labels"]));
+    annotations_multiline(&mut o, get(r, &["metadata", "annotations"]));
+    controlled_by(&mut o, r);
+    o.push_str(&format!(
+        "Replicas:\t{} current / {} desired\n",
+        get_i64(r, &["status", "replicas"]).unwrap_or(0),
+        get_i64(r, &["spec", "replicas"]).unwrap_or(1)
+    ));
+    let phase = |p: &str| pods.iter().filter(|x| get_str(x, &["status", "phase"]) == Some(p)).count();
+    o.push_str(&format!(
+        "Pods Status:\t{} Running / {} Waiting / {} Succeeded / {} Failed\n",
+        phase("Running"),
+        phase("Pending"),
+        phase("Succeeded"),
+        phase("Failed")
+    ));
+    pod_template(&mut o, r);
+    let conds = get_array(r, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
+        for c in conds {
+            o.push_str(&format!(
+                "  {}\t{}\t{}\n",
+                get_str(c, &["type"]).unwrap_or(""),
+                get_str(c, &["status"]).unwrap_or(""),
+                get_str(c, &["reason"]).unwrap_or("")
+            ));
+        }
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `kubectl describe service`; `endpoints` are the ready addresses of its EndpointSlices.
+pub fn service(svc: &Value, endpoints: &[String], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let spec = |k: &str| get_str(svc, &["spec", k]).unwrap_or("").to_string();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(svc), api::namespace(svc)));
+    map_multiline(&mut o, "Labels", get(svc, &["metadata", "labels"]));
+    annotations_multiline(&mut o, get(svc, &["metadata", "annotations"]));
+    let sel: Vec<String> =
+        get(svc, &["spec", "selector"]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+    o.push_str(&format!("Selector:\t{}\n", if sel.is_empty() { "<none>".to_string() } else { sel.join(",") }));
+    let ty = spec("type");
+    o.push_str(&format!("Type:\t{ty}\n"));
+    if !spec("ipFamilyPolicy").is_empty() {
+        o.push_str(&format!("IP Family Policy:\t{}\n", spec("ipFamilyPolicy")));
+    }
+    let families: Vec<&str> = get_array(svc, &["spec", "ipFamilies"]).iter().filter_map(Value::as_str).collect();
+    if !families.is_empty() {
+        o.push_str(&format!("IP Families:\t{}\n", families.join(",")));
+    }
+    o.push_str(&format!("IP:\t{}\n", spec("clusterIP")));
+    let ips: Vec<&str> = get_array(svc, &["spec", "clusterIPs"]).iter().filter_map(Value::as_str).collect();
+    if !ips.is_empty() {
+        o.push_str(&format!("IPs:\t{}\n", ips.join(",")));
+    }
+    for p in get_array(svc, &["spec", "ports"]) {
+        let name = get_str(p, &["name"]).filter(|n| !n.is_empty()).unwrap_or("<unset>");
+        let proto = get_str(p, &["protocol"]).unwrap_or("TCP");
+        o.push_str(&format!("Port:\t{name}  {}/{proto}\n", get_i64(p, &["port"]).unwrap_or(0)));
+        let target = match get(p, &["targetPort"]) {
+            Some(Value::String(s)) => s.to_string(),
+            Some(v) => v.to_string(),
+            None => get_i64(p, &["port"]).unwrap_or(0).to_string(),
+        };
+        o.push_str(&format!("TargetPort:\t{target}/{proto}\n"));
+        if let Some(np) = get_i64(p, &["nodePort"]) {
+            o.push_str(&format!("NodePort:\t{name}  {np}/{proto}\n"));
+        }
+        let eps: Vec<String> = endpoints.iter().map(|ip| format!("{ip}:{target}")).collect();
+        o.push_str(&format!("Endpoints:\t{}\n", eps.join(",")));
+    }
+    o.push_str(&format!("Session Affinity:\t{}\n", if spec("sessionAffinity").is_empty() { "None".into() } else { spec("sessionAffinity") }));
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        o.push_str(&format!("External Traffic Policy:\t{}\n", spec("externalTrafficPolicy")));
+    }
+    if !spec("internalTrafficPolicy").is_empty() {
+        o.push_str(&format!("Internal Traffic Policy:\t{}\n", spec("internalTrafficPolicy")));
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// A resource list as describe prints it: canonical quantities, sorted by name.
+fn resource_lines(o: &mut String, title: &str, m: Option<&Value>) {
+    o.push_str(&format!("{title}:\n"));
+    for (k, v) in m.and_then(Value::as_object).into_iter().flatten() {
+        o.push_str(&format!("  {k}:\t{}\n", crate::quantity::canonical(v.as_str().unwrap_or(""))));
+    }
+}
+
+/// `kubectl describe node`; `pods` are its non-terminated pods, `lease` its Lease.
+pub fn node(n: &Value, pods: &[&Value], lease: Option<&Value>, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\n", api::name(n)));
+    let roles: Vec<&str> = api::labels(n).into_iter().flatten().filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/")).collect();
+    o.push_str(&format!("Roles:\t{}\n", if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }));
+    map_multiline(&mut o, "Labels", get(n, &["metadata", "labels"]));
+    annotations_multiline(&mut o, get(n, &["metadata", "annotations"]));
+    o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(n, &["metadata", "creationTimestamp"]).unwrap_or(""))));
+    let taints = get_array(n, &["spec", "taints"]);
+    if taints.is_empty() {
+        o.push_str("Taints:\t<none>\n");
+    }
+    for (i, t) in taints.iter().enumerate() {
+        let kv = match get_str(t, &["value"]).filter(|v| !v.is_empty()) {
+            Some(v) => format!("{}={v}", get_str(t, &["key"]).unwrap_or("")),
+            None => get_str(t, &["key"]).unwrap_or("").to_string(),
+        };
+        o.push_str(&format!("{}\t{kv}:{}\n", if i == 0 { "Taints:" } else { "" }, get_str(t, &["effect"]).unwrap_or("")));
+    }
+    o.push_str(&format!("Unschedulable:\t{}\n", api::get_bool(n, &["spec", "unschedulable"]).unwrap_or(false)));
+    if let Some(l) = lease {
+        let t = |k: &str| get_str(l, &["spec", k]).map(rfc1123z).unwrap_or_else(|| "<unset>".into());
+        o.push_str(&format!(
+            "Lease:\n  HolderIdentity:\t{}\n  AcquireTime:\t{}\n  RenewTime:\t{}\n",
+            get_str(l, &["spec", "holderIdentity"]).unwrap_or("<unset>"),
+            t("acquireTime"),
+            t("renewTime")
+        ));
+    }
+    let conds = get_array(n, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage\n  ----\t------\t-----------------\t------------------\t------\t-------\n");
+        for c in conds {
+            let s = |k: &str| get_str(c, &[k]).unwrap_or("").to_string();
+            // kubectl writes a space before each cell's tab here.
+            o.push_str(&format!(
+                "  {} \t{} \t{} \t{} \t{} \t{}\n",
+                s("type"),
+                s("status"),
+                rfc1123z(&s("lastHeartbeatTime")),
+                rfc1123z(&s("lastTransitionTime")),
+                s("reason"),
+                s("message")
+            ));
+        }
+    }
+    o.push_str("Addresses:\n");
+    for a in get_array(n, &["status", "addresses"]) {
+        o.push_str(&format!("  {}:\t{}\n", get_str(a, &["type"]).unwrap_or(""), get_str(a, &["address"]).unwrap_or("")));
+    }
+    resource_lines(&mut o, "Capacity", get(n, &["status", "capacity"]));
+    resource_lines(&mut o, "Allocatable", get(n, &["status", "allocatable"]));
+    let info = |k: &str| get_str(n, &["status", "nodeInfo", k]).unwrap_or("").to_string();
+    o.push_str(&format!(
+        "System Info:\n  Machine ID:\t{}\n  System UUID:\t{}\n  Boot ID:\t{}\n  Kernel Version:\t{}\n  OS Image:\t{}\n  Operating System:\t{}\n  Architecture:\t{}\n  Container Runtime Version:\t{}\n  Kubelet Version:\t{}\n  Kube-Proxy Version:\t{}\n",
+        info("machineID"), info("systemUUID"), info("bootID"), info("kernelVersion"), info("osImage"), info("operatingSystem"), info("architecture"), info("containerRuntimeVersion"), info("kubeletVersion"), info("kubeProxyVersion")
+    ));
+    if let Some(c) = get_str(n, &["spec", "podCIDR"]) {
+        o.push_str(&format!("PodCIDR:\t{c}\n"));
+    }
+    let cidrs: Vec<&str> = get_array(n, &["spec", "podCIDRs"]).iter().filter_map(Value::as_str).collect();
+    if !cidrs.is_empty() {
+        o.push_str(&format!("PodCIDRs:\t{}\n", cidrs.join(",")));
+    }
+    if let Some(p) = get_str(n, &["spec", "providerID"]) {
+        o.push_str(&format!("ProviderID:\t{p}\n"));
+    }
+    let alloc = |k: &str| get(n, &["status", "allocatable", k]).and_then(crate::quantity::value_milli).unwrap_or(0);
+    let pct = |v: i64, total: i64| if total == 0 { 0 } else { (v as i128 * 100 / total as i128) as i64 };
+    let sum = |p: &Value, kind: &str, res: &str| -> i64 {
+        get_array(p, &["spec", "containers"]).iter().filter_map(|c| get(c, &["resources", kind, res]).and_then(crate::quantity::value_milli)).sum()
+    };
+    let fmt = |res: &str, v: i64| if res == "cpu" { crate::quantity::format_cpu(v) } else { crate::quantity::format_bytes(v) };
+    o.push_str(&format!("Non-terminated Pods:\t({} in total)\n", pods.len()));
+    // An empty column follows the name, as in kubectl.
+    o.push_str("  Namespace\tName\t\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge\n  ---------\t----\t\t------------\t----------\t---------------\t-------------\t---\n");
+    for p in pods {
+        let age = get_str(p, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
+        let cell = |kind: &str, res: &str| {
+            let v = sum(p, kind, res);
+            format!("{} ({}%)", fmt(res, v), pct(v, alloc(res)))
+        };
+        o.push_str(&format!(
+            "  {}\t{}\t\t{}\t{}\t{}\t{}\t{age}\n",
+            api::namespace(p),
+            api::name(p),
+            cell("requests", "cpu"),
+            cell("limits", "cpu"),
+            cell("requests", "memory"),
+            cell("limits", "memory")
+        ));
+    }
+    o.push_str(
+        "Allocated resources:\n  (Total limits may be over 100 percent, i.e., overcommitted.)\n  Resource\tRequests\tLimits\n  --------\t--------\t------\n",
+    );
+    for res in ["cpu", "memory", "ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi"] {
+        let req: i64 = pods.iter().map(|p| sum(p, "requests", res)).sum();
+        let lim: i64 = pods.iter().map(|p| sum(p, "limits", res)).sum();
+        o.push_str(&format!("  {res}\t{} ({}%)\t{} ({}%)\n", fmt(res, req), pct(req, alloc(res)), fmt(res, lim), pct(lim, alloc(res))));
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
 /// `kubectl describe pod`.
 pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
     let mut o = String::new();
@@ -439,25 +697,7 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
         };
         o.push_str(&format!("RollingUpdateStrategy:\t{} max unavailable, {} max surge\n", ru("maxUnavailable"), ru("maxSurge")));
     }
-    o.push_str("Pod Template:\n");
-    map_multiline(&mut o, "  Labels", get(d, &["spec", "template", "metadata", "labels"]));
-    o.push_str("  Containers:\n");
-    for c in get_array(d, &["spec", "template", "spec", "containers"]) {
-        o.push_str(&format!("   {}:\n", get_str(c, &["name"]).unwrap_or("")));
-        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
-        let ports = get_array(c, &["ports"]);
-        let fmt = |k: &str| {
-            ports.iter().map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP"))).collect::<Vec<_>>().join(", ")
-        };
-        if ports.is_empty() {
-            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
-        } else {
-            o.push_str(&format!("    Port:\t{}\n    Host Port:\t{}\n", fmt("containerPort"), fmt("hostPort")));
-        }
-        resources_and_probes(&mut o, c);
-        o.push_str("    Environment:\t<none>\n    Mounts:\t<none>\n");
-    }
-    o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
+    pod_template(&mut o, d);
     let conds = get_array(d, &["status", "conditions"]);
     if !conds.is_empty() {
         o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");

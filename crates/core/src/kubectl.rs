@@ -325,6 +325,124 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
     Ok(out)
 }
 
+/// The subcommand of a command line (`logs` in `kubectl logs web`).
+pub fn verb_of(line: &str) -> Option<&str> {
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first == "kubectl" {
+        words.next()
+    } else {
+        Some(first)
+    }
+}
+
+/// The order `kubectl logs TYPE/NAME` picks a pod in (`podutils.ByLogging`): scheduled,
+/// running, ready (longest first), most restarts, oldest.
+fn logging_rank(p: &Value) -> (bool, u8, bool, String, i64, String) {
+    let phase = match get_str(p, &["status", "phase"]) {
+        Some("Running") => 0,
+        Some("Unknown") => 1,
+        Some("Pending") => 2,
+        _ => 3,
+    };
+    let ready = api::get_array(p, &["status", "conditions"]).iter().find(|c| get_str(c, &["type"]) == Some("Ready"));
+    let is_ready = ready.is_some_and(|c| get_str(c, &["status"]) == Some("True"));
+    let since = if is_ready { ready.and_then(|c| get_str(c, &["lastTransitionTime"])).unwrap_or("").to_string() } else { "~".into() };
+    let restarts: i64 = api::get_array(p, &["status", "containerStatuses"]).iter().filter_map(|c| api::get_i64(c, &["restartCount"])).sum();
+    let created = get_str(p, &["metadata", "creationTimestamp"]).unwrap_or("~").to_string();
+    (get_str(p, &["spec", "nodeName"]).is_none(), phase, !is_ready, since, -restarts, created)
+}
+
+/// `kubectl logs POD|TYPE/NAME [-c CONTAINER] [--previous] [--tail N]`: what the container
+/// wrote, read through the API server from the node's kubelet.
+pub fn logs(cluster: &mut crate::cluster::Cluster, creds: &Credentials, line: &str) -> Vec<String> {
+    let args = match split_args(line) {
+        Ok(a) => a,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    let args: Vec<String> = args
+        .into_iter()
+        .skip_while(|a| a == "kubectl")
+        .skip(1)
+        .map(|a| {
+            if a == "-c" {
+                "--container".into()
+            } else if a == "-p" {
+                "--previous=true".into()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let f = match parse_flags(&args) {
+        Ok(f) => f,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    let mut out = Vec::new();
+    let Some(target) = f.positional.first() else {
+        return vec!["error: expected POD or TYPE/NAME is a required argument for the logs command".into()];
+    };
+    let api = &mut cluster.api;
+    let pod = match target.split_once('/') {
+        None | Some(("pod" | "pods" | "po", _)) => {
+            let name = target.split_once('/').map(|(_, n)| n).unwrap_or(target);
+            match fetch(api, creds, api::rid::POD, &ns, name) {
+                Ok(p) => p,
+                Err(e) => return vec![e],
+            }
+        }
+        Some((t, name)) => {
+            let Some(r) = resource_for_name(t) else { return vec![format!("error: the server doesn't have a resource type {t:?}")] };
+            let owner = match fetch(api, creds, r, &ns, name) {
+                Ok(o) => o,
+                Err(e) => return vec![e],
+            };
+            let selector = api::get(&owner, &["spec", "selector"]).cloned();
+            let pods = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
+                Ok(l) => l,
+                Err(s) => return vec![s.kubectl_message(None, "")],
+            };
+            let mut matching: Vec<&Value> =
+                api::get_array(&pods, &["items"]).iter().filter(|p| crate::labels::selector_matches(selector.as_ref(), api::labels(p))).collect();
+            matching.sort_by_key(|p| logging_rank(p));
+            let Some(first) = matching.first() else { return vec![format!("error: timed out waiting for the condition")] };
+            if matching.len() > 1 {
+                out.push(format!("Found {} pods, using pod/{}", matching.len(), api::name(first)));
+            }
+            crate::api::Object::new((*first).clone())
+        }
+    };
+    let pod_name = api::name(&pod).to_string();
+    let names: Vec<&str> = api::get_array(&pod, &["spec", "containers"]).iter().filter_map(|c| get_str(c, &["name"])).collect();
+    let container = match f.get("--container") {
+        Some(c) => c.to_string(),
+        None => {
+            let chosen = api::annotation(&pod, "kubectl.kubernetes.io/default-container")
+                .filter(|d| names.contains(d))
+                .or(names.first().copied())
+                .unwrap_or("")
+                .to_string();
+            if names.len() > 1 {
+                out.push(format!("Defaulted container {chosen:?} out of: {}", names.join(", ")));
+            }
+            chosen
+        }
+    };
+    let previous = f.get("--previous") == Some("true");
+    match cluster.logs(creds.clone(), &ns, &pod_name, Some(&container), previous) {
+        Ok(text) => {
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            if let Some(n) = f.get("--tail").and_then(|t| t.parse::<i64>().ok()).filter(|n| *n >= 0) {
+                lines = lines.split_off(lines.len().saturating_sub(n as usize));
+            }
+            out.extend(lines);
+        }
+        Err(s) => out.push(s.kubectl_message(None, "")),
+    }
+    out
+}
+
 /// Run a kubectl command line (without the leading `kubectl`).
 pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> {
     let args = match split_args(line) {
@@ -344,6 +462,9 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("restart") => rollout_restart(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("history") => rollout_history(api, creds, &f, &ns),
+        "rollout" if f.positional.first().map(String::as_str) == Some("undo") => rollout_undo(api, creds, &f, &ns),
+        "rollout" if f.positional.first().map(String::as_str) == Some("pause") => rollout_pause(api, creds, &f, &ns, true),
+        "rollout" if f.positional.first().map(String::as_str) == Some("resume") => rollout_pause(api, creds, &f, &ns, false),
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "api-resources" => api_resources(),
         "describe" => describe(api, creds, &f, &ns),
@@ -543,6 +664,12 @@ fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<Str
         match crate::labels::Selector::parse(sel) {
             Ok(s) => objects.retain(|o| s.matches(api::labels(o))),
             Err(e) => return vec![format!("error: {e}")],
+        }
+    }
+    if let Some(sel) = f.get("--field-selector") {
+        match crate::fields::FieldSelector::parse(res.kind, sel) {
+            Ok(fs) => objects.retain(|o| fs.matches(res.kind, o)),
+            Err(s) => return vec![s.kubectl_message(None, "")],
         }
     }
     if let Some(path) = f.get("--sort-by") {
@@ -787,11 +914,12 @@ fn describe(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Ve
             out.push(String::new());
         }
         let kind = RESOURCES[r].kind;
-        if !matches!(kind, "Pod" | "Deployment") {
-            out.push(format!("error: kubeloop cannot describe {} yet (it describes pods and deployments)", RESOURCES[r].plural));
+        if !matches!(kind, "Pod" | "Deployment" | "ReplicaSet" | "Service" | "Node") {
+            out.push(format!("error: kubeloop cannot describe {} yet (it describes pods, deployments, replicasets, services and nodes)", RESOURCES[r].plural));
             continue;
         }
-        let obj = match fetch(api, creds, r, ns, &name) {
+        let obj_ns = if RESOURCES[r].namespaced { ns } else { "" };
+        let obj = match fetch(api, creds, r, obj_ns, &name) {
             Ok(o) => o,
             Err(e) => {
                 out.push(e);
@@ -799,17 +927,55 @@ fn describe(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Ve
             }
         };
         // Events are read with the caller's rights; without them, describe shows none.
-        let mut events = list(api, crate::api::rid::EVENT).unwrap_or_default();
-        events.retain(|e| get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj)));
+        let mut events = if kind == "Node" {
+            // A node's events are in the default namespace, named by the node.
+            let all = api.handle(Request::new(Verb::List, crate::api::rid::EVENT, "", "", creds.clone()));
+            all.map(|l| api::get_array(&l, &["items"]).to_vec()).unwrap_or_default()
+        } else {
+            list(api, crate::api::rid::EVENT).unwrap_or_default()
+        };
+        events.retain(|e| {
+            get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj))
+                || (kind == "Node" && get_str(e, &["involvedObject", "kind"]) == Some("Node") && get_str(e, &["involvedObject", "name"]) == Some(name.as_str()))
+        });
         events.sort_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
         let events: Vec<&Value> = events.iter().collect();
-        let text = if kind == "Pod" {
-            crate::describe::pod(&obj, &events, api.now)
-        } else {
-            let mut rs = list(api, crate::api::rid::REPLICASET).unwrap_or_default();
-            rs.retain(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj)));
-            let rs: Vec<&Value> = rs.iter().collect();
-            crate::describe::deployment(&obj, &rs, &events, api.now)
+        let owned = |api: &mut ApiServer, r: ResourceId| -> Vec<Value> {
+            let mut xs = list(api, r).unwrap_or_default();
+            xs.retain(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj)));
+            xs
+        };
+        let text = match kind {
+            "Pod" => crate::describe::pod(&obj, &events, api.now),
+            "ReplicaSet" => {
+                let pods = owned(api, crate::api::rid::POD);
+                crate::describe::replica_set(&obj, &pods.iter().collect::<Vec<_>>(), &events, api.now)
+            }
+            "Service" => {
+                let slices = list(api, crate::api::rid::ENDPOINTSLICE).unwrap_or_default();
+                let addresses: Vec<String> = slices
+                    .iter()
+                    .filter(|sl| api::labels(sl).and_then(|l| l.get("kubernetes.io/service-name")).and_then(Value::as_str) == Some(name.as_str()))
+                    .flat_map(|sl| api::get_array(sl, &["endpoints"]).iter())
+                    .filter(|e| api::get_bool(e, &["conditions", "ready"]) != Some(false))
+                    .flat_map(|e| api::get_array(e, &["addresses"]).iter().filter_map(Value::as_str).map(str::to_string))
+                    .collect();
+                crate::describe::service(&obj, &addresses, &events, api.now)
+            }
+            "Node" => {
+                let pods = api.handle(Request::new(Verb::List, crate::api::rid::POD, "", "", creds.clone()));
+                let pods: Vec<Value> = pods
+                    .map(|l| api::get_array(&l, &["items"]).to_vec())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|p| {
+                        get_str(p, &["spec", "nodeName"]) == Some(name.as_str()) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded" | "Failed"))
+                    })
+                    .collect();
+                let lease = api.handle(Request::new(Verb::Get, crate::api::rid::LEASE, "kube-node-lease", &name, creds.clone())).ok();
+                crate::describe::node(&obj, &pods.iter().collect::<Vec<_>>(), lease.as_deref(), &events, api.now)
+            }
+            _ => crate::describe::deployment(&obj, &owned(api, crate::api::rid::REPLICASET).iter().collect::<Vec<_>>(), &events, api.now),
         };
         out.extend(text.lines().map(str::to_string));
     }
@@ -967,6 +1133,123 @@ fn rollout_restart(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str
         .collect()
 }
 
+/// A Deployment's ReplicaSets by revision, oldest first.
+fn revisions(api: &mut ApiServer, creds: &Credentials, ns: &str, d: &Value) -> Result<Vec<(i64, Value)>, String> {
+    let list = api.handle(Request::new(Verb::List, crate::api::rid::REPLICASET, ns, "", creds.clone())).map_err(|s| s.kubectl_message(None, ""))?;
+    let mut revs: Vec<(i64, Value)> = api::get_array(&list, &["items"])
+        .iter()
+        .filter(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(d)))
+        .filter_map(|x| Some((api::annotation(x, "deployment.kubernetes.io/revision")?.parse().ok()?, x.clone())))
+        .collect();
+    revs.sort_by_key(|(n, _)| *n);
+    Ok(revs)
+}
+
+/// `kubectl rollout undo deployment/NAME [--to-revision=N]`: the Deployment's template goes
+/// back to that revision's (`polymorphichelpers/rollback.go`), as a JSON patch.
+fn rollout_undo(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let ts = match sub_targets(api, creds, f, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let to: i64 = f.get("--to-revision").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut out = Vec::new();
+    for (r, name) in ts {
+        let d = match fetch(api, creds, r, ns, &name) {
+            Ok(o) => o,
+            Err(e) => {
+                out.push(e);
+                continue;
+            }
+        };
+        if api::get_bool(&d, &["spec", "paused"]) == Some(true) {
+            out.push("error: you cannot rollback a paused deployment; resume it first with 'kubectl rollout resume' and try again".to_string());
+            continue;
+        }
+        let revs = match revisions(api, creds, ns, &d) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push(e);
+                continue;
+            }
+        };
+        let target = if to == 0 {
+            // The previous revision: the highest below the current one.
+            match revs.len() {
+                0 | 1 => {
+                    out.push(format!("error: no rollout history found for deployment {name:?}"));
+                    continue;
+                }
+                n => revs[n - 2].clone(),
+            }
+        } else {
+            match revs.iter().find(|(n, _)| *n == to) {
+                Some(x) => x.clone(),
+                None => {
+                    out.push(format!("error: unable to find specified revision {to} in history"));
+                    continue;
+                }
+            }
+        };
+        let mut template = api::get(&target.1, &["spec", "template"]).cloned().unwrap_or(json!({}));
+        if let Some(labels) = template.get_mut("metadata").and_then(|m| m.get_mut("labels")).and_then(Value::as_object_mut) {
+            labels.remove("pod-template-hash");
+        }
+        if api::get(&d, &["spec", "template"]) == Some(&template) {
+            out.push(format!("{}/{name} skipped rollback (current template already matches revision {})", kind_prefix(r), target.0));
+            continue;
+        }
+        let mut annotations = api::get(&d, &["metadata", "annotations"]).cloned().unwrap_or(json!({}));
+        for (k, v) in api::get(&target.1, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
+            if !matches!(
+                k.as_str(),
+                "deployment.kubernetes.io/revision"
+                    | "deployment.kubernetes.io/revision-history"
+                    | "deployment.kubernetes.io/desired-replicas"
+                    | "deployment.kubernetes.io/max-replicas"
+                    | "kubectl.kubernetes.io/last-applied-configuration"
+            ) {
+                annotations[k.as_str()] = v.clone();
+            }
+        }
+        let patch =
+            json!([{"op": "replace", "path": "/spec/template", "value": template}, {"op": "replace", "path": "/metadata/annotations", "value": annotations}]);
+        match api.handle(Request::patch(r, ns, &name, PatchType::Json, patch, creds.clone())) {
+            Ok(_) => out.push(format!("{}/{name} rolled back", kind_prefix(r))),
+            Err(s) => out.push(s.kubectl_message(None, "")),
+        }
+    }
+    out
+}
+
+/// `kubectl rollout pause|resume deployment/NAME`.
+fn rollout_pause(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, pause: bool) -> Vec<String> {
+    let ts = match sub_targets(api, creds, f, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let mut out = Vec::new();
+    for (r, name) in ts {
+        let d = match fetch(api, creds, r, ns, &name) {
+            Ok(o) => o,
+            Err(e) => {
+                out.push(e);
+                continue;
+            }
+        };
+        if api::get_bool(&d, &["spec", "paused"]).unwrap_or(false) == pause {
+            out.push(format!("error: {} {name:?} is {}", RESOURCES[r].qualified_resource(), if pause { "already paused" } else { "not paused" }));
+            continue;
+        }
+        let patch = json!({"spec": {"paused": if pause { json!(true) } else { Value::Null }}});
+        match api.handle(Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone())) {
+            Ok(_) => out.push(format!("{}/{name} {}", kind_prefix(r), if pause { "paused" } else { "resumed" })),
+            Err(s) => out.push(s.kubectl_message(None, "")),
+        }
+    }
+    out
+}
+
 /// `kubectl rollout history deployment/NAME`: the revisions of its ReplicaSets.
 fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let ts = match sub_targets(api, creds, f, ns) {
@@ -982,26 +1265,20 @@ fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str
                 continue;
             }
         };
-        let list = match api.handle(Request::new(Verb::List, crate::api::rid::REPLICASET, ns, "", creds.clone())) {
-            Ok(l) => l,
-            Err(s) => {
-                out.push(s.kubectl_message(None, ""));
+        let revs: Vec<(i64, String)> = match revisions(api, creds, ns, &d) {
+            Ok(rs) => rs.into_iter().map(|(n, x)| (n, api::annotation(&x, "kubernetes.io/change-cause").unwrap_or("<none>").to_string())).collect(),
+            Err(e) => {
+                out.push(e);
                 continue;
             }
         };
-        let mut revs: Vec<(i64, String)> = api::get_array(&list, &["items"])
-            .iter()
-            .filter(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&d)))
-            .filter_map(|x| {
-                let rev = api::annotation(x, "deployment.kubernetes.io/revision")?.parse().ok()?;
-                Some((rev, api::annotation(x, "kubernetes.io/change-cause").unwrap_or("<none>").to_string()))
-            })
-            .collect();
-        revs.sort();
         out.push(format!("{}/{name} ", kind_prefix(r)));
-        let mut rows = vec![vec!["REVISION".to_string(), "CHANGE-CAUSE".to_string()]];
-        rows.extend(revs.into_iter().map(|(n, c)| vec![n.to_string(), c]));
-        out.extend(crate::printers::table(&rows).lines().map(str::to_string));
+        // History is aligned with a padding of two, unlike `get`'s tables.
+        let mut text = "REVISION\tCHANGE-CAUSE\n".to_string();
+        for (n, c) in revs {
+            text.push_str(&format!("{n}\t{c}\n"));
+        }
+        out.extend(crate::describe::tabwrite(&text).lines().map(str::to_string));
         out.push(String::new());
     }
     out

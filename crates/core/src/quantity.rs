@@ -86,6 +86,29 @@ pub fn format_bytes(milli: i64) -> String {
     b.to_string()
 }
 
+/// A quantity in Kubernetes' canonical form, as the API server serialises it and kubectl
+/// prints it: binary suffixes stay binary with the largest exact suffix (`8388608Ki` ->
+/// `8Gi`), decimal ones take the largest exact decimal suffix (`1000` -> `1k`, `0.5` ->
+/// `500m`). Text that is not a quantity is returned unchanged.
+pub fn canonical(s: &str) -> String {
+    let Some(milli) = parse_milli(s) else { return s.to_string() };
+    if s.trim_end().ends_with('i') && milli % 1000 == 0 {
+        return format_bytes(milli);
+    }
+    if milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    let units = milli / 1000;
+    for (suffix, f) in
+        [("E", 1_000_000_000_000_000_000i64), ("P", 1_000_000_000_000_000), ("T", 1_000_000_000_000), ("G", 1_000_000_000), ("M", 1_000_000), ("k", 1000)]
+    {
+        if units != 0 && units % f == 0 {
+            return format!("{}{suffix}", units / f);
+        }
+    }
+    units.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +132,12 @@ mod tests {
         assert_eq!(format_cpu(4000), "4");
         assert_eq!(format_bytes(parse_milli("8Gi").unwrap()), "8Gi");
         assert_eq!(format_bytes(parse_milli("100Mi").unwrap()), "100Mi");
+        assert_eq!(canonical("8388608Ki"), "8Gi");
+        assert_eq!(canonical("8286208Ki"), "8092Mi");
+        assert_eq!(canonical("92160Mi"), "90Gi");
+        assert_eq!(canonical("4"), "4");
+        assert_eq!(canonical("0.5"), "500m");
+        assert_eq!(canonical("1000"), "1k");
+        assert_eq!(canonical("0"), "0");
     }
 }

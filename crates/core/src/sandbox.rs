@@ -552,7 +552,7 @@ mod tests {
         assert_eq!(sb.kubectl("rollout status deployment web"), ["deployment \"web\" successfully rolled out"]);
         assert_eq!(
             sb.kubectl("rollout history deployment/web"),
-            ["deployment.apps/web ", "REVISION   CHANGE-CAUSE", "1          <none>", "2          <none>", ""]
+            ["deployment.apps/web ", "REVISION  CHANGE-CAUSE", "1         <none>", "2         <none>", ""]
         );
         assert_eq!(sb.kubectl("rollout restart deployment/web"), ["deployment.apps/web restarted"]);
         sb.advance(120_000);
@@ -596,7 +596,12 @@ mod tests {
         ] {
             assert!(dep.contains(want), "missing {want:?} in\n{dep}");
         }
-        assert_eq!(sb.kubectl("describe service kubernetes"), ["error: kubeloop cannot describe services yet (it describes pods and deployments)"]);
+        let svc = sb.kubectl("describe service kubernetes");
+        assert!(svc.contains(&"Endpoints:                172.18.0.2:6443".to_string()), "{svc:?}");
+        assert_eq!(
+            sb.kubectl("describe configmap kube-root-ca.crt"),
+            ["error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, services and nodes)"]
+        );
     }
 
     #[test]
