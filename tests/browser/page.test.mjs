@@ -193,6 +193,15 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   await out.getByText(/^NewReplicaSet:/).waitFor();
   const atBottom = await out.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight < 4);
   if (!atBottom) throw new Error('the terminal did not scroll to its newest line');
+  // explain fetches the API documentation the first time, then answers from it.
+  await input.fill('explain deployment.spec.strategy');
+  await input.press('Enter');
+  await out.getByText('FIELD: strategy <DeploymentStrategy>').waitFor({ timeout: 20000 });
+  await out.getByText(/^\s*Type of deployment\. Can be "Recreate" or "RollingUpdate"\. Default is$/).waitFor();
+  // logs resolves a Deployment to one of its pods, as kubectl does.
+  await input.fill('logs deploy/checkout');
+  await input.press('Enter');
+  await out.getByText(/^Found 2 pods, using pod\/checkout-\S+$/).waitFor();
 });
 
 await test('embed mode shows only the requested panes', async (page) => {
@@ -244,7 +253,8 @@ await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
 });
 
 // Bytes a first visit transfers, compressed as a static host would serve them: the page
-// itself, and the CEL module it fetches when a manifest first needs CEL.
+// itself, the CEL module it fetches when a manifest first needs CEL, and the API
+// documentation it fetches for the first `kubectl explain`.
 async function sizes(dir, skip) {
   const out = { raw: 0, gzip: 0, brotli: 0 };
   for (const f of await readdir(dir, { recursive: true })) {
@@ -257,11 +267,13 @@ async function sizes(dir, skip) {
   }
   return out;
 }
-const page = await sizes(dist, (f) => f.startsWith('cel'));
+const page = await sizes(dist, (f) => f.startsWith('cel') || f === 'openapi.json');
 const cel = await sizes(join(dist, 'cel'), () => false);
+const docs = await sizes(dist, (f) => f !== 'openapi.json');
 Object.assign(results, {
   page_bytes_raw: page.raw, page_bytes_gzip: page.gzip, page_bytes_brotli: page.brotli,
   cel_module_bytes_raw: cel.raw, cel_module_bytes_gzip: cel.gzip, cel_module_bytes_brotli: cel.brotli,
+  api_docs_bytes_gzip: docs.gzip, api_docs_bytes_brotli: docs.brotli,
 });
 console.log(JSON.stringify(results));
 

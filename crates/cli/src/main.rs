@@ -253,7 +253,16 @@ fn peak_rss_kib() -> Option<u64> {
     s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok())
 }
 
+/// The OpenAPI schemas with descriptions, for `kubectl explain` (in the page they are
+/// fetched when first needed).
+fn install_api_docs() {
+    if let Ok(doc) = serde_json::from_str(include_str!("../data/openapi.json")) {
+        kubeloop_core::explain::install(doc);
+    }
+}
+
 fn kubectl(args: &[String]) -> ExitCode {
+    install_api_docs();
     let Some(sep) = args.iter().position(|a| a == "--") else {
         eprintln!("error: put the kubectl command after --, e.g. kubeloop kubectl examples/checkout.yaml -- get pods -o wide");
         return ExitCode::from(2);

@@ -198,6 +198,18 @@ fn seeds_scenario_through_the_real_kubectl() {
     assert!(err.contains("admission webhook \"team.policy.example.com\" denied the request"), "{err}");
     let explain = s.ok(&["explain", "deployment.spec.strategy"]);
     assert!(explain.contains("FIELD: strategy <DeploymentStrategy>") && explain.contains("Can be \"Recreate\" or \"RollingUpdate\""), "{explain}");
+    for what in [
+        "deployment.spec.strategy",
+        "deployment",
+        "pods.spec.containers.ports",
+        "svc.spec.ports.port",
+        "deploy.spec.replicas",
+        "pods.metadata.labels",
+        "nodes --recursive",
+    ] {
+        let args: Vec<&str> = std::iter::once("explain").chain(what.split(' ')).collect();
+        assert_eq!(s.ok(&args), s.terminal(&format!("explain {what}")), "explain {what}");
+    }
     assert_eq!(s.ok(&["config", "current-context"]), "kubeloop\n");
     let resources = s.ok(&["api-resources"]);
     assert!(resources.contains("deployments                         deploy       apps/v1"), "{resources}");

@@ -467,6 +467,21 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "rollout" if f.positional.first().map(String::as_str) == Some("resume") => rollout_pause(api, creds, &f, &ns, false),
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "api-resources" => api_resources(),
+        "explain" => {
+            let Some(target) = f.positional.first() else {
+                return vec![
+                    "error: You must specify the type of resource to explain. Use \"kubectl api-resources\" for a complete list of supported resources.".into(),
+                ];
+            };
+            let mut parts = target.split('.');
+            let ty = parts.next().unwrap_or("");
+            let Some(r) = resource_for_name(ty) else { return vec![format!("error: the server doesn't have a resource type {ty:?}")] };
+            let path: Vec<&str> = parts.collect();
+            match crate::explain::explain(&RESOURCES[r], &path, f.get("--recursive") == Some("true")) {
+                Ok(text) => text.strip_suffix('\n').unwrap_or(&text).split('\n').map(str::to_string).collect(),
+                Err(e) => vec![e],
+            }
+        }
         "describe" => describe(api, creds, &f, &ns),
         "taint" => taint(api, creds, &f),
         "create" => create(api, creds, &f, &ns),
@@ -621,7 +636,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, taint, drain, auth can-i, rollout status|restart|history, set image, scale, delete, cordon, uncordon, label, annotate, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
             )]
         }
     }

@@ -18,6 +18,7 @@ pub mod controllers;
 pub mod defaults;
 pub mod describe;
 pub mod events;
+pub mod explain;
 pub mod fields;
 pub mod informer;
 pub mod jsonpath;

@@ -7,6 +7,7 @@
 
 mod cel;
 mod diagram;
+mod docs;
 
 use diagram::Tally;
 use gloo_timers::callback::{Interval, Timeout};
@@ -72,6 +73,8 @@ enum Msg {
     SetFaultNode(String),
     Share,
     CelLoaded(Result<(), String>),
+    /// The API documentation for `explain` arrived; run the waiting command line.
+    DocsLoaded(Result<(), String>, String),
     TermInput(String),
     TermRun,
     TermHistory(i32),
@@ -176,6 +179,18 @@ impl App {
 
     fn node_names(&self) -> Vec<String> {
         self.sb.cluster.api.store.list(rid::NODE, None).map(|n| api::name(n).to_string()).collect()
+    }
+
+    /// Run one terminal command line and show what it printed.
+    fn run_term_line(&mut self, line: &str) {
+        let (out, watch) = self.sb.kubectl_watching(line);
+        for l in out {
+            self.term_lines.push((false, l));
+        }
+        self.term_watch = watch;
+        let excess = self.term_lines.len().saturating_sub(2000);
+        self.term_lines.drain(..excess);
+        self.absorb();
     }
 
     /// Fetch the CEL module; the answer comes back as `Msg::CelLoaded`.
@@ -418,17 +433,21 @@ impl Component for App {
                     return true;
                 }
                 self.term_lines.push((true, format!("{} $ kubectl {}", self.sb.user, line.strip_prefix("kubectl ").unwrap_or(line))));
-                let (out, watch) = self.sb.kubectl_watching(line);
-                for l in out {
-                    self.term_lines.push((false, l));
-                }
-                self.term_watch = watch;
-                let excess = self.term_lines.len().saturating_sub(2000);
-                self.term_lines.drain(..excess);
                 self.term_history.push(line.to_string());
                 self.term_pos = self.term_history.len();
-                self.absorb();
+                if kubeloop_core::kubectl::verb_of(line) == Some("explain") && !kubeloop_core::explain::installed() {
+                    self.term_lines.push((false, "(fetching the API documentation…)".into()));
+                    let (link, line) = (ctx.link().clone(), line.to_string());
+                    wasm_bindgen_futures::spawn_local(async move { link.send_message(Msg::DocsLoaded(docs::load().await, line)) });
+                    return true;
+                }
+                let line = line.to_string();
+                self.run_term_line(&line);
             }
+            Msg::DocsLoaded(result, line) => match result {
+                Ok(()) => self.run_term_line(&line),
+                Err(e) => self.term_lines.push((false, format!("error: the API documentation could not be loaded: {e}"))),
+            },
             Msg::TermComplete => {
                 let options = kubeloop_core::kubectl::complete(&self.sb.cluster.api, &self.term_input);
                 let partial_start = if self.term_input.ends_with(' ') { self.term_input.len() } else { self.term_input.rfind(' ').map_or(0, |i| i + 1) };

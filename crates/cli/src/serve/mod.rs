@@ -153,6 +153,7 @@ fn kubeconfig(address: &str, ca_pem: &str, users: &[(String, String, Vec<String>
 }
 
 pub fn serve(args: &[String]) -> ExitCode {
+    crate::install_api_docs();
     let flag = |name: &str| crate::flag(args, name);
     let addr = flag("--addr").unwrap_or("127.0.0.1:6443").to_string();
     let speed = match flag("--speed").map(str::parse::<f64>) {
