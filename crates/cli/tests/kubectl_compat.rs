@@ -303,6 +303,50 @@ fn typed_clients_apply_and_maintenance() {
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("+      - image: nginx:1.26"));
     assert_eq!(s.ok(&["get", "deployment", "ssa", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]), "nginx:1.25");
+    // The page's `create` builds what kubectl's generators build.
+    for (kind, args) in [
+        ("deployment", "--image=nginx:1.25 --replicas=2 --port=80"),
+        ("configmap", "--from-literal=a=b --from-literal=c=d"),
+        ("serviceaccount", ""),
+        ("role", "--verb=get,list --resource=pods,deployments.apps"),
+        ("clusterrole", "--verb=get --resource=nodes"),
+        ("rolebinding", "--role=gen-role-real --user=ajay --group=payments"),
+        ("clusterrolebinding", "--clusterrole=view --serviceaccount=default:builder"),
+        ("poddisruptionbudget", "--selector=app=web --min-available=1"),
+        ("quota", "--hard=pods=10,cpu=2"),
+        ("job", "--image=busybox:1.36"),
+    ] {
+        let real_name = format!("gen-{kind}-real");
+        let ours_name = format!("gen-{kind}-ours");
+        let mut real: Vec<&str> = vec!["create", kind, &real_name];
+        real.extend(args.split(' ').filter(|a| !a.is_empty()));
+        s.ok(&real);
+        let line = format!("create {kind} {ours_name} {args}");
+        assert!(s.terminal(&line).contains(" created"), "{line}");
+        let strip = |name: &str| {
+            let y = s.ok(&["get", kind, name, "-o", "yaml"]);
+            y.lines()
+                .filter(|l| !["  creationTimestamp:", "  resourceVersion:", "  uid:", "  generation:", "    controller-uid:", "    batch.kubernetes.io/controller-uid:"].iter().any(|p| l.starts_with(p)))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .replace(name, "NAME")
+        };
+        let (a, b) = (strip(&real_name), strip(&ours_name));
+        // Only the spec is compared for workloads; their status moves on its own.
+        let spec = |t: &str| t.split("\nstatus:").next().unwrap_or("").to_string();
+        assert_eq!(spec(&a), spec(&b), "create {kind}");
+    }
+    for (real, ours) in [("secret generic gen-secret-real --from-literal=k=v", "secret generic gen-secret-ours --from-literal=k=v"), ("service nodeport gen-svc-real --tcp=80:8080", "service nodeport gen-svc-ours --tcp=80:8080")] {
+        let mut args = vec!["create"];
+        args.extend(real.split(' '));
+        s.ok(&args);
+
+        assert!(s.terminal(&format!("create {ours}")).contains(" created"), "{ours}");
+    }
+    let secret = s.ok(&["get", "secret", "gen-secret-ours", "-o", "jsonpath={.data.k} {.type}"]);
+    assert_eq!(secret, s.ok(&["get", "secret", "gen-secret-real", "-o", "jsonpath={.data.k} {.type}"]));
+    let ports = |n: &str| s.ok(&["get", "svc", n, "-o", "jsonpath={.spec.type} {.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector}"]);
+    assert_eq!(ports("gen-svc-ours"), ports("gen-svc-real").replace("gen-svc-real", "gen-svc-ours"));
     // Field validation: kubectl's strict default names the unknown field.
     let typo = manifest.replace("replicas: 2", "replica: 2");
     let err = s.fails(&["apply", "-f", "-"], Some(&typo));
