@@ -310,7 +310,29 @@ fn kubectl(args: &[String]) -> ExitCode {
                 }
             })
             .collect();
-    let out = sb.kubectl(&line.join(" "));
+    // `-f PATH` reads the file here (the sandbox has no file system); `-f -` reads stdin.
+    let mut line = line.join(" ");
+    if let Some(i) = cmd.iter().position(|w| w == "-f" || w == "--filename") {
+        let path = cmd.get(i + 1).map(String::as_str).unwrap_or("");
+        let text = if path == "-" {
+            let mut t = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut t);
+            Ok(t)
+        } else {
+            std::fs::read_to_string(path)
+        };
+        match text {
+            Ok(t) => {
+                let words: Vec<&str> = cmd.iter().enumerate().map(|(k, w)| if k == i + 1 { "-" } else { w.as_str() }).collect();
+                line = format!("{} <<KUBELOOP_FILE\n{}\nKUBELOOP_FILE\n", words.join(" "), t.trim_end());
+            }
+            Err(e) => {
+                eprintln!("error: the path {path:?} cannot be read: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let out = sb.kubectl(&line);
     let failed = out.iter().any(|l| l.starts_with("error:") || l.starts_with("Error from server"));
     for l in out {
         println!("{l}");

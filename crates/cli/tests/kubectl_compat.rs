@@ -161,6 +161,25 @@ fn seeds_scenario_through_the_real_kubectl() {
     let real = s.ok(&["describe", &pod]);
     let ours = s.terminal(&format!("describe {pod}")).replace("spec.containers{checkout}: ", "");
     assert_eq!(without_ages(&real), without_ages(&ours));
+    // YAML and JSON as kubectl writes them (go-yaml's quoting, folding and key order).
+    s.ok(&[
+        "annotate",
+        "deployment",
+        "checkout",
+        "note=a long note that goes past the eighty columns of go-yaml's emitter: so it folds, and: it is quoted",
+        "empty=",
+        "yes=yes",
+    ]);
+    for cmd in [
+        "get deployment checkout -o yaml",
+        "get pods -l app=checkout -o yaml",
+        "get service checkout -o json",
+        "get nodes node-a -o yaml",
+        "get deployment checkout -o yaml --show-managed-fields",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(s.ok(&args), s.terminal(cmd), "{cmd}");
+    }
     for what in ["service checkout", "node node-a", "node control-plane", "replicasets -l app=checkout"] {
         let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
         assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(&format!("describe {what}"))), "describe {what}");
@@ -222,6 +241,21 @@ fn website_manifests_scale_watch_and_delete() {
     assert_eq!(s.ok(&["apply", "-f", file.to_str().unwrap()]), "deployment.apps/nginx-deployment created\n");
     assert!(s.ok(&["rollout", "status", "deployment/nginx-deployment", "--timeout=60s"]).contains("successfully rolled out"));
     assert_eq!(s.ok(&["apply", "-f", file.to_str().unwrap()]), "deployment.apps/nginx-deployment unchanged\n");
+    // diff: a dry run of the apply, printed as `diff -u`; the terminal takes the manifest as
+    // a here-document. Only the temporary paths and times in the headers differ.
+    let changed = std::fs::read_to_string(&file).unwrap().replace("nginx:1.14.2", "nginx:1.16.1").replace("replicas: 3", "replicas: 4");
+    let real = s.run(&["diff", "-f", "-"], Some(&changed));
+    assert_eq!(real.status.code(), Some(1));
+    let headers = |t: &str| {
+        t.lines().filter(|l| !l.starts_with("diff -u") && !l.starts_with("--- ") && !l.starts_with("+++ ")).map(|l| format!("{l}\n")).collect::<String>()
+    };
+    let ours = s.terminal(&format!("diff -f - <<EOF\n{changed}EOF"));
+    assert_eq!(headers(&String::from_utf8_lossy(&real.stdout)), headers(&ours));
+    assert!(ours.contains("-  replicas: 3\n+  replicas: 4\n"), "{ours}");
+    let applied = s.terminal(&format!("apply -f - <<EOF\n{changed}EOF"));
+    assert_eq!(applied, "deployment.apps/nginx-deployment configured\n");
+    assert_eq!(s.run(&["diff", "-f", "-"], Some(&changed)).status.code(), Some(0), "nothing left to change");
+    assert!(s.ok(&["rollout", "status", "deployment/nginx-deployment", "--timeout=60s"]).contains("successfully rolled out"));
     // `get -w` streams the rows as the ReplicaSet scales down.
     let mut watch =
         Command::new(&s.kubectl).env("KUBECONFIG", &s.kubeconfig).args(["get", "pods", "-w"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
@@ -240,7 +274,9 @@ fn website_manifests_scale_watch_and_delete() {
     assert_eq!(s.ok(&["delete", "deployment", "nginx-deployment", "--cascade=orphan"]), "deployment.apps \"nginx-deployment\" deleted\n");
     let rs = s.ok(&["get", "rs", "-o", "name"]);
     assert!(rs.starts_with("replicaset.apps/nginx-deployment-"), "{rs}");
-    assert!(s.ok(&["delete", rs.trim(), "--cascade=foreground"]).contains("deleted"));
+    for one in rs.lines() {
+        assert!(s.ok(&["delete", one, "--cascade=foreground"]).contains("deleted"));
+    }
     s.until(&["get", "pods,rs", "-o", "name"], 60, |o| o.trim().is_empty());
     // Background is the default and removes the dependents too.
     s.ok(&["create", "deployment", "web", "--image=nginx:1.25", "--replicas=2"]);
@@ -326,7 +362,11 @@ fn typed_clients_apply_and_maintenance() {
         let strip = |name: &str| {
             let y = s.ok(&["get", kind, name, "-o", "yaml"]);
             y.lines()
-                .filter(|l| !["  creationTimestamp:", "  resourceVersion:", "  uid:", "  generation:", "    controller-uid:", "    batch.kubernetes.io/controller-uid:"].iter().any(|p| l.starts_with(p)))
+                .filter(|l| {
+                    !["  creationTimestamp:", "  resourceVersion:", "  uid:", "  generation:", "    controller-uid:", "    batch.kubernetes.io/controller-uid:"]
+                        .iter()
+                        .any(|p| l.starts_with(p))
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
                 .replace(name, "NAME")
@@ -336,7 +376,10 @@ fn typed_clients_apply_and_maintenance() {
         let spec = |t: &str| t.split("\nstatus:").next().unwrap_or("").to_string();
         assert_eq!(spec(&a), spec(&b), "create {kind}");
     }
-    for (real, ours) in [("secret generic gen-secret-real --from-literal=k=v", "secret generic gen-secret-ours --from-literal=k=v"), ("service nodeport gen-svc-real --tcp=80:8080", "service nodeport gen-svc-ours --tcp=80:8080")] {
+    for (real, ours) in [
+        ("secret generic gen-secret-real --from-literal=k=v", "secret generic gen-secret-ours --from-literal=k=v"),
+        ("service nodeport gen-svc-real --tcp=80:8080", "service nodeport gen-svc-ours --tcp=80:8080"),
+    ] {
         let mut args = vec!["create"];
         args.extend(real.split(' '));
         s.ok(&args);
@@ -345,7 +388,9 @@ fn typed_clients_apply_and_maintenance() {
     }
     let secret = s.ok(&["get", "secret", "gen-secret-ours", "-o", "jsonpath={.data.k} {.type}"]);
     assert_eq!(secret, s.ok(&["get", "secret", "gen-secret-real", "-o", "jsonpath={.data.k} {.type}"]));
-    let ports = |n: &str| s.ok(&["get", "svc", n, "-o", "jsonpath={.spec.type} {.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector}"]);
+    let ports = |n: &str| {
+        s.ok(&["get", "svc", n, "-o", "jsonpath={.spec.type} {.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector}"])
+    };
     assert_eq!(ports("gen-svc-ours"), ports("gen-svc-real").replace("gen-svc-real", "gen-svc-ours"));
     // Field validation: kubectl's strict default names the unknown field.
     let typo = manifest.replace("replicas: 2", "replica: 2");

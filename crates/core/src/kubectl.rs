@@ -141,7 +141,21 @@ pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &s
 }
 
 /// Apply one object; returns kubectl's line for it.
-pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, file: &str) -> String {
+pub fn apply_object(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> String {
+    apply_with(api, creds, obj, file, false).0
+}
+
+/// The object as applying it would leave it (a server dry run), or kubectl's error.
+pub fn apply_object_dry(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> Result<Value, String> {
+    match apply_with(api, creds, obj, file, true) {
+        (_, Some(o)) => Ok((*o).clone()),
+        (msg, None) => Err(msg),
+    }
+}
+
+/// Apply one object, for real or as a dry run: kubectl's line, and the object as stored
+/// (or as it would be).
+fn apply_with(api: &mut ApiServer, creds: &Credentials, mut obj: Value, file: &str, dry: bool) -> (String, Option<crate::api::Object>) {
     let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
     let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
     if av.is_empty() || kind.is_empty() {
@@ -152,15 +166,15 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
         if kind.is_empty() {
             missing.push("kind not set");
         }
-        return format!(
-            "error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false",
-            missing.join(", ")
+        return (
+            format!("error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false", missing.join(", ")),
+            None,
         );
     }
     let name = api::name(&obj).to_string();
     let Some(r) = resource_for_kind(&av, &kind) else {
         let ns = api::namespace(&obj);
-        return format!("error: resource mapping not found for name: {name:?} namespace: {ns:?} from {file:?}: no matches for kind {kind:?} in version {av:?}\nensure CRDs are installed first");
+        return (format!("error: resource mapping not found for name: {name:?} namespace: {ns:?} from {file:?}: no matches for kind {kind:?} in version {av:?}\nensure CRDs are installed first"), None);
     };
     let res = &RESOURCES[r];
     let ns = if res.namespaced {
@@ -177,25 +191,30 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
         api::set(&mut obj, &["metadata", "namespace"], json!(ns));
     }
     if name.is_empty() {
-        return format!("error: error when retrieving current configuration of:\nResource: \"{}, Resource={}\", GroupVersionKind: \"{}, Kind={}\"\nName: \"\", Namespace: {ns:?}\nfrom server for: {file:?}: resource name may not be empty", res.api_version(), res.plural, res.api_version(), res.kind);
+        return (format!("error: error when retrieving current configuration of:\nResource: \"{}, Resource={}\", GroupVersionKind: \"{}, Kind={}\"\nName: \"\", Namespace: {ns:?}\nfrom server for: {file:?}: resource name may not be empty", res.api_version(), res.plural, res.api_version(), res.kind), None);
     }
-    // The annotation holds the manifest as applied, without the annotation itself.
-    if let Some(a) = obj.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
-        a.remove(LAST_APPLIED);
-    }
+    // The annotation holds the manifest as applied, without the annotation itself (an
+    // empty `annotations` stays, as kubectl's serialisation keeps it). `kubectl diff`
+    // (a dry run) leaves the annotation out of what it sends.
+    let annotate = !dry;
+    api::entry(&mut obj, &["metadata", "annotations"]).remove(LAST_APPLIED);
     let last_applied = format!("{}\n", serde_json::to_string(&obj).unwrap_or_default());
     let prefix = format!("{}/{}", kind_prefix(r), name);
     let live = api.handle(Request::new(Verb::Get, r, &ns, &name, creds.clone()));
     match live {
         Err(s) if s.code == 404 && s.reason == "NotFound" => {
             let mut body = obj.clone();
-            api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
-            match api.handle(Request::create(r, &ns, body, creds.clone())) {
-                Ok(_) => with_warnings(api, format!("{prefix} created")),
-                Err(s) => s.kubectl_message(Some(file), "creating"),
+            if annotate {
+                api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
+            }
+            let mut req = Request::create(r, &ns, body, creds.clone());
+            req.dry_run = dry;
+            match api.handle(req) {
+                Ok(o) => (with_warnings(api, format!("{prefix} created")), Some(o)),
+                Err(s) => (s.kubectl_message(Some(file), "creating"), None),
             }
         }
-        Err(s) => retrieval_error(&s, r, &name, &ns, file),
+        Err(s) => (retrieval_error(&s, r, &name, &ns, file), None),
         Ok(live) => {
             let last: Option<Value> = api::annotation(&live, LAST_APPLIED).and_then(|s| serde_json::from_str(s).ok());
             let mut patch = three_way(last.as_ref(), &obj, &live);
@@ -204,23 +223,28 @@ pub fn apply_object(api: &mut ApiServer, creds: &Credentials, mut obj: Value, fi
             }
             let annotated = api::annotation(&live, LAST_APPLIED) == Some(last_applied.as_str());
             if patch.as_object().is_some_and(|m| m.is_empty()) && annotated {
-                return format!("{prefix} unchanged");
+                return (format!("{prefix} unchanged"), Some(live));
             }
-            api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
+            if annotate {
+                api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
+            }
             let before = api::resource_version(&live).to_string();
-            match api.handle(Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone())) {
-                Ok(after) if api::resource_version(&after) == before => with_warnings(api, format!("{prefix} unchanged")),
-                Ok(_) => with_warnings(api, format!("{prefix} configured")),
+            let mut req = Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone());
+            req.dry_run = dry;
+            match api.handle(req) {
+                Ok(after) if api::resource_version(&after) == before && after == live => (with_warnings(api, format!("{prefix} unchanged")), Some(after)),
+                Ok(after) => (with_warnings(api, format!("{prefix} configured")), Some(after)),
                 Err(s) => {
                     let gv = res.api_version();
                     let reason = if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) };
-                    format!(
+                    let msg = format!(
                         "Error from server{reason}: error when applying patch:\n{}\nto:\nResource: \"{gv}, Resource={}\", GroupVersionKind: \"{gv}, Kind={}\"\nName: {name:?}, Namespace: {ns:?}\nfor: {file:?}: error when patching {file:?}: {}",
                         serde_json::to_string(&patch).unwrap_or_default(),
                         res.plural,
                         res.kind,
                         s.message
-                    )
+                    );
+                    (msg, None)
                 }
             }
         }
@@ -259,6 +283,8 @@ fn parse_flags(args: &[String]) -> Result<Flags, String> {
             f.namespace = Some(v);
         } else if let Some(v) = take("-l")?.or(take("--selector")?) {
             f.selector = Some(v);
+        } else if let Some(v) = take("-f")?.or(take("--filename")?) {
+            f.values.push(("--filename".into(), v));
         } else if let Some(v) = take("-o")?.or(take("--output")?) {
             f.values.push(("--output".into(), v));
         } else if a == "-A" || a == "--all-namespaces" {
@@ -443,8 +469,47 @@ pub fn logs(cluster: &mut crate::cluster::Cluster, creds: &Credentials, line: &s
     out
 }
 
-/// Run a kubectl command line (without the leading `kubectl`).
+/// Split `apply -f - <<EOF` and the lines up to `EOF` into the command and the
+/// here-document's text (kubectl's stdin).
+pub fn heredoc(line: &str) -> (String, Option<String>) {
+    let Some((first, rest)) = line.split_once('\n') else { return (line.to_string(), None) };
+    let Some(pos) = first.find("<<") else { return (line.to_string(), None) };
+    let marker = first[pos + 2..].trim().trim_start_matches('-').trim_matches(['\'', '"']);
+    let mut body = String::new();
+    for l in rest.lines() {
+        if l.trim() == marker {
+            break;
+        }
+        body.push_str(l);
+        body.push('\n');
+    }
+    (first[..pos].trim_end().to_string(), Some(body))
+}
+
+/// Whether a command line opens a here-document (`<<EOF`) that no line has closed yet.
+pub fn heredoc_open(line: &str) -> bool {
+    let first = line.lines().next().unwrap_or("");
+    let Some(pos) = first.find("<<") else { return false };
+    let marker = first[pos + 2..].trim().trim_start_matches('-').trim_matches(['\'', '"']);
+    !marker.is_empty() && !line.lines().skip(1).any(|l| l.trim() == marker)
+}
+
+/// `-f FILE` for the commands that read manifests: only `-f -` with a here-document (or
+/// the page's editor, which the sandbox passes the same way) can be read here.
+fn manifest_input(f: &Flags, stdin: Option<&str>) -> Result<(String, &'static str), String> {
+    match (f.get("--filename"), stdin) {
+        (Some("-"), Some(text)) => Ok((text.to_string(), "STDIN")),
+        (Some("-"), None) => Err("error: no objects passed to apply".into()),
+        (Some(path), _) => Err(format!("error: the path {path:?} does not exist")),
+        (None, _) => Err("error: must specify one of -f and -k".into()),
+    }
+}
+
+/// Run a kubectl command line (without the leading `kubectl`); a line may carry a
+/// here-document for `-f -`.
 pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> {
+    let (line, stdin) = heredoc(line);
+    let line = line.as_str();
     let args = match split_args(line) {
         Ok(a) => a,
         Err(e) => return vec![format!("error: {e}")],
@@ -457,6 +522,18 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     };
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
     match verb.as_str() {
+        "apply" => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => apply_text(api, creds, &text, file),
+            Err(e) => vec![e],
+        },
+        "diff" => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => crate::diff::diff_text(api, creds, &text, file),
+            Err(e) => vec![e],
+        },
+        "create" if f.get("--filename").is_some() => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => create_from(api, creds, &text, file),
+            Err(e) => vec![e],
+        },
         "get" => get(api, creds, &f, &ns),
         "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
@@ -719,6 +796,14 @@ fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<Str
     match output {
         "name" => out.extend(objects.iter().map(|o| format!("{}/{}", kind_prefix(r), api::name(o)))),
         "yaml" | "json" => {
+            // kubectl hides managedFields unless asked (`--show-managed-fields`).
+            if f.get("--show-managed-fields") != Some("true") {
+                for o in objects.iter_mut() {
+                    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("managedFields");
+                    }
+                }
+            }
             let v = if objects.len() == 1 && !names.is_empty() {
                 objects.remove(0)
             } else {
@@ -1411,10 +1496,31 @@ fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
 
 /// `kubectl create deployment|namespace|configmap NAME ...`, built as kubectl's generators
 /// build them (`k8s.io/kubectl/pkg/cmd/create`).
+/// `kubectl create -f FILE`: each object created as written.
+fn create_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for doc in crate::manifest::parse(text) {
+        for d in &doc.diagnostics {
+            out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
+        }
+        let Some(obj) = doc.object else { continue };
+        let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) else {
+            out.push(format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj)));
+            continue;
+        };
+        let ns = if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+        match api.handle(Request::create(r, &ns, obj, creds.clone())) {
+            Ok(o) => out.push(with_warnings(api, format!("{}/{} created", kind_prefix(r), api::name(&o)))),
+            Err(s) => out.push(s.kubectl_message(Some(file), "creating")),
+        }
+    }
+    out
+}
+
 /// Standard base64 with padding, as Secrets carry their data.
 fn base64_std(data: &[u8]) -> String {
     let mut s = crate::sandbox::base64url(data).replace('-', "+").replace('_', "/");
-    while s.len() % 4 != 0 {
+    while !s.len().is_multiple_of(4) {
         s.push('=');
     }
     s
@@ -1425,7 +1531,9 @@ fn literals(f: &Flags) -> Result<Vec<(String, String)>, String> {
     f.values
         .iter()
         .filter(|(n, _)| n == "--from-literal")
-        .map(|(_, lit)| lit.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("error: invalid literal source {lit}, expected key=value")))
+        .map(|(_, lit)| {
+            lit.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("error: invalid literal source {lit}, expected key=value"))
+        })
         .collect()
 }
 
@@ -1563,7 +1671,14 @@ fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<
             let role_ref = match (f.get("--role"), f.get("--clusterrole")) {
                 (Some(r), None) if k == "RoleBinding" => json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": r}),
                 (None, Some(r)) => json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": r}),
-                _ => return vec![if k == "RoleBinding" { "error: exactly one of clusterrole or role must be specified" } else { "error: required flag(s) \"clusterrole\" not set" }.into()],
+                _ => {
+                    return vec![if k == "RoleBinding" {
+                        "error: exactly one of clusterrole or role must be specified"
+                    } else {
+                        "error: required flag(s) \"clusterrole\" not set"
+                    }
+                    .into()]
+                }
             };
             let mut subjects = Vec::new();
             for u in all("--user") {

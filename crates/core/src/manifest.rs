@@ -103,7 +103,7 @@ fn json_type(v: &Value) -> &'static str {
 
 /// Render an object as YAML (keys sorted, as `kubectl get -o yaml` prints them).
 pub fn to_yaml(v: &Value) -> String {
-    serde_yaml::to_string(v).unwrap_or_default()
+    crate::goyaml::to_yaml(v)
 }
 
 #[cfg(test)]

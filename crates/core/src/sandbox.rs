@@ -216,10 +216,18 @@ impl Sandbox {
         self.docs = docs;
     }
 
-    /// Run a kubectl command line (without `kubectl`) as the current user.
+    /// Run a kubectl command line (without `kubectl`) as the current user. `-f editor`
+    /// reads the editor's text, passed on as a here-document (kubectl's stdin), so that a
+    /// share link replays the text as it was.
     pub fn kubectl(&mut self, line: &str) -> Vec<String> {
-        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Kubectl(line.to_string()) });
-        self.cluster.act(self.credentials(), Action::Kubectl(line.to_string())).output
+        let first = line.lines().next().unwrap_or("");
+        let padded = format!("{first} ");
+        let line = match [" -f editor ", " --filename editor ", " -f=editor ", " --filename=editor "].into_iter().find(|p| padded.contains(p)) {
+            Some(p) => format!("{} <<KUBELOOP_EDITOR\n{}\nKUBELOOP_EDITOR\n", padded.replacen(p, " -f - ", 1).trim_end(), self.text.trim_end()),
+            None => line.to_string(),
+        };
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Kubectl(line.clone()) });
+        self.cluster.act(self.credentials(), Action::Kubectl(line)).output
     }
 
     /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run
