@@ -198,6 +198,13 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   await input.press('Enter');
   await out.getByText('FIELD: strategy <DeploymentStrategy>').waitFor({ timeout: 20000 });
   await out.getByText(/^\s*Type of deployment\. Can be "Recreate" or "RollingUpdate"\. Default is$/).waitFor();
+  // A here-document: Enter inside it starts a new line; after EOF it runs.
+  await input.fill('apply -f - <<EOF');
+  await input.press('Enter');
+  await input.pressSequentially('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-terminal\ndata:\n  a: b\nEOF');
+  if (!(await input.inputValue()).includes('\nEOF')) throw new Error(`heredoc: ${await input.inputValue()}`);
+  await input.press('Enter');
+  await out.getByText('configmap/from-terminal created').waitFor();
   // logs resolves a Deployment to one of its pods, as kubectl does.
   await input.fill('logs deploy/checkout');
   await input.press('Enter');

@@ -281,7 +281,7 @@ impl Component for App {
             apply_after_cel: false,
             term_lines: vec![(
                 false,
-                "Type kubectl commands, e.g. get pods -o wide, describe deployment checkout, get pods -w (Esc stops it), scale deployment checkout --replicas=3. They run as the user chosen in Apply as."
+                "Type kubectl commands, e.g. get pods -o wide, describe deployment checkout, get pods -w (Esc stops it), scale deployment checkout --replicas=3, explain deployment.spec, diff -f editor, or apply -f - <<EOF with the manifest on the next lines and EOF last. They run as the user chosen in Apply as."
                     .into(),
             )],
             term_input: String::new(),
@@ -808,23 +808,34 @@ impl App {
 
     fn terminal(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
-        let oninput = link.callback(|e: InputEvent| Msg::TermInput(e.target_unchecked_into::<HtmlInputElement>().value()));
-        let onkeydown = link.batch_callback(|e: KeyboardEvent| match e.key().as_str() {
-            "Enter" => Some(Msg::TermRun),
-            "ArrowUp" => {
-                e.prevent_default();
-                Some(Msg::TermHistory(-1))
+        let oninput = link.callback(|e: InputEvent| Msg::TermInput(e.target_unchecked_into::<HtmlTextAreaElement>().value()));
+        // Enter runs the line, unless a here-document (`apply -f - <<EOF`) is still open:
+        // then it starts a new line, until the closing `EOF`. The text is read from the
+        // element, which is ahead of the last render.
+        let onkeydown = link.batch_callback(move |e: KeyboardEvent| {
+            let text = e.target_unchecked_into::<HtmlTextAreaElement>().value();
+            let multiline = text.contains('\n');
+            match e.key().as_str() {
+                "Enter" if e.shift_key() || kubeloop_core::kubectl::heredoc_open(&text) => None,
+                "Enter" => {
+                    e.prevent_default();
+                    Some(Msg::TermRun)
+                }
+                "ArrowUp" if !multiline => {
+                    e.prevent_default();
+                    Some(Msg::TermHistory(-1))
+                }
+                "ArrowDown" if !multiline => {
+                    e.prevent_default();
+                    Some(Msg::TermHistory(1))
+                }
+                "Escape" => Some(Msg::TermStop),
+                "Tab" => {
+                    e.prevent_default();
+                    Some(Msg::TermComplete)
+                }
+                _ => None,
             }
-            "ArrowDown" => {
-                e.prevent_default();
-                Some(Msg::TermHistory(1))
-            }
-            "Escape" => Some(Msg::TermStop),
-            "Tab" => {
-                e.prevent_default();
-                Some(Msg::TermComplete)
-            }
-            _ => None,
         });
         html! {
             <div class="terminal">
@@ -833,7 +844,7 @@ impl App {
                 </pre>
                 <label class="term-in">
                     <span>{ format!("{} $ kubectl ", self.sb.user) }</span>
-                    <input type="text" spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
+                    <textarea rows={self.term_input.lines().count().clamp(1, 12).to_string()} spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
                 </label>
             </div>
         }
