@@ -6,8 +6,9 @@ real cluster, through the kubeconfig that serve writes.
 Usage: python3 tests/clients/python_client.py KUBELOOP_BINARY
 (scripts/test runs it with the package installed into .tools/py)
 """
-import os, subprocess, sys, tempfile, threading, time
+import json, os, socket, ssl, subprocess, sys, tempfile, threading, time
 
+import yaml
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
@@ -97,8 +98,46 @@ try:
         time.sleep(0.2)
     check("foreground deletion removes the pods, then the deployment",
           not apps.list_namespaced_deployment("default").items and not core.list_namespaced_pod("default").items)
+    # A watch that times out ends with a bookmark when bookmarks are allowed.
+    resp = core.list_namespaced_pod("default", watch=True, allow_watch_bookmarks=True, timeout_seconds=2, _preload_content=False)
+    lines = [json.loads(l) for l in resp.read().decode().splitlines() if l.strip()]
+    check("a watch ends with a bookmark", lines and lines[-1]["type"] == "BOOKMARK" and lines[-1]["object"]["metadata"]["resourceVersion"], lines[-3:])
+
+    # What a client sends that is not HTTP, or not sensible, gets a Status, and the
+    # server carries on; so does a client that hangs up in the middle of a watch.
+    host, port = config.kube_config.Configuration.get_default_copy().host.replace("https://", "").split(":")
+    ctx = ssl.create_default_context(cafile=client.Configuration.get_default_copy().ssl_ca_cert)
+    def raw(data):
+        with socket.create_connection((host, int(port))) as sock, ctx.wrap_socket(sock, server_hostname=host) as tls:
+            tls.sendall(data)
+            return tls.recv(65536).decode(errors="replace")
+    check("garbage is a 400", raw(b"GARBAGE\r\n\r\n").startswith("HTTP/1.1 400"))
+    check("a huge body is a 413", raw(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n").startswith("HTTP/1.1 413"))
+    check("a bad token is a 401", " 401 " in raw(b"GET /api/v1/pods HTTP/1.1\r\nAuthorization: Bearer nope\r\n\r\n").split("\r\n")[0] + " ")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\n\r\n")  # plain HTTP to the TLS port
+    token = yaml.safe_load(open(kubeconfig))["users"][0]["user"]["token"]
+    sock = socket.create_connection((host, int(port)))
+    tls = ctx.wrap_socket(sock, server_hostname=host)
+    tls.sendall(f"GET /api/v1/pods?watch=1 HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode())
+    tls.recv(4096)
+    sock.close()
+    check("the server still answers", len(core.list_node().items) == 4)
 finally:
     proc.kill()
+
+# Watching from a compacted resourceVersion is 410 Gone with an Expired status: a fast
+# cluster (400x) compacts its history every 5 simulated minutes.
+fast = subprocess.Popen([binary, "serve", "--addr", "127.0.0.1:0", "--speed", "400", "--kubeconfig", kubeconfig + ".fast"], stdout=subprocess.PIPE, text=True)
+try:
+    fast.stdout.readline()
+    config.load_kube_config(config_file=kubeconfig + ".fast")
+    time.sleep(2)
+    resp = client.CoreV1Api().list_pod_for_all_namespaces(watch=True, resource_version="1", _preload_content=False)
+    first = json.loads(resp.read().decode().splitlines()[0])
+    check("410 for an expired resourceVersion", first["type"] == "ERROR" and first["object"]["code"] == 410 and first["object"]["reason"] == "Expired", first)
+finally:
+    fast.kill()
 
 if failures:
     print(f"{len(failures)} check(s) failed: {failures}")

@@ -392,8 +392,32 @@ fn typed_clients_apply_and_maintenance() {
         s.ok(&["get", "svc", n, "-o", "jsonpath={.spec.type} {.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.selector}"])
     };
     assert_eq!(ports("gen-svc-ours"), ports("gen-svc-real").replace("gen-svc-real", "gen-svc-ours"));
-    // Field validation: kubectl's strict default names the unknown field.
-    let typo = manifest.replace("replicas: 2", "replica: 2");
+    // Field validation: kubectl's strict default names the unknown field; `warn` drops it
+    // with a warning, `false` (Ignore) silently.
+    let typo = manifest.replace("replicas: 2", "replica: 2").replace("name: ssa", "name: typo");
     let err = s.fails(&["apply", "-f", "-"], Some(&typo));
     assert!(err.contains("unknown field \"spec.replica\""), "{err}");
+    let out = s.run(&["apply", "--validate=warn", "-f", "-"], Some(&typo));
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "Warning: unknown field \"spec.replica\"\n");
+    let out = s.run(&["apply", "--validate=false", "-f", "-"], Some(&typo.replace("name: typo", "name: typo2")));
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Status and binding subresources, and a SubjectAccessReview, as raw API calls.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: manual}\nspec: {schedulerName: none, containers: [{name: c, image: \"nginx:1.25\"}]}\n";
+    s.run(&["apply", "-f", "-"], Some(pod));
+    let binding = s.dir.join("binding.json");
+    std::fs::write(&binding, r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"manual"},"target":{"kind":"Node","name":"node-b"}}"#).unwrap();
+    s.ok(&["create", "--raw", "/api/v1/namespaces/default/pods/manual/binding", "-f", binding.to_str().unwrap()]);
+    assert_eq!(s.ok(&["get", "pod", "manual", "-o", "jsonpath={.spec.nodeName}"]), "node-b");
+    // No load-balancer controller runs here: the status written through the subresource
+    // stays, and kubectl shows it as the EXTERNAL-IP.
+    s.ok(&["create", "service", "loadbalancer", "lb", "--tcp=80:8080"]);
+    assert!(s.ok(&["get", "service", "lb"]).contains("<pending>"));
+    s.ok(&["patch", "service", "lb", "--subresource=status", "--type=merge", "-p", r#"{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.7"}]}}}"#]);
+    assert_eq!(s.ok(&["get", "service", "lb", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}"]), "203.0.113.7");
+    assert_eq!(without_ages(&s.ok(&["get", "service", "lb", "-o", "wide"])), without_ages(&s.terminal("get service lb -o wide")));
+    assert!(s.ok(&["get", "service", "lb"]).contains("203.0.113.7"));
+    let sar = s.dir.join("sar.json");
+    std::fs::write(&sar, r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"ajay","resourceAttributes":{"verb":"delete","resource":"nodes"}}}"#).unwrap();
+    assert!(s.ok(&["create", "--raw", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "-f", sar.to_str().unwrap()]).contains(r#""allowed":false"#));
 }

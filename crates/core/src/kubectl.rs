@@ -1483,13 +1483,31 @@ fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
         for p in &pods {
             out.push(format!("evicting pod {}/{}", api::namespace(p), api::name(p)));
         }
+        // Each pod goes through the eviction subresource, so disruption budgets hold; a
+        // refused eviction is reported once (kubectl would retry every 5s until --timeout).
+        let mut refused = Vec::new();
         for p in &pods {
-            match api.handle(Request::new(Verb::Delete, crate::api::rid::POD, api::namespace(p), api::name(p), creds.clone())) {
-                Ok(_) => out.push(format!("pod/{} evicted", api::name(p))),
+            let (pns, pname) = (api::namespace(p), api::name(p));
+            let body = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pname, "namespace": pns}});
+            let mut req = Request::create(crate::api::rid::POD, pns, body, creds.clone()).with_sub("eviction");
+            req.name = pname.to_string();
+            match api.handle(req) {
+                Ok(_) => out.push(format!("pod/{pname} evicted")),
+                Err(s) if s.code == 429 => {
+                    out.push(format!("error when evicting pods/{pname:?} -n {pns:?} (will retry after 5s): {}", s.message));
+                    refused.push(format!("pods/{pname:?} -n {pns:?}"));
+                }
                 Err(s) => out.push(s.kubectl_message(None, "")),
             }
         }
-        out.push(format!("node/{n} drained"));
+        if refused.is_empty() {
+            out.push(format!("node/{n} drained"));
+        } else {
+            out.push(format!(
+                "error: unable to drain node {n:?}: {} still protected by a PodDisruptionBudget; run drain again once the budget allows",
+                refused.join(", ")
+            ));
+        }
     }
     out
 }

@@ -240,11 +240,26 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                             }
                         })
                         .collect();
+                    // EXTERNAL-IP: the load balancer's addresses (`<pending>` until it has
+                    // some), or the service's externalIPs.
+                    let ty = get_str(s, &["spec", "type"]).unwrap_or("ClusterIP");
+                    let mut external: Vec<String> =
+                        crate::api::get_array(s, &["spec", "externalIPs"]).iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                    if ty == "LoadBalancer" {
+                        let ingress: Vec<String> = crate::api::get_array(s, &["status", "loadBalancer", "ingress"])
+                            .iter()
+                            .filter_map(|i| get_str(i, &["ip"]).or_else(|| get_str(i, &["hostname"])).map(str::to_string))
+                            .collect();
+                        external.extend(ingress);
+                        if external.is_empty() {
+                            external.push("<pending>".into());
+                        }
+                    }
                     let mut row = vec![
                         name(s),
-                        get_str(s, &["spec", "type"]).unwrap_or("ClusterIP").to_string(),
+                        ty.to_string(),
                         get_str(s, &["spec", "clusterIP"]).unwrap_or("<none>").to_string(),
-                        "<none>".into(),
+                        if external.is_empty() { "<none>".into() } else { external.join(",") },
                         if ports.is_empty() { "<none>".into() } else { ports.join(",") },
                         age(s),
                     ];

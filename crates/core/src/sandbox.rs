@@ -664,6 +664,24 @@ mod tests {
     }
 
     #[test]
+    fn drain_evicts_through_disruption_budgets() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("create pdb web --selector=app=web --min-available=2"), ["poddisruptionbudget.policy/web created"]);
+        let node = |p: &crate::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
+        let busy = sb.cluster.api.store.list(rid::POD, None).map(node).next().unwrap();
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert!(out.iter().any(|l| l.ends_with("(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.")), "{out:?}");
+        assert!(out.last().unwrap().starts_with(&format!("error: unable to drain node {busy:?}")), "{out:?}");
+        assert_eq!(ready_pods(&sb), 2, "the budget kept the pod");
+        // With room in the budget the same drain goes through.
+        assert_eq!(sb.kubectl("scale deployment web --replicas=3"), ["deployment.apps/web scaled"]);
+        sb.advance(60_000);
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert_eq!(out.last().map(String::as_str), Some(format!("node/{busy} drained").as_str()), "{out:?}");
+    }
+
+    #[test]
     fn create_builds_what_kubectl_create_builds() {
         let mut sb = Sandbox::new("", Some(1));
         assert_eq!(sb.kubectl("create namespace shop"), ["namespace/shop created"]);

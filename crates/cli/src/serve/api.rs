@@ -703,6 +703,10 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
             out.clear();
         }
         if started.elapsed() >= spec.timeout {
+            // A bookmark before the watch ends lets the client resume from here.
+            if spec.bookmarks {
+                let _ = http::write_chunk(w, &bookmark(last, false));
+            }
             let _ = http::end_chunked(w);
             return;
         }
