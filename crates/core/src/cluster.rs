@@ -203,16 +203,24 @@ pub fn node_object(spec: &NodeSpec, index: usize, total: usize, now: Millis) -> 
     let mut allocatable = capacity.clone();
     allocatable.insert("memory", json!(format!("{}Ki", (mem_milli / 1000 - (100 << 20)) / 1024)));
     allocatable.insert("ephemeral-storage", json!("92160Mi"));
+    // Quantities as the API server serialises them (`8388608Ki` is `8Gi`).
+    for m in [&mut capacity, &mut allocatable] {
+        for v in m.values_mut() {
+            if let Some(q) = v.as_str().map(crate::quantity::canonical) {
+                *v = json!(q);
+            }
+        }
+    }
     let (_, cidr) = pod_cidr(index, total);
     let ip = format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256);
     let ts = rfc3339(now);
     let cond = |ty: &str, st: &str, reason: &str, msg: &str| json!({"type": ty, "status": st, "reason": reason, "message": msg, "lastHeartbeatTime": ts, "lastTransitionTime": ts});
-    json!({
+    let mut node = json!({
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": spec.name, "labels": labels,
             "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-        "spec": {"podCIDR": cidr, "podCIDRs": [cidr], "providerID": format!("kind://docker/kubeloop/{}", spec.name), "taints": spec.taints},
+        "spec": {"podCIDR": cidr, "podCIDRs": [cidr], "providerID": format!("kind://docker/kubeloop/{}", spec.name), "taints": if spec.taints.is_empty() { Value::Null } else { json!(spec.taints.clone()) }},
         "status": {
             "capacity": capacity,
             "allocatable": allocatable,
@@ -228,7 +236,12 @@ pub fn node_object(spec: &NodeSpec, index: usize, total: usize, now: Millis) -> 
                 "kernelVersion": "6.12.0-kubeloop", "osImage": "Debian GNU/Linux 12 (bookworm)", "containerRuntimeVersion": "containerd://2.1.4",
                 "kubeletVersion": "v1.36.0", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
         }
-    })
+    });
+    // An empty taint list is left out, as the API server's JSON leaves it out.
+    if let Some(spec) = node.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.retain(|_, v| !v.is_null());
+    }
+    node
 }
 
 #[derive(Debug)]
