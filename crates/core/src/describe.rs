@@ -253,6 +253,19 @@ fn pod_template(o: &mut String, owner: &Value) {
     o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
 }
 
+/// A workload's `Conditions:` table (type, status, reason), if it has conditions.
+fn conditions(o: &mut String, obj: &Value) {
+    let conds = get_array(obj, &["status", "conditions"]);
+    if conds.is_empty() {
+        return;
+    }
+    o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
+    for c in conds {
+        let s = |k: &str| get_str(c, &[k]).unwrap_or("");
+        o.push_str(&format!("  {}\t{}\t{}\n", s("type"), s("status"), s("reason")));
+    }
+}
+
 /// `metav1.FormatLabelSelector`: `app=web,tier in (a,b)`, or `<none>`.
 fn label_selector(sel: Option<&Value>) -> String {
     let mut parts: Vec<String> = sel
@@ -308,18 +321,7 @@ pub fn replica_set(r: &Value, pods: &[&Value], events: &[&Value], now: Millis) -
         phase("Failed")
     ));
     pod_template(&mut o, r);
-    let conds = get_array(r, &["status", "conditions"]);
-    if !conds.is_empty() {
-        o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
-        for c in conds {
-            o.push_str(&format!(
-                "  {}\t{}\t{}\n",
-                get_str(c, &["type"]).unwrap_or(""),
-                get_str(c, &["status"]).unwrap_or(""),
-                get_str(c, &["reason"]).unwrap_or("")
-            ));
-        }
-    }
+    conditions(&mut o, r);
     events_section(&mut o, events, now);
     tabwrite(&o)
 }
@@ -698,18 +700,7 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
         o.push_str(&format!("RollingUpdateStrategy:\t{} max unavailable, {} max surge\n", ru("maxUnavailable"), ru("maxSurge")));
     }
     pod_template(&mut o, d);
-    let conds = get_array(d, &["status", "conditions"]);
-    if !conds.is_empty() {
-        o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
-        for c in conds {
-            o.push_str(&format!(
-                "  {}\t{}\t{}\n",
-                get_str(c, &["type"]).unwrap_or(""),
-                get_str(c, &["status"]).unwrap_or(""),
-                get_str(c, &["reason"]).unwrap_or("")
-            ));
-        }
-    }
+    conditions(&mut o, d);
     let rs_text = |list: Vec<&&Value>| {
         if list.is_empty() {
             "<none>".to_string()

@@ -35,33 +35,31 @@ fn map_schema(v: Option<&Value>) -> Option<&Value> {
 /// breaks, never split a word.
 pub fn wrap(s: &str, lim: usize) -> String {
     let mut buf = String::new();
-    let (mut current, mut word, mut space) = (0usize, String::new(), String::new());
-    let (mut word_len, mut space_len) = (0usize, 0usize);
+    let mut current = 0usize;
+    // The pending run of spaces and the word after it, with their lengths in characters.
+    let (mut space, mut word) = (String::new(), String::new());
+    let (mut space_len, mut word_len) = (0usize, 0usize);
+    let flush = |buf: &mut String, space: &mut String, word: &mut String, space_len: &mut usize, word_len: &mut usize| {
+        buf.push_str(space);
+        buf.push_str(word);
+        space.clear();
+        word.clear();
+        *space_len = 0;
+        *word_len = 0;
+    };
     for ch in s.chars() {
         if ch == '\n' {
-            if word.is_empty() {
-                if current + space_len <= lim {
-                    buf.push_str(&space);
-                }
-            } else {
-                buf.push_str(&space);
-                buf.push_str(&word);
+            if word.is_empty() && current + space_len > lim {
+                space.clear();
+                space_len = 0;
             }
-            space.clear();
-            word.clear();
-            space_len = 0;
-            word_len = 0;
+            flush(&mut buf, &mut space, &mut word, &mut space_len, &mut word_len);
             buf.push('\n');
             current = 0;
         } else if ch.is_whitespace() && ch != '\u{a0}' {
             if space.is_empty() || !word.is_empty() {
                 current += space_len + word_len;
-                buf.push_str(&space);
-                buf.push_str(&word);
-                space.clear();
-                word.clear();
-                space_len = 0;
-                word_len = 0;
+                flush(&mut buf, &mut space, &mut word, &mut space_len, &mut word_len);
             }
             space.push(ch);
             space_len += 1;
@@ -76,14 +74,11 @@ pub fn wrap(s: &str, lim: usize) -> String {
             }
         }
     }
-    if word.is_empty() {
-        if current + space_len <= lim {
-            buf.push_str(&space);
-        }
-    } else {
-        buf.push_str(&space);
-        buf.push_str(&word);
+    if word.is_empty() && current + space_len > lim {
+        space.clear();
     }
+    buf.push_str(&space);
+    buf.push_str(&word);
     buf
 }
 

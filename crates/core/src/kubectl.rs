@@ -1245,61 +1245,61 @@ fn revisions(api: &mut ApiServer, creds: &Credentials, ns: &str, d: &Value) -> R
     Ok(revs)
 }
 
-/// `kubectl rollout undo deployment/NAME [--to-revision=N]`: the Deployment's template goes
-/// back to that revision's (`polymorphichelpers/rollback.go`), as a JSON patch.
-fn rollout_undo(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+/// Run `each` on every object a `rollout SUBCOMMAND TYPE/NAME...` names, as fetched; its
+/// lines, or why an object could not be fetched, in order.
+fn each_fetched(
+    api: &mut ApiServer,
+    creds: &Credentials,
+    f: &Flags,
+    ns: &str,
+    mut each: impl FnMut(&mut ApiServer, ResourceId, &str, &Value) -> Vec<String>,
+) -> Vec<String> {
     let ts = match sub_targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],
     };
-    let to: i64 = f.get("--to-revision").and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut out = Vec::new();
     for (r, name) in ts {
-        let d = match fetch(api, creds, r, ns, &name) {
-            Ok(o) => o,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
-        if api::get_bool(&d, &["spec", "paused"]) == Some(true) {
-            out.push("error: you cannot rollback a paused deployment; resume it first with 'kubectl rollout resume' and try again".to_string());
-            continue;
+        match fetch(api, creds, r, ns, &name) {
+            Ok(d) => out.extend(each(api, r, &name, &d)),
+            Err(e) => out.push(e),
         }
-        let revs = match revisions(api, creds, ns, &d) {
+    }
+    out
+}
+
+/// `kubectl rollout undo deployment/NAME [--to-revision=N]`: the Deployment's template goes
+/// back to that revision's (`polymorphichelpers/rollback.go`), as a JSON patch.
+fn rollout_undo(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let to: i64 = f.get("--to-revision").and_then(|v| v.parse().ok()).unwrap_or(0);
+    each_fetched(api, creds, f, ns, |api, r, name, d| {
+        if api::get_bool(d, &["spec", "paused"]) == Some(true) {
+            return vec!["error: you cannot rollback a paused deployment; resume it first with 'kubectl rollout resume' and try again".to_string()];
+        }
+        let revs = match revisions(api, creds, ns, d) {
             Ok(r) => r,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
+            Err(e) => return vec![e],
         };
         let target = if to == 0 {
             // The previous revision: the highest below the current one.
             match revs.len() {
-                0 | 1 => {
-                    out.push(format!("error: no rollout history found for deployment {name:?}"));
-                    continue;
-                }
+                0 | 1 => return vec![format!("error: no rollout history found for deployment {name:?}")],
                 n => revs[n - 2].clone(),
             }
         } else {
             match revs.iter().find(|(n, _)| *n == to) {
                 Some(x) => x.clone(),
-                None => {
-                    out.push(format!("error: unable to find specified revision {to} in history"));
-                    continue;
-                }
+                None => return vec![format!("error: unable to find specified revision {to} in history")],
             }
         };
         let mut template = api::get(&target.1, &["spec", "template"]).cloned().unwrap_or(json!({}));
         if let Some(labels) = template.get_mut("metadata").and_then(|m| m.get_mut("labels")).and_then(Value::as_object_mut) {
             labels.remove("pod-template-hash");
         }
-        if api::get(&d, &["spec", "template"]) == Some(&template) {
-            out.push(format!("{}/{name} skipped rollback (current template already matches revision {})", kind_prefix(r), target.0));
-            continue;
+        if api::get(d, &["spec", "template"]) == Some(&template) {
+            return vec![format!("{}/{name} skipped rollback (current template already matches revision {})", kind_prefix(r), target.0)];
         }
-        let mut annotations = api::get(&d, &["metadata", "annotations"]).cloned().unwrap_or(json!({}));
+        let mut annotations = api::get(d, &["metadata", "annotations"]).cloned().unwrap_or(json!({}));
         for (k, v) in api::get(&target.1, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
             if !matches!(
                 k.as_str(),
@@ -1314,74 +1314,44 @@ fn rollout_undo(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -
         }
         let patch =
             json!([{"op": "replace", "path": "/spec/template", "value": template}, {"op": "replace", "path": "/metadata/annotations", "value": annotations}]);
-        match api.handle(Request::patch(r, ns, &name, PatchType::Json, patch, creds.clone())) {
-            Ok(_) => out.push(format!("{}/{name} rolled back", kind_prefix(r))),
-            Err(s) => out.push(s.kubectl_message(None, "")),
+        match api.handle(Request::patch(r, ns, name, PatchType::Json, patch, creds.clone())) {
+            Ok(_) => vec![format!("{}/{name} rolled back", kind_prefix(r))],
+            Err(s) => vec![s.kubectl_message(None, "")],
         }
-    }
-    out
+    })
 }
 
 /// `kubectl rollout pause|resume deployment/NAME`.
 fn rollout_pause(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, pause: bool) -> Vec<String> {
-    let ts = match sub_targets(api, creds, f, ns) {
-        Ok(ts) => ts,
-        Err(e) => return vec![e],
-    };
-    let mut out = Vec::new();
-    for (r, name) in ts {
-        let d = match fetch(api, creds, r, ns, &name) {
-            Ok(o) => o,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
-        if api::get_bool(&d, &["spec", "paused"]).unwrap_or(false) == pause {
-            out.push(format!("error: {} {name:?} is {}", RESOURCES[r].qualified_resource(), if pause { "already paused" } else { "not paused" }));
-            continue;
+    each_fetched(api, creds, f, ns, |api, r, name, d| {
+        if api::get_bool(d, &["spec", "paused"]).unwrap_or(false) == pause {
+            return vec![format!("error: {} {name:?} is {}", RESOURCES[r].qualified_resource(), if pause { "already paused" } else { "not paused" })];
         }
         let patch = json!({"spec": {"paused": if pause { json!(true) } else { Value::Null }}});
-        match api.handle(Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone())) {
-            Ok(_) => out.push(format!("{}/{name} {}", kind_prefix(r), if pause { "paused" } else { "resumed" })),
-            Err(s) => out.push(s.kubectl_message(None, "")),
+        match api.handle(Request::patch(r, ns, name, PatchType::Strategic, patch, creds.clone())) {
+            Ok(_) => vec![format!("{}/{name} {}", kind_prefix(r), if pause { "paused" } else { "resumed" })],
+            Err(s) => vec![s.kubectl_message(None, "")],
         }
-    }
-    out
+    })
 }
 
 /// `kubectl rollout history deployment/NAME`: the revisions of its ReplicaSets.
 fn rollout_history(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let ts = match sub_targets(api, creds, f, ns) {
-        Ok(ts) => ts,
-        Err(e) => return vec![e],
-    };
-    let mut out = Vec::new();
-    for (r, name) in ts {
-        let d = match fetch(api, creds, r, ns, &name) {
-            Ok(o) => o,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
+    each_fetched(api, creds, f, ns, |api, r, name, d| {
+        let revs = match revisions(api, creds, ns, d) {
+            Ok(rs) => rs,
+            Err(e) => return vec![e],
         };
-        let revs: Vec<(i64, String)> = match revisions(api, creds, ns, &d) {
-            Ok(rs) => rs.into_iter().map(|(n, x)| (n, api::annotation(&x, "kubernetes.io/change-cause").unwrap_or("<none>").to_string())).collect(),
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
-        out.push(format!("{}/{name} ", kind_prefix(r)));
+        let mut out = vec![format!("{}/{name} ", kind_prefix(r))];
         // History is aligned with a padding of two, unlike `get`'s tables.
         let mut text = "REVISION\tCHANGE-CAUSE\n".to_string();
-        for (n, c) in revs {
-            text.push_str(&format!("{n}\t{c}\n"));
+        for (n, x) in revs {
+            text.push_str(&format!("{n}\t{}\n", api::annotation(&x, "kubernetes.io/change-cause").unwrap_or("<none>")));
         }
         out.extend(crate::describe::tabwrite(&text).lines().map(str::to_string));
         out.push(String::new());
-    }
-    out
+        out
+    })
 }
 
 /// `kubectl taint nodes NAME KEY[=VALUE]:EFFECT[-]...`.
