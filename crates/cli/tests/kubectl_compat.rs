@@ -235,6 +235,39 @@ fn seeds_scenario_through_the_real_kubectl() {
 }
 
 #[test]
+fn seeds_manifests_through_kubectl_apply() {
+    // The seeds' example without its Scenario document (kubeloop's own set-up), applied by
+    // the real kubectl to an empty cluster: RBAC, a policy, a webhook served from inside the
+    // cluster, and the checkout Deployment behind them.
+    let s = Server::start("seeds", &[]);
+    let text = std::fs::read_to_string(root().join("web/checkout.yaml")).unwrap();
+    let manifests: Vec<&str> = text.split("\n---\n").filter(|d| !d.contains("kind: Scenario")).collect();
+    let out = s.run(&["apply", "-f", "-"], Some(&manifests.join("\n---\n")));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{printed}{}", String::from_utf8_lossy(&out.stderr));
+    for want in [
+        "role.rbac.authorization.k8s.io/deployer created",
+        "rolebinding.rbac.authorization.k8s.io/payments-deployer created",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/no-latest-tag created",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/no-latest-tag-binding created",
+        "deployment.apps/checkout created",
+        "service/checkout created",
+        "namespace/policy created",
+        "deployment.apps/team-policy created",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/team-policy created",
+    ] {
+        assert!(printed.contains(want), "missing {want:?} in\n{printed}");
+    }
+    assert!(s.ok(&["rollout", "status", "deployment/checkout", "--timeout=60s"]).contains("successfully rolled out"));
+    assert!(s.ok(&["rollout", "status", "deployment/team-policy", "-n", "policy", "--timeout=60s"]).contains("successfully rolled out"));
+    let again = s.run(&["apply", "-f", "-"], Some(&manifests.join("\n---\n")));
+    assert!(String::from_utf8_lossy(&again.stdout).lines().all(|l| l.ends_with(" unchanged")), "{}", String::from_utf8_lossy(&again.stdout));
+    // Once the webhook's backend runs, it answers for the namespace it guards.
+    let err = s.fails(&["create", "deployment", "noteam", "--image=nginx:1.25"], None);
+    assert!(err.contains("deployments in default must carry a team label"), "{err}");
+}
+
+#[test]
 fn website_manifests_scale_watch_and_delete() {
     let s = Server::start("nginx", &[]);
     let file = root().join("tests/corpus/kubernetes-website-examples/controllers/nginx-deployment.yaml");
