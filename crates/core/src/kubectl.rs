@@ -1179,8 +1179,54 @@ impl Watch {
 }
 
 /// The commands the terminal knows, for completion.
-pub const COMMANDS: &[&str] =
-    &["annotate", "api-resources", "auth", "config", "cordon", "delete", "describe", "drain", "get", "label", "rollout", "scale", "set", "taint", "uncordon"];
+pub const COMMANDS: &[&str] = &[
+    "annotate",
+    "api-resources",
+    "apply",
+    "auth",
+    "config",
+    "cordon",
+    "create",
+    "delete",
+    "describe",
+    "diff",
+    "drain",
+    "explain",
+    "get",
+    "label",
+    "logs",
+    "rollout",
+    "scale",
+    "set",
+    "taint",
+    "uncordon",
+];
+
+/// The second word of commands that have subcommands.
+fn subcommands(command: &str) -> &'static [&'static str] {
+    match command {
+        "rollout" => &["history", "pause", "restart", "resume", "status", "undo"],
+        "set" => &["image"],
+        "auth" => &["can-i"],
+        "config" => &["current-context"],
+        "create" => &[
+            "clusterrole",
+            "clusterrolebinding",
+            "configmap",
+            "deployment",
+            "job",
+            "namespace",
+            "poddisruptionbudget",
+            "quota",
+            "role",
+            "rolebinding",
+            "secret",
+            "service",
+            "serviceaccount",
+        ],
+        _ => &[],
+    }
+}
 
 /// Completions for the last word of a command line: commands first, then resource types,
 /// then names of objects of that type in the namespace (`-n`) or `default`.
@@ -1200,6 +1246,11 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
     };
     let mut out: Vec<String> = if positional.is_empty() {
         COMMANDS.iter().map(|c| c.to_string()).collect()
+    } else if positional.len() == 1 && !subcommands(positional[0]).is_empty() {
+        subcommands(positional[0]).iter().map(|c| c.to_string()).collect()
+    } else if positional.first() == Some(&"logs") {
+        // `logs` takes pod names directly.
+        api.store.list(crate::api::rid::POD, Some(ns)).map(|o| api::name(o).to_string()).collect()
     } else if positional.len() == type_at {
         RESOURCES.iter().flat_map(|r| std::iter::once(r.plural).chain(r.short_names.iter().copied())).map(str::to_string).collect()
     } else if let Some(r) = positional.get(type_at).and_then(|t| resource_for_name(t)) {

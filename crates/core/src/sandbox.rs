@@ -638,6 +638,9 @@ mod tests {
         assert!(crate::kubectl::complete(api, "get dep").contains(&"deployments".to_string()));
         assert_eq!(crate::kubectl::complete(api, "scale deployment w"), ["web"]);
         assert_eq!(crate::kubectl::complete(api, "rollout status deployments "), ["web"]);
+        assert_eq!(crate::kubectl::complete(api, "rollout un"), ["undo"]);
+        assert_eq!(crate::kubectl::complete(api, "ex"), ["explain"]);
+        assert!(crate::kubectl::complete(api, "logs web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "logs web-").is_empty());
         assert!(crate::kubectl::complete(api, "get pods -n kube-system x").is_empty());
     }
 
