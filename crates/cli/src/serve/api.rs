@@ -337,6 +337,11 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
     if (!res.namespaced && !ns.is_empty()) || (res.namespaced && ns.is_empty() && !name.is_empty()) {
         return Err(not_found());
     }
+    if matches!(sub, "exec" | "attach" | "portforward" | "proxy") {
+        return Err(Status::bad_request(format!(
+            "kubeloop simulates containers and runs no processes, so {sub} is not available; kubectl logs shows what the simulated container wrote"
+        )));
+    }
     let creds = Credentials::User(user.clone());
     match (req.method.as_str(), name.is_empty()) {
         ("GET", true) if req.flag("watch") => watch(sh, req, &user, rid, ns),
