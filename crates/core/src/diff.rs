@@ -100,47 +100,40 @@ fn shown(obj: &Value) -> String {
 /// `kubectl diff -f FILE` with `text` as the file's content; the headers carry the
 /// simulated time.
 pub fn diff_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for doc in crate::manifest::parse(text) {
-        for d in &doc.diagnostics {
-            out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
-        }
-        let Some(obj) = doc.object else { continue };
-        let av = crate::api::get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
-        let kind = crate::api::get_str(&obj, &["kind"]).unwrap_or("").to_string();
-        let Some(r) = resource_for_kind(&av, &kind) else {
-            out.push(format!(
-                "error: resource mapping not found for name: {:?} namespace: \"\" from {file:?}: no matches for kind {kind:?} in version {av:?}",
-                api::name(&obj)
-            ));
-            continue;
-        };
-        let res = &RESOURCES[r];
-        let ns = if res.namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
-        let name = api::name(&obj).to_string();
-        let live = api.handle(Request::new(Verb::Get, r, &ns, &name, creds.clone())).ok();
-        let merged = match crate::kubectl::apply_object_dry(api, creds, obj, file) {
-            Ok(m) => m,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
-        let before = live.as_deref().map(shown).unwrap_or_default();
-        let after = shown(&merged);
-        let hunks = unified(&before, &after);
-        if hunks.is_empty() {
-            continue;
-        }
-        // The temporary file kubectl names after the object (`apps.v1.Deployment.default.web`).
-        let group = if res.group.is_empty() { String::new() } else { format!("{}.", res.group) };
-        let file_name = format!("{group}{}.{}.{ns}.{name}", res.version, res.kind);
-        let stamp = crate::sim::rfc3339(api.now).replace('T', " ").replace('Z', ".000000000 +0000");
-        out.push(format!("diff -u -N /tmp/LIVE-kubeloop/{file_name} /tmp/MERGED-kubeloop/{file_name}"));
-        out.push(format!("--- /tmp/LIVE-kubeloop/{file_name}\t{stamp}"));
-        out.push(format!("+++ /tmp/MERGED-kubeloop/{file_name}\t{stamp}"));
-        out.extend(hunks);
+    crate::kubectl::each_document(text, file, |obj| diff_object(api, creds, obj, file))
+}
+
+fn diff_object(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> Vec<String> {
+    let av = crate::api::get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+    let kind = crate::api::get_str(&obj, &["kind"]).unwrap_or("").to_string();
+    let Some(r) = resource_for_kind(&av, &kind) else {
+        return vec![format!(
+            "error: resource mapping not found for name: {:?} namespace: \"\" from {file:?}: no matches for kind {kind:?} in version {av:?}",
+            api::name(&obj)
+        )];
+    };
+    let res = &RESOURCES[r];
+    let ns = if res.namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+    let name = api::name(&obj).to_string();
+    let live = api.handle(Request::new(Verb::Get, r, &ns, &name, creds.clone())).ok();
+    let merged = match crate::kubectl::apply_object_dry(api, creds, obj, file) {
+        Ok(m) => m,
+        Err(e) => return vec![e],
+    };
+    let hunks = unified(&live.as_deref().map(shown).unwrap_or_default(), &shown(&merged));
+    if hunks.is_empty() {
+        return vec![];
     }
+    // The temporary file kubectl names after the object (`apps.v1.Deployment.default.web`).
+    let group = if res.group.is_empty() { String::new() } else { format!("{}.", res.group) };
+    let file_name = format!("{group}{}.{}.{ns}.{name}", res.version, res.kind);
+    let stamp = crate::sim::rfc3339(api.now).replace('T', " ").replace('Z', ".000000000 +0000");
+    let mut out = vec![
+        format!("diff -u -N /tmp/LIVE-kubeloop/{file_name} /tmp/MERGED-kubeloop/{file_name}"),
+        format!("--- /tmp/LIVE-kubeloop/{file_name}\t{stamp}"),
+        format!("+++ /tmp/MERGED-kubeloop/{file_name}\t{stamp}"),
+    ];
+    out.extend(hunks);
     out
 }
 

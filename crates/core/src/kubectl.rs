@@ -127,17 +127,24 @@ fn with_warnings(api: &ApiServer, line: String) -> String {
     out.join("\n")
 }
 
-/// `kubectl apply -f <file>` with `text` as the file's content.
-pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+/// The lines for each document of a `-f` file: kubectl's parse error for a broken one,
+/// `each`'s lines for an object.
+pub fn each_document(text: &str, file: &str, mut each: impl FnMut(Value) -> Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     for doc in crate::manifest::parse(text) {
         for d in &doc.diagnostics {
             out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
         }
-        let Some(obj) = doc.object else { continue };
-        out.push(apply_object(api, creds, obj, file));
+        if let Some(obj) = doc.object {
+            out.extend(each(obj));
+        }
     }
     out
+}
+
+/// `kubectl apply -f <file>` with `text` as the file's content.
+pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+    each_document(text, file, |obj| vec![apply_object(api, creds, obj, file)])
 }
 
 /// Apply one object; returns kubectl's line for it.
@@ -1537,23 +1544,16 @@ fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
 /// build them (`k8s.io/kubectl/pkg/cmd/create`).
 /// `kubectl create -f FILE`: each object created as written.
 fn create_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for doc in crate::manifest::parse(text) {
-        for d in &doc.diagnostics {
-            out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
-        }
-        let Some(obj) = doc.object else { continue };
+    each_document(text, file, |obj| {
         let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) else {
-            out.push(format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj)));
-            continue;
+            return vec![format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj))];
         };
         let ns = if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
         match api.handle(Request::create(r, &ns, obj, creds.clone())) {
-            Ok(o) => out.push(with_warnings(api, format!("{}/{} created", kind_prefix(r), api::name(&o)))),
-            Err(s) => out.push(s.kubectl_message(Some(file), "creating")),
+            Ok(o) => vec![with_warnings(api, format!("{}/{} created", kind_prefix(r), api::name(&o)))],
+            Err(s) => vec![s.kubectl_message(Some(file), "creating")],
         }
-    }
-    out
+    })
 }
 
 /// Standard base64 with padding, as Secrets carry their data.
