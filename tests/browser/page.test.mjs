@@ -198,6 +198,9 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   await input.press('Enter');
   await out.getByText('FIELD: strategy <DeploymentStrategy>').waitFor({ timeout: 20000 });
   await out.getByText(/^\s*Type of deployment\. Can be "Recreate" or "RollingUpdate"\. Default is$/).waitFor();
+  // Its blank lines keep their height, as in a terminal.
+  const blank = await out.locator('div:empty').last().evaluate((el) => el.getBoundingClientRect().height);
+  if (blank < 8) throw new Error(`an empty output line is ${blank}px high`);
   // A here-document: Enter inside it starts a new line; after EOF it runs.
   await input.fill('apply -f - <<EOF');
   await input.press('Enter');
