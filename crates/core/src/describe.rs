@@ -534,9 +534,7 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
             o.push_str(&format!("  IP:\t{}\n", get_str(ip, &["ip"]).unwrap_or("")));
         }
     }
-    if let Some(c) = api::controller_ref(p) {
-        o.push_str(&format!("Controlled By:\t{}/{}\n", get_str(c, &["kind"]).unwrap_or(""), get_str(c, &["name"]).unwrap_or("")));
-    }
+    controlled_by(&mut o, p);
     o.push_str("Containers:\n");
     let statuses = get_array(p, &["status", "containerStatuses"]);
     for c in get_array(p, &["spec", "containers"]) {

@@ -267,41 +267,43 @@ impl Writer {
     fn folded(&mut self, s: &str, indent: usize, breaks: bool) {
         let c: Vec<char> = s.chars().collect();
         let mut spaces = false;
-        let mut i = 0;
-        while i < c.len() {
-            if c[i] == ' ' {
-                let next_space = c.get(i + 1).is_some_and(|n| *n == ' ');
+        for (i, &ch) in c.iter().enumerate() {
+            if ch == ' ' {
+                let next_space = c.get(i + 1) == Some(&' ');
                 if breaks && !spaces && self.column > WIDTH && i != 0 && i + 1 != c.len() && !next_space {
                     self.newline(indent);
-                } else {
-                    self.put(" ");
+                    spaces = true;
+                    continue;
                 }
                 spaces = true;
             } else {
-                let mut buf = [0u8; 4];
-                self.put(c[i].encode_utf8(&mut buf));
                 spaces = false;
             }
-            i += 1;
+            // No line breaks here (those strings are blocks or double-quoted).
+            self.out.push(ch);
+            self.column += 1;
         }
     }
 
     /// A scalar string, `indent` being where its continuation lines go; `key` for a
     /// mapping key (never folded, never a block).
     fn string(&mut self, s: &str, indent: usize, key: bool) {
-        let a = analyze(s);
-        if s.contains('\n') && !key && !reads_as_non_string(s) {
-            return self.literal(s, indent);
-        }
-        if !reads_as_non_string(s) && a.plain {
-            return self.folded(s, indent, !key);
-        }
-        if reads_as_non_string(s) || !a.single {
+        if reads_as_non_string(s) {
             return self.double(s);
         }
-        self.put("'");
-        self.folded(&s.replace('\'', "''"), indent, !key);
-        self.put("'");
+        if s.contains('\n') && !key {
+            return self.literal(s, indent);
+        }
+        let a = analyze(s);
+        if a.plain {
+            self.folded(s, indent, !key)
+        } else if a.single {
+            self.put("'");
+            self.folded(&s.replace('\'', "''"), indent, !key);
+            self.put("'");
+        } else {
+            self.double(s)
+        }
     }
 
     fn double(&mut self, s: &str) {

@@ -373,7 +373,6 @@ fn prune(list: &mut [Entry], obj: &Value) {
 
 /// Record a create, update or patch by `manager`: it owns the fields whose values it
 /// changed, and the other managers lose them.
-#[allow(clippy::too_many_arguments)]
 pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
     let mut list = entries(old);
     let empty = json!({});

@@ -144,8 +144,8 @@ fn handle(sh: &Shared, req: &http::Request) -> Result<Reply, Status> {
         ["api", v] if get => whole(200, &discovery::resource_list("", v).ok_or_else(not_found)?),
         ["apis", g] if get => whole(200, &discovery::group(g).ok_or_else(not_found)?),
         ["apis", g, v] if get => whole(200, &discovery::resource_list(g, v).ok_or_else(not_found)?),
-        ["openapi", "v3"] if get => whole(200, &discovery::openapi_root()),
-        ["openapi", "v3", rest @ ..] if get => whole(200, &discovery::openapi_doc(&rest.join("/")).ok_or_else(not_found)?),
+        ["openapi", "v3"] if get => whole(200, discovery::openapi_root()),
+        ["openapi", "v3", rest @ ..] if get => whole(200, discovery::openapi_doc(&rest.join("/")).ok_or_else(not_found)?),
         ["kubeloop", "v1", "kubectl"] if req.method == "POST" => terminal(sh, req, user),
         ["apis", "authorization.k8s.io", "v1", review] if req.method == "POST" => access_review(sh, req, &user, review),
         ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] if req.method == "POST" => {
@@ -320,7 +320,6 @@ fn list_item(o: &Value) -> Value {
     o
 }
 
-#[allow(clippy::too_many_arguments)]
 fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, version: &str, rest: &[&str]) -> Result<Reply, Status> {
     let (ns, rest) = match rest {
         ["namespaces", ns, r @ ..] if !r.is_empty() && !matches!(r, ["status" | "finalize"]) => (*ns, r),
@@ -567,11 +566,17 @@ fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             return;
         }
         let mut seen = text;
+        // Logs only change when the store does (a container starts or stops).
+        let mut rev = sh.wait_change(0, Duration::ZERO);
         loop {
-            sh.wait_change(u64::MAX, Duration::from_millis(500));
+            let next = sh.wait_change(rev, Duration::from_millis(500));
             if hung_up(w) {
                 return;
             }
+            if next == rev {
+                continue;
+            }
+            rev = next;
             match fetch(sh) {
                 Ok(now) if now == seen => {}
                 Ok(now) if now.starts_with(&seen) => {

@@ -262,22 +262,37 @@ fn gv_path(group: &str, version: &str) -> String {
     }
 }
 
-/// `/openapi/v3`: where each group-version's document is.
-pub fn openapi_root() -> Value {
-    let mut paths = BTreeMap::new();
-    for (g, v) in group_versions() {
-        let p = gv_path(g, v);
-        if let Some(doc) = openapi_doc(&p) {
-            let h = hash(&serde_json::to_string(&doc).unwrap_or_default());
-            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")}));
+/// The OpenAPI v3 documents, built once: by group-version path, and the root index.
+struct Documents {
+    by_gv: BTreeMap<String, Value>,
+    root: Value,
+}
+
+fn documents() -> &'static Documents {
+    static DOCS: OnceLock<Documents> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let mut by_gv = BTreeMap::new();
+        let mut root = json!({"paths": {}});
+        for (g, v) in group_versions() {
+            let p = gv_path(g, v);
+            if let Some(doc) = build_doc(&p) {
+                let h = hash(&serde_json::to_string(&doc).unwrap_or_default());
+                root["paths"][p.as_str()] = json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={h}")});
+                by_gv.insert(p, doc);
+            }
         }
-    }
-    let paths: Vec<(String, Value)> = paths.into_iter().collect();
-    let mut out = json!({"paths": {}});
-    for (k, v) in paths {
-        out["paths"][k.as_str()] = v;
-    }
-    out
+        Documents { by_gv, root }
+    })
+}
+
+/// `/openapi/v3`: where each group-version's document is.
+pub fn openapi_root() -> &'static Value {
+    &documents().root
+}
+
+/// The OpenAPI v3 document of one group-version (`api/v1`, `apis/apps/v1`).
+pub fn openapi_doc(gv: &str) -> Option<&'static Value> {
+    documents().by_gv.get(gv)
 }
 
 fn refs(v: &Value, out: &mut BTreeSet<String>) {
@@ -302,8 +317,7 @@ fn param(name: &str, description: &str) -> Value {
     json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}})
 }
 
-/// The OpenAPI v3 document of one group-version (`api/v1`, `apis/apps/v1`).
-pub fn openapi_doc(gv: &str) -> Option<Value> {
+fn build_doc(gv: &str) -> Option<Value> {
     let oa = openapi();
     let (group, version) = match gv.split('/').collect::<Vec<_>>()[..] {
         ["api", v] => ("", v),

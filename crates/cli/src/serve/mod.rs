@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 type Job = Box<dyn FnOnce(&mut Cluster) + Send>;
 
 pub struct Shared {
-    jobs: Mutex<mpsc::Sender<Job>>,
+    jobs: mpsc::Sender<Job>,
     /// The store's revision, updated and signalled by the cluster thread on every change.
     revision: Mutex<u64>,
     changed: Condvar,
@@ -42,7 +42,7 @@ impl Shared {
         let job: Job = Box::new(move |c| {
             let _ = tx.send(f(c));
         });
-        let sent = self.jobs.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+        let sent = self.jobs.send(job);
         if sent.is_err() {
             return Err(Status::new(503, "ServiceUnavailable", "the cluster has stopped"));
         }
@@ -215,7 +215,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (tx, rx) = mpsc::channel();
-    let shared = Arc::new(Shared { jobs: Mutex::new(tx), revision: Mutex::new(0), changed: Condvar::new(), address: address.clone() });
+    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: address.clone() });
     // Nothing here may fail the server: whoever started it may have stopped reading.
     let mut out = std::io::stdout();
     let _ = writeln!(out, "kubeloop is serving the Kubernetes API on https://{address} (speed {speed}x)");
