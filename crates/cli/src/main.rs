@@ -1,13 +1,13 @@
 //! The `kubeloop` command: runs scenarios through the deterministic control plane and
 //! measures it. All I/O (files, clocks, stdout) lives here, never in `kubeloop-core`.
 
-use kubeloop_core::api::{self, get_str, rid};
 use kubeloop_core::apiserver::Credentials;
+use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Action, Cluster, Config, NodeSpec};
+use kubeloop_core::foundation::api::{self, get_str, rid};
+use kubeloop_core::foundation::sim::{parse_duration, Millis};
+use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
-use kubeloop_core::scenario::{add_file, Scenario};
-use kubeloop_core::sim::{parse_duration, Millis};
-use kubeloop_core::value::Value;
 use std::process::ExitCode;
 
 mod serve;
@@ -225,22 +225,22 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
         ]);
     }
     if deployments.len() > 1 {
-        out.push_str(&kubeloop_core::printers::table(&deployments));
+        out.push_str(&kubeloop_core::kubectl::printers::table(&deployments));
         out.push('\n');
     }
     let mut rows = vec![["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"].map(String::from).to_vec()];
     for p in store.list(rid::POD, None) {
-        let row = kubeloop_core::printers::pod_row(p, end);
+        let row = kubeloop_core::kubectl::printers::pod_row(p, end);
         let age = get_str(p, &["metadata", "creationTimestamp"])
-            .and_then(kubeloop_core::sim::parse_rfc3339)
-            .map(|t| kubeloop_core::printers::human_duration(end.saturating_sub(t)))
+            .and_then(kubeloop_core::foundation::sim::parse_rfc3339)
+            .map(|t| kubeloop_core::kubectl::printers::human_duration(end.saturating_sub(t)))
             .unwrap_or_default();
         let node = get_str(p, &["spec", "nodeName"]).unwrap_or("<none>").to_string();
         let ip = get_str(p, &["status", "podIP"]).unwrap_or("<none>").to_string();
         rows.push(vec![api::namespace(p).to_string(), api::name(p).to_string(), row.ready, row.status, row.restarts, age, ip, node]);
     }
     if rows.len() > 1 {
-        out.push_str(&kubeloop_core::printers::table(&rows));
+        out.push_str(&kubeloop_core::kubectl::printers::table(&rows));
     }
     let denied = cluster.api.trace.requests.iter().filter(|r| r.code >= 400).count();
     outln!(out, "{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);
@@ -257,7 +257,7 @@ fn peak_rss_kib() -> Option<u64> {
 /// fetched when first needed).
 fn install_api_docs() {
     if let Ok(doc) = serde_json::from_str(include_str!("../data/openapi.json")) {
-        kubeloop_core::explain::install(doc);
+        kubeloop_core::kubectl::explain::install(doc);
     }
 }
 
@@ -381,7 +381,7 @@ fn bench(args: &[String]) -> ExitCode {
     }
     let end = cluster.run_to_quiet(CAP);
     let wall = started.elapsed().as_secs_f64();
-    let ready = cluster.api.store.list(rid::POD, None).filter(|p| kubeloop_core::controllers::replicaset::pod_is_ready(p)).count();
+    let ready = cluster.api.store.list(rid::POD, None).filter(|p| kubeloop_core::foundation::pod::pod_is_ready(p)).count();
     let writes = cluster.api.trace.writes;
     let v = serde_json::json!({
         "nodes": nodes,

@@ -9,38 +9,9 @@
 
 #![allow(clippy::too_many_arguments)]
 
-pub mod admission;
-pub mod api;
 pub mod apiserver;
-pub mod cel;
 pub mod cluster;
-pub mod controllers;
-pub mod defaults;
-pub mod describe;
-pub mod diff;
-pub mod events;
-pub mod explain;
-pub mod fields;
-pub mod goyaml;
-pub mod informer;
-pub mod jsonpath;
+pub mod foundation;
 pub mod kubectl;
-pub mod kubelet;
-pub mod labels;
-pub mod managed;
-pub mod manifest;
-pub mod patch;
-pub mod printers;
-pub mod quantity;
-pub mod rbac;
-pub mod registry;
+pub mod loops;
 pub mod sandbox;
-pub mod scenario;
-pub mod scheduler;
-pub mod schema;
-pub mod sim;
-pub mod status;
-pub mod store;
-pub mod trace;
-pub mod validation;
-pub mod value;

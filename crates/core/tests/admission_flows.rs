@@ -4,9 +4,9 @@
 // Tests build their fixtures in memory; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::{get_array, get_str, rid};
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config};
+use kubeloop_core::foundation::api::{get_array, get_str, rid};
 
 fn apply(c: &mut Cluster, text: &str) -> Vec<String> {
     let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: text.into(), file: "t.yaml".into() }).output;

@@ -37,7 +37,7 @@ fn the_website_examples_apply_as_on_a_real_cluster() {
         let text = std::fs::read_to_string(f).expect("read");
         let mut c = Cluster::new(Config { trace: false, ..Default::default() });
         // The docs create a page's namespace first (`kubectl create namespace ...`).
-        for doc in kubeloop_core::manifest::parse(&text) {
+        for doc in kubeloop_core::foundation::manifest::parse(&text) {
             if let Some(ns) = doc.object.as_ref().and_then(|o| o.get("metadata")).and_then(|m| m.get("namespace")).and_then(|n| n.as_str()) {
                 let ns_text = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n");
                 c.act(Credentials::Token("admin-token".into()), Action::Apply { text: ns_text, file: "namespace.yaml".into() });

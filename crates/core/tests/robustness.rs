@@ -4,10 +4,10 @@
 // Tests build their fixtures in memory; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::RESOURCES;
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config};
-use kubeloop_core::value::{json, Value};
+use kubeloop_core::foundation::api::RESOURCES;
+use kubeloop_core::foundation::value::{json, Value};
 use proptest::prelude::*;
 
 fn leaf() -> impl Strategy<Value = Value> {

@@ -5,10 +5,10 @@
 // Tests read their fixtures from disk; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::{self, get_array, get_str, rid, Object};
+use kubeloop_core::apiserver::trace::Flow;
+use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::Cluster;
-use kubeloop_core::scenario::{add_file, Scenario};
-use kubeloop_core::trace::Flow;
+use kubeloop_core::foundation::api::{self, get_array, get_str, rid, Object};
 use std::path::Path;
 
 fn root() -> &'static Path {
@@ -31,7 +31,7 @@ fn pods(c: &Cluster) -> Vec<Object> {
 }
 
 fn ready(p: &Object) -> bool {
-    kubeloop_core::controllers::replicaset::pod_is_ready(p)
+    kubeloop_core::foundation::pod::pod_is_ready(p)
 }
 
 fn events(c: &Cluster, reason: &str) -> Vec<String> {
@@ -126,11 +126,11 @@ fn a_node_failure_is_healed_by_the_reconcile_loops() {
     // Before the grace period ends the node still looks Ready.
     c.run_until(100_000);
     let node = c.api.store.get_by(rid::NODE, "", "node-b").expect("node").clone();
-    assert_eq!(kubeloop_core::controllers::replicaset::condition(&node, "Ready").and_then(|c| get_str(c, &["status"])), Some("True"));
+    assert_eq!(kubeloop_core::foundation::pod::condition(&node, "Ready").and_then(|c| get_str(c, &["status"])), Some("True"));
     // After it, Unknown and tainted; the pod there is not Ready.
     c.run_until(200_000);
     let node = c.api.store.get_by(rid::NODE, "", "node-b").expect("node").clone();
-    let ready_cond = kubeloop_core::controllers::replicaset::condition(&node, "Ready").expect("Ready").clone();
+    let ready_cond = kubeloop_core::foundation::pod::condition(&node, "Ready").expect("Ready").clone();
     assert_eq!(ready_cond["status"], "Unknown");
     assert_eq!(ready_cond["message"], "Kubelet stopped posting node status.");
     let taints: Vec<String> =
@@ -185,7 +185,7 @@ fn failure_paths_show_the_real_reasons() {
     assert_eq!(status("crasher"), "CrashLoopBackOff");
     assert_eq!(status("needs-config"), "ContainerCreating");
     let big = c.api.store.get_by(rid::POD, "default", "too-big").expect("pod");
-    let cond = kubeloop_core::controllers::replicaset::condition(big, "PodScheduled").expect("condition");
+    let cond = kubeloop_core::foundation::pod::condition(big, "PodScheduled").expect("condition");
     assert_eq!(cond["reason"], "Unschedulable");
     assert_eq!(
         cond["message"],
@@ -227,7 +227,7 @@ fn one_seed_gives_a_byte_identical_run() {
         let mut c = Cluster::new(sc.config(seed, true));
         c.add_steps(sc.steps.clone());
         c.run_to_quiet(3_600_000);
-        let objects: Vec<&kubeloop_core::value::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
+        let objects: Vec<&kubeloop_core::foundation::value::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
         serde_json::to_string(&serde_json::json!({"objects": objects, "trace": c.api.trace.records, "requests": c.api.trace.requests})).expect("json")
     };
     let a = run(None);

@@ -3,9 +3,9 @@
 // Tests build their fixtures in memory; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::{self, get_str, rid};
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::{Action, Cluster, Config};
+use kubeloop_core::foundation::api::{self, get_str, rid};
 use std::collections::BTreeMap;
 
 fn admin() -> Credentials {
@@ -37,7 +37,7 @@ fn pending_message(c: &Cluster, prefix: &str) -> Option<String> {
         .store
         .list(rid::POD, None)
         .filter(|p| api::name(p).starts_with(prefix) && get_str(p, &["spec", "nodeName"]).is_none())
-        .find_map(|p| kubeloop_core::controllers::replicaset::condition(p, "PodScheduled").and_then(|c| get_str(c, &["message"])).map(str::to_string))
+        .find_map(|p| kubeloop_core::foundation::pod::condition(p, "PodScheduled").and_then(|c| get_str(c, &["message"])).map(str::to_string))
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn host_ports_conflict_on_a_node() {
     run(&mut c, Action::Apply { text: pod("first"), file: "a.yaml".into() });
     run(&mut c, Action::Apply { text: pod("second"), file: "b.yaml".into() });
     let second = c.api.store.get_by(rid::POD, "default", "second").unwrap();
-    let msg = kubeloop_core::controllers::replicaset::condition(second, "PodScheduled").and_then(|c| get_str(c, &["message"])).unwrap_or("").to_string();
+    let msg = kubeloop_core::foundation::pod::condition(second, "PodScheduled").and_then(|c| get_str(c, &["message"])).unwrap_or("").to_string();
     assert_eq!(msg, "0/2 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 1 node(s) had untolerated taint(s). preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.");
 }
 

@@ -6,10 +6,10 @@
 // Tests read their fixtures from disk; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::{rid, Object, ObjectKey};
-use kubeloop_core::informer::Informer;
-use kubeloop_core::store::{EventType, Store};
-use kubeloop_core::value::json;
+use kubeloop_core::apiserver::store::{EventType, Store};
+use kubeloop_core::foundation::api::{rid, Object, ObjectKey};
+use kubeloop_core::foundation::value::json;
+use kubeloop_core::loops::informer::Informer;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -87,7 +87,7 @@ proptest! {
                 }
                 Op::Sync(i) => {
                     let inf = &mut informers[i as usize];
-                    let watching = matches!(inf.state, kubeloop_core::informer::WatchState::Watching(_));
+                    let watching = matches!(inf.state, kubeloop_core::loops::informer::WatchState::Watching(_));
                     let r = inf.sync(&s);
                     // Deltas of a watch (not a list) come in revision order.
                     if watching && r.relisted.is_none() {

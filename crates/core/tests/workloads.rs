@@ -4,10 +4,10 @@
 // Tests build their fixtures in memory; the determinism lint guards the library itself.
 #![allow(clippy::disallowed_methods)]
 
-use kubeloop_core::api::{self, get_array, get_str, rid};
+use kubeloop_core::apiserver::trace::Flow;
 use kubeloop_core::apiserver::{Credentials, Request};
 use kubeloop_core::cluster::{Action, Cluster, Config, Fault};
-use kubeloop_core::trace::Flow;
+use kubeloop_core::foundation::api::{self, get_array, get_str, rid};
 
 fn admin() -> Credentials {
     Credentials::Token("admin-token".into())
@@ -34,7 +34,7 @@ fn scalings(c: &Cluster) -> Vec<String> {
 }
 
 fn ready_pods(c: &Cluster) -> usize {
-    c.api.store.list(rid::POD, None).filter(|p| !api::is_deleting(p) && kubeloop_core::controllers::replicaset::pod_is_ready(p)).count()
+    c.api.store.list(rid::POD, None).filter(|p| !api::is_deleting(p) && kubeloop_core::foundation::pod::pod_is_ready(p)).count()
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! into `dist/cel/` by `scripts/build-cel-wasm`), fetched the first time a manifest needs
 //! it, so the page itself stays small. Once loaded, calls are synchronous.
 
-use kubeloop_core::cel::CelEngine;
-use kubeloop_core::value::{Map, Value};
+use kubeloop_core::apiserver::cel::CelEngine;
+use kubeloop_core::foundation::value::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(inline_js = r#"

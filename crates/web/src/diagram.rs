@@ -1,6 +1,6 @@
 //! The apply-to-running-pod diagram of `seeds/004`, drawn as SVG and fed by trace records.
 
-use kubeloop_core::trace::{Flow, Record};
+use kubeloop_core::apiserver::trace::{Flow, Record};
 use std::collections::BTreeSet;
 use yew::prelude::*;
 

@@ -16,11 +16,11 @@ extern "C" {
     fn docs_fetch() -> js_sys::Promise;
 }
 
-/// Fetch and install the schemas (see `kubeloop_core::explain::install`).
+/// Fetch and install the schemas (see `kubeloop_core::kubectl::explain::install`).
 pub async fn load() -> Result<(), String> {
     let text = wasm_bindgen_futures::JsFuture::from(docs_fetch()).await.map_err(|e| e.as_string().unwrap_or_else(|| format!("{e:?}")))?;
     let text = text.as_string().ok_or("the document is not text")?;
     let doc = serde_json::from_str(&text).map_err(|e| format!("the document is not valid JSON: {e}"))?;
-    kubeloop_core::explain::install(doc);
+    kubeloop_core::kubectl::explain::install(doc);
     Ok(())
 }

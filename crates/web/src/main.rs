@@ -11,13 +11,13 @@ mod docs;
 
 use diagram::Tally;
 use gloo_timers::callback::{Interval, Timeout};
-use kubeloop_core::api::{self, get, get_str, rid, Object};
-use kubeloop_core::printers::{human_duration, pod_row};
-use kubeloop_core::quantity::value_milli;
+use kubeloop_core::apiserver::trace::{Flow, Record};
+use kubeloop_core::foundation::api::{self, get, get_str, rid, Object};
+use kubeloop_core::foundation::quantity::value_milli;
+use kubeloop_core::foundation::value::Value;
+use kubeloop_core::kubectl::printers::{human_duration, pod_row};
+use kubeloop_core::loops::scheduler::pod_requests;
 use kubeloop_core::sandbox::Sandbox;
-use kubeloop_core::scheduler::pod_requests;
-use kubeloop_core::trace::{Flow, Record};
-use kubeloop_core::value::Value;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
@@ -435,7 +435,7 @@ impl Component for App {
                 self.term_lines.push((true, format!("{} $ kubectl {}", self.sb.user, line.strip_prefix("kubectl ").unwrap_or(line))));
                 self.term_history.push(line.to_string());
                 self.term_pos = self.term_history.len();
-                if kubeloop_core::kubectl::verb_of(line) == Some("explain") && !kubeloop_core::explain::installed() {
+                if kubeloop_core::kubectl::verb_of(line) == Some("explain") && !kubeloop_core::kubectl::explain::installed() {
                     self.term_lines.push((false, "(fetching the API documentation…)".into()));
                     let (link, line) = (ctx.link().clone(), line.to_string());
                     wasm_bindgen_futures::spawn_local(async move { link.send_message(Msg::DocsLoaded(docs::load().await, line)) });
@@ -878,7 +878,7 @@ impl App {
                 </table>
                 if let Some((r, o)) = at {
                     <h3>{ format!("{} as stored at resourceVersion {}", r.object, r.resource_version) }</h3>
-                    <pre class="yaml">{ kubeloop_core::manifest::to_yaml(&o) }</pre>
+                    <pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&o) }</pre>
                 }
             </div>
         }
@@ -926,7 +926,7 @@ impl App {
                 api::get_array(x, &["metadata", "ownerReferences"]).iter().any(|r| get_str(r, &["uid"]) == Some(uid.as_str()))
                     || (kind == "Service"
                         && get_str(x, &["kind"]) == Some("Pod")
-                        && selector.as_ref().and_then(Value::as_object).is_some_and(|s| kubeloop_core::labels::map_matches(s, api::labels(x)))
+                        && selector.as_ref().and_then(Value::as_object).is_some_and(|s| kubeloop_core::foundation::labels::map_matches(s, api::labels(x)))
                         && api::namespace(x) == api::namespace(o))
             })
             .map(object_key)
@@ -940,8 +940,8 @@ impl App {
                 <h3>{ object_key(o) }{ format!(" · resourceVersion {}", api::resource_version(o)) }</h3>
                 <div class="links">{ for owners }{ for deps }</div>
                 <div class="side-by-side">
-                    <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::manifest::to_yaml(&spec) }</pre></div>
-                    <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::manifest::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
+                    <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&spec) }</pre></div>
+                    <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::kubectl::goyaml::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
                 </div>
             </div>
         }
@@ -952,7 +952,7 @@ impl App {
         let mut evs: Vec<&Object> = self.sb.cluster.api.store.list(rid::EVENT, None).collect();
         evs.sort_by_key(|e| get_str(e, &["lastTimestamp"]).unwrap_or("").to_string());
         let rows = evs.iter().rev().take(300).map(|e| {
-            let last = get_str(e, &["lastTimestamp"]).and_then(kubeloop_core::sim::parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
+            let last = get_str(e, &["lastTimestamp"]).and_then(kubeloop_core::foundation::sim::parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
             let inv = e.get("involvedObject").cloned().unwrap_or_default();
             let obj = format!("{}/{}", get_str(&inv, &["kind"]).unwrap_or("").to_lowercase(), get_str(&inv, &["name"]).unwrap_or(""));
             let ty = get_str(e, &["type"]).unwrap_or("");
@@ -973,6 +973,6 @@ fn object_key(o: &Object) -> String {
 }
 
 fn main() {
-    kubeloop_core::cel::install(|| Box::new(cel::JsCel));
+    kubeloop_core::apiserver::cel::install(|| Box::new(cel::JsCel));
     yew::Renderer::<App>::new().render();
 }

@@ -7,16 +7,16 @@
 //! validation and storage exactly as it does for the page.
 
 use super::{discovery, http, Conn, Shared};
-use kubeloop_core::api::{self, get_str, Object, ResourceId, ResourceInfo, RESOURCES};
+use kubeloop_core::apiserver::fields::FieldSelector;
+use kubeloop_core::apiserver::rbac::{self, Attributes, Decision, UserInfo};
 use kubeloop_core::apiserver::{Credentials, FieldValidation, PatchType, Request, Verb};
 use kubeloop_core::cluster::{Action, Cluster};
-use kubeloop_core::fields::FieldSelector;
+use kubeloop_core::foundation::api::{self, get_str, Object, ResourceId, ResourceInfo, RESOURCES};
+use kubeloop_core::foundation::labels::Selector;
+use kubeloop_core::foundation::status::Status;
+use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
-use kubeloop_core::labels::Selector;
-use kubeloop_core::printers::{server_table, IncludeObject};
-use kubeloop_core::rbac::{self, Attributes, Decision, UserInfo};
-use kubeloop_core::status::Status;
-use kubeloop_core::value::Value;
+use kubeloop_core::kubectl::printers::{server_table, IncludeObject};
 use std::collections::HashSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -249,7 +249,7 @@ fn body_value(req: &http::Request) -> Result<Value, Status> {
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(&req.body).map_err(|e| Status::bad_request(format!("the body of the request could not be decoded: {e}"))),
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = String::from_utf8_lossy(&req.body);
-            let doc = kubeloop_core::manifest::parse(&text).into_iter().next().ok_or_else(|| Status::bad_request("the body of the request was empty"))?;
+            let doc = kubeloop_core::foundation::manifest::parse(&text).into_iter().next().ok_or_else(|| Status::bad_request("the body of the request was empty"))?;
             if let Some(d) = doc.diagnostics.first() {
                 return Err(Status::bad_request(format!("error converting YAML to JSON: yaml: line {}: {}", d.line, d.message)));
             }

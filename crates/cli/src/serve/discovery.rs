@@ -8,10 +8,10 @@
 //! `data/openapi.json` (descriptions included, for `kubectl explain`), with PATCH paths
 //! that declare `fieldValidation` so kubectl leaves validation to the server.
 
-use kubeloop_core::api::{ResourceInfo, RESOURCES};
 use kubeloop_core::apiserver::has_status_subresource;
+use kubeloop_core::foundation::api::{ResourceInfo, RESOURCES};
+use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
-use kubeloop_core::value::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 

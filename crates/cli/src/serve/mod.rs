@@ -12,10 +12,10 @@ mod discovery;
 mod http;
 mod protobuf;
 
+use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Cluster, Config, Step};
-use kubeloop_core::scenario::{add_file, Scenario};
-use kubeloop_core::sim::Millis;
-use kubeloop_core::status::Status;
+use kubeloop_core::foundation::sim::Millis;
+use kubeloop_core::foundation::status::Status;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
@@ -199,7 +199,7 @@ pub fn serve(args: &[String]) -> ExitCode {
     let address = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
     // Simulated time 0 is now, so that timestamps read as current to clients.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    kubeloop_core::sim::set_epoch(now);
+    kubeloop_core::foundation::sim::set_epoch(now);
     let config: Config = sc.config(seed, false);
     let users = config.users.clone();
     let host = address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("127.0.0.1");

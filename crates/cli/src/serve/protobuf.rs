@@ -6,8 +6,8 @@
 //! becomes the same JSON tree a JSON body would have been. Responses are always JSON, which
 //! every client accepts.
 
+use kubeloop_core::foundation::value::{Map, Value};
 use kubeloop_core::json;
-use kubeloop_core::value::{Map, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -164,8 +164,8 @@ fn special(name: &str, b: &[u8]) -> Option<Result<Value, String>> {
                 // The zero time is what Go marshals for an unset timestamp.
                 return Value::Null;
             }
-            let ms = secs.saturating_sub(kubeloop_core::sim::epoch()).max(0) as u64 * 1000;
-            json!(kubeloop_core::sim::rfc3339(ms))
+            let ms = secs.saturating_sub(kubeloop_core::foundation::sim::epoch()).max(0) as u64 * 1000;
+            json!(kubeloop_core::foundation::sim::rfc3339(ms))
         })),
         (_, "Quantity") => Some(string_field(1).map(|s| json!(s))),
         (_, "IntOrString") => Some((|| {

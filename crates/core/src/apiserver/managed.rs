@@ -1,0 +1,619 @@
+//! Field ownership (`metadata.managedFields`) and server-side apply, after
+//! `sigs.k8s.io/structured-merge-diff` as the API server uses it.
+//!
+//! A field set is kept in the `FieldsV1` form: `f:<field>` for a struct or map field,
+//! `k:{"name":"web"}` for the item of a list merged by keys, `v:"x"` for the item of a set,
+//! and `.` for "this node itself". Every write with a field manager records which fields
+//! that manager set; an apply merges the applied configuration into the live object by
+//! the schema's list types and map types, drops what the manager applied before but no
+//! longer applies, and fails with 409 when another manager owns a field it would change,
+//! unless forced.
+//!
+//! Writes without a field manager (the built-in loops here) are not tracked; in a real
+//! cluster `kube-controller-manager` and `kubelet` appear as managers too.
+
+use crate::apiserver::schema::{Cursor, ListType, Shape};
+use crate::foundation::sim::{rfc3339, Millis};
+use crate::foundation::status::Status;
+use crate::foundation::value::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// A set of field paths in `FieldsV1` form.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Set {
+    /// The `.` member: the node itself is owned.
+    own: bool,
+    children: BTreeMap<String, Set>,
+}
+
+impl Set {
+    pub fn from_json(v: &Value) -> Set {
+        let mut s = Set::default();
+        for (k, c) in v.as_object().into_iter().flatten() {
+            if k == "." {
+                s.own = true;
+            } else {
+                s.children.insert(k.to_string(), Set::from_json(c));
+            }
+        }
+        s
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if self.own {
+            m.insert(".", json!({}));
+        }
+        for (k, c) in &self.children {
+            m.insert(k.as_str(), c.to_json());
+        }
+        Value::Object(m)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.own && self.children.is_empty()
+    }
+
+    /// Every owned path: leaves, and nodes that carry `.`.
+    pub fn paths(&self) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        self.collect(&mut Vec::new(), &mut out);
+        out
+    }
+
+    fn collect(&self, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for (k, c) in &self.children {
+            prefix.push(k.clone());
+            if c.own || c.children.is_empty() {
+                out.push(prefix.clone());
+            }
+            c.collect(prefix, out);
+            prefix.pop();
+        }
+    }
+
+    pub fn contains(&self, path: &[String]) -> bool {
+        match path.split_first() {
+            None => true,
+            Some((first, rest)) => match self.children.get(first) {
+                Some(c) if rest.is_empty() => c.own || c.children.is_empty(),
+                Some(c) => c.contains(rest),
+                None => false,
+            },
+        }
+    }
+
+    fn insert(&mut self, path: &[String], leaf: &Set) {
+        match path.split_first() {
+            None => {}
+            Some((first, rest)) => {
+                let c = self.children.entry(first.clone()).or_default();
+                if rest.is_empty() {
+                    c.own |= leaf.own || !c.children.is_empty();
+                    for (k, v) in &leaf.children {
+                        c.children.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                } else {
+                    c.insert(rest, leaf);
+                }
+            }
+        }
+    }
+
+    /// Give up ownership of `path` (and of what is below it).
+    pub fn remove(&mut self, path: &[String]) {
+        let Some((first, rest)) = path.split_first() else { return };
+        if rest.is_empty() {
+            self.children.remove(first);
+            return;
+        }
+        if let Some(c) = self.children.get_mut(first) {
+            c.remove(rest);
+            if c.is_empty() {
+                // A parent that only held the removed path is not owned on its own.
+                self.children.remove(first);
+            }
+        }
+    }
+
+    fn union(&mut self, other: &Set) {
+        self.own |= other.own;
+        for (k, c) in &other.children {
+            self.children.entry(k.clone()).or_default().union(c);
+        }
+    }
+}
+
+fn key_of(item: &Value, keys: &[String]) -> String {
+    let mut m = Map::new();
+    for k in keys {
+        match item.get(k.as_str()) {
+            Some(v) => {
+                m.insert(k.as_str(), v.clone());
+            }
+            // A port's protocol is part of its key and defaults to TCP.
+            None if k == "protocol" => {
+                m.insert(k.as_str(), json!("TCP"));
+            }
+            None => {}
+        }
+    }
+    format!("k:{}", serde_json::to_string(&Value::Object(m)).unwrap_or_default())
+}
+
+/// The field set of `v` at `cur`.
+fn build(v: &Value, cur: Cursor) -> Set {
+    let mut s = Set::default();
+    match (cur.shape(), v) {
+        (Shape::Struct | Shape::Map, Value::Object(m)) => {
+            s.own = cur.shape() == Shape::Map;
+            for (k, c) in m {
+                s.children.insert(format!("f:{k}"), build(c, cur.field(k)));
+            }
+        }
+        (Shape::List(ListType::Map(keys)), Value::Array(a)) => {
+            s.own = true;
+            for item in a {
+                let mut c = build(item, cur.item());
+                c.own = true;
+                s.children.insert(key_of(item, &keys), c);
+            }
+        }
+        (Shape::List(ListType::Set), Value::Array(a)) => {
+            s.own = true;
+            for item in a {
+                s.children.insert(format!("v:{}", serde_json::to_string(item).unwrap_or_default()), Set::default());
+            }
+        }
+        _ => {}
+    }
+    s
+}
+
+/// The parts of an object whose ownership is tracked: `metadata.labels`, `annotations`,
+/// `ownerReferences` and `finalizers`, and `spec` (or `status` for the status
+/// subresource) and the other top-level fields.
+fn tracked(obj: &Value, subresource: &str) -> Value {
+    let mut out = Map::new();
+    for (k, v) in obj.as_object().into_iter().flatten() {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "status" if subresource != "status" => {}
+            "metadata" => {
+                let mut meta = Map::new();
+                for f in ["labels", "annotations", "ownerReferences", "finalizers"] {
+                    if let Some(x) = v.get(f) {
+                        meta.insert(f, x.clone());
+                    }
+                }
+                if !meta.is_empty() && subresource != "status" {
+                    out.insert("metadata", Value::Object(meta));
+                }
+            }
+            _ if subresource == "status" => {}
+            _ => {
+                out.insert(k.as_str(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn field_set(obj: &Value, api_version: &str, kind: &str, subresource: &str) -> Set {
+    let cur = Cursor::root(api_version, kind);
+    let mut s = build(&tracked(obj, subresource), cur);
+    // `ownerReferences` merge by uid and `finalizers` as a set, whatever the schema lacks.
+    if let Some(meta) = s.children.get_mut("f:metadata") {
+        if let (Some(refs), Some(list)) =
+            (meta.children.get_mut("f:ownerReferences"), crate::foundation::api::get(obj, &["metadata", "ownerReferences"]).and_then(Value::as_array))
+        {
+            refs.own = true;
+            refs.children = list.iter().map(|r| (key_of(r, &["uid".to_string()]), Set { own: true, children: BTreeMap::new() })).collect();
+        }
+    }
+    s
+}
+
+/// The value at a field path, if present.
+fn get_at<'a>(v: &'a Value, path: &[String]) -> Option<&'a Value> {
+    let mut cur = v;
+    for p in path {
+        cur = if let Some(f) = p.strip_prefix("f:") {
+            cur.get(f)?
+        } else if let Some(k) = p.strip_prefix("k:") {
+            let key: Value = serde_json::from_str(k).ok()?;
+            let km = key.as_object()?;
+            cur.as_array()?
+                .iter()
+                .find(|item| km.iter().all(|(kk, kv)| item.get(kk.as_str()).unwrap_or(if kk == "protocol" { &PROTOCOL_TCP } else { &Value::Null }) == kv))?
+        } else if let Some(x) = p.strip_prefix("v:") {
+            let want: Value = serde_json::from_str(x).ok()?;
+            cur.as_array()?.iter().find(|item| **item == want)?
+        } else {
+            return None;
+        };
+    }
+    Some(cur)
+}
+
+static PROTOCOL_TCP: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!("TCP"));
+
+fn remove_at(v: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else { return };
+    let mut cur = v;
+    for p in parents {
+        let next = if let Some(f) = p.strip_prefix("f:") {
+            cur.get_mut(f)
+        } else {
+            let Some(i) = index_of(cur, p) else { return };
+            cur.get_mut(i)
+        };
+        let Some(n) = next else { return };
+        cur = n;
+    }
+    if let Some(f) = last.strip_prefix("f:") {
+        if let Some(m) = cur.as_object_mut() {
+            m.remove(f);
+        }
+    } else if let Some(i) = index_of(cur, last) {
+        if let Some(a) = cur.as_array_mut() {
+            a.remove(i);
+        }
+    }
+}
+
+fn index_of(list: &Value, p: &str) -> Option<usize> {
+    let a = list.as_array()?;
+    let target = get_at(list, &[p.to_string()])?;
+    a.iter().position(|x| std::ptr::eq(x, target))
+}
+
+/// Merge an applied configuration into an object by the schema at `cur`.
+fn merge(dst: &mut Value, src: &Value, cur: Cursor) {
+    match (cur.shape(), src) {
+        (Shape::Struct | Shape::Map, Value::Object(m)) if dst.is_object() => {
+            for (k, v) in m {
+                let c = cur.field(k);
+                match dst.get_mut(k.as_str()) {
+                    Some(d) if !d.is_null() => merge(d, v, c),
+                    _ => dst[k.as_str()] = v.clone(),
+                }
+            }
+        }
+        (Shape::List(ListType::Map(keys)), Value::Array(items)) if dst.is_array() => {
+            for item in items {
+                let key = key_of(item, &keys);
+                match index_of(dst, &key) {
+                    Some(i) => {
+                        if let Some(d) = dst.get_mut(i) {
+                            merge(d, item, cur.item());
+                        }
+                    }
+                    None => {
+                        if let Some(a) = dst.as_array_mut() {
+                            a.push(item.clone());
+                        }
+                    }
+                }
+            }
+        }
+        (Shape::List(ListType::Set), Value::Array(items)) if dst.is_array() => {
+            if let Some(a) = dst.as_array_mut() {
+                for item in items {
+                    if !a.contains(item) {
+                        a.push(item.clone());
+                    }
+                }
+            }
+        }
+        _ => *dst = src.clone(),
+    }
+}
+
+/// One `managedFields` entry.
+#[derive(Debug, Clone)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    subresource: String,
+    time: Value,
+    set: Set,
+}
+
+fn entries(obj: Option<&Value>) -> Vec<Entry> {
+    let Some(obj) = obj else { return vec![] };
+    crate::foundation::api::get_array(obj, &["metadata", "managedFields"])
+        .iter()
+        .map(|e| {
+            let s = |k: &str| crate::foundation::api::get_str(e, &[k]).unwrap_or("").to_string();
+            Entry {
+                manager: s("manager"),
+                operation: s("operation"),
+                api_version: s("apiVersion"),
+                subresource: s("subresource"),
+                time: e.get("time").cloned().unwrap_or(Value::Null),
+                set: Set::from_json(e.get("fieldsV1").unwrap_or(&Value::Null)),
+            }
+        })
+        .collect()
+}
+
+fn write_entries(obj: &mut Value, list: Vec<Entry>) {
+    let out: Vec<Value> = list
+        .into_iter()
+        .filter(|e| !e.set.is_empty())
+        .map(|e| {
+            let mut v = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": e.set.to_json()});
+            if !e.subresource.is_empty() {
+                v["subresource"] = json!(e.subresource);
+            }
+            v
+        })
+        .collect();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if out.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields", Value::Array(out));
+        }
+    }
+}
+
+/// Drop from every entry the paths the object no longer has.
+fn prune(list: &mut [Entry], obj: &Value) {
+    for e in list.iter_mut() {
+        for p in e.set.paths() {
+            if get_at(obj, &p).is_none() {
+                e.set.remove(&p);
+            }
+        }
+    }
+}
+
+/// Record a create, update or patch by `manager`: it owns the fields whose values it
+/// changed, and the other managers lose them.
+pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
+    let mut list = entries(old);
+    let empty = json!({});
+    let before = old.unwrap_or(&empty);
+    let all = field_set(new, api_version, kind, subresource);
+    let mut changed = Set::default();
+    for p in all.paths() {
+        if get_at(before, &p) != get_at(new, &p) {
+            changed.insert(&p, &Set::default());
+        }
+    }
+    if !changed.is_empty() {
+        let mine = |e: &Entry| e.manager == manager && e.operation == "Update" && e.subresource == subresource;
+        for e in list.iter_mut().filter(|e| !mine(e)) {
+            for p in changed.paths() {
+                e.set.remove(&p);
+            }
+        }
+        match list.iter_mut().find(|e| mine(e)) {
+            Some(e) => {
+                e.set.union(&changed);
+                e.time = json!(rfc3339(now));
+            }
+            None => list.push(Entry {
+                manager: manager.to_string(),
+                operation: "Update".into(),
+                api_version: api_version.to_string(),
+                subresource: subresource.to_string(),
+                time: json!(rfc3339(now)),
+                set: changed,
+            }),
+        }
+    }
+    prune(&mut list, new);
+    write_entries(new, list);
+}
+
+/// `.spec.template.spec.containers[name="web"].image`, as conflicts name fields.
+fn display(path: &[String]) -> String {
+    let mut s = String::new();
+    for p in path {
+        if let Some(f) = p.strip_prefix("f:") {
+            s.push('.');
+            s.push_str(f);
+        } else if let Some(k) = p.strip_prefix("k:") {
+            let key: Value = serde_json::from_str(k).unwrap_or(Value::Null);
+            let parts: Vec<String> =
+                key.as_object().into_iter().flatten().map(|(kk, v)| format!("{kk}={}", serde_json::to_string(v).unwrap_or_default())).collect();
+            s.push_str(&format!("[{}]", parts.join(",")));
+        } else if let Some(v) = p.strip_prefix("v:") {
+            s.push_str(&format!("[={v}]"));
+        }
+    }
+    s
+}
+
+/// Server-side apply of `config` by `manager` onto `live` (absent for a create). Returns
+/// the merged object with its managedFields, or the 409 naming every conflict.
+#[allow(clippy::too_many_arguments)]
+pub fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    manager: &str,
+    force: bool,
+    api_version: &str,
+    kind: &str,
+    subresource: &str,
+    now: Millis,
+) -> Result<Value, Status> {
+    let mut list = entries(live);
+    let applied = field_set(config, api_version, kind, subresource);
+    let empty = json!({});
+    let base = live.unwrap_or(&empty);
+    let mine = |e: &Entry| e.manager == manager && e.operation == "Apply" && e.subresource == subresource;
+    // Conflicts: fields another manager owns that this apply would change.
+    let mut conflicts: Vec<(usize, Vec<String>)> = Vec::new();
+    // Managers of other subresources count too (a `kubectl scale` owns `.spec.replicas`).
+    for (i, e) in list.iter().enumerate().filter(|(_, e)| !mine(e)) {
+        for p in applied.paths() {
+            if e.set.contains(&p) && applied_leaf(&applied, &p) && get_at(config, &p) != get_at(base, &p) {
+                conflicts.push((i, p));
+            }
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        let mut by_manager: Vec<(String, Vec<String>)> = Vec::new();
+        let who_of = |e: &Entry| {
+            let sub = if e.subresource.is_empty() { String::new() } else { format!(" with subresource {:?}", e.subresource) };
+            format!("{:?}{sub} using {}", e.manager, e.api_version)
+        };
+        for (i, p) in &conflicts {
+            let who = who_of(&list[*i]);
+            match by_manager.iter_mut().find(|(w, _)| *w == who) {
+                Some((_, ps)) => ps.push(display(p)),
+                None => by_manager.push((who, vec![display(p)])),
+            }
+        }
+        let n = conflicts.len();
+        let mut message = format!("Apply failed with {n} conflict{}: ", if n == 1 { "" } else { "s" });
+        let parts: Vec<String> = by_manager
+            .iter()
+            .map(|(who, ps)| if ps.len() == 1 { format!("conflict with {who}: {}", ps[0]) } else { format!("conflicts with {who}:\n- {}", ps.join("\n- ")) })
+            .collect();
+        message.push_str(&parts.join("\n"));
+        let causes: Vec<Value> = conflicts
+            .iter()
+            .map(|(i, p)| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", who_of(&list[*i])), "field": display(p)}))
+            .collect();
+        return Err(Status::new(409, "Conflict", message).with_details(json!({"causes": causes})));
+    }
+    for (i, p) in &conflicts {
+        list[*i].set.remove(p);
+    }
+    let mut obj = base.clone();
+    // What this manager applied before and no longer applies goes, unless someone else
+    // owns it too.
+    if let Some(old) = list.iter().find(|e| mine(e)).map(|e| e.set.clone()) {
+        let mut gone: Vec<Vec<String>> =
+            old.paths().into_iter().filter(|p| !applied.contains(p)).filter(|p| !list.iter().any(|e| !mine(e) && e.set.contains(p))).collect();
+        gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        for p in gone {
+            remove_at(&mut obj, &p);
+        }
+    }
+    let cur = Cursor::root(api_version, kind);
+    let tracked_config = tracked(config, subresource);
+    if !obj.is_object() {
+        obj = json!({});
+    }
+    merge(&mut obj, &tracked_config, cur);
+    // Identity fields come from the configuration on a create.
+    if live.is_none() {
+        for f in ["apiVersion", "kind"] {
+            if let Some(v) = config.get(f) {
+                obj[f] = v.clone();
+            }
+        }
+        for f in ["name", "namespace", "generateName"] {
+            if let Some(v) = crate::foundation::api::get(config, &["metadata", f]) {
+                crate::foundation::api::set(&mut obj, &["metadata", f], v.clone());
+            }
+        }
+    }
+    match list.iter_mut().find(|e| mine(e)) {
+        Some(e) => {
+            e.set = applied;
+            e.time = json!(rfc3339(now));
+            e.api_version = api_version.to_string();
+        }
+        None => list.insert(
+            0,
+            Entry {
+                manager: manager.to_string(),
+                operation: "Apply".into(),
+                api_version: api_version.to_string(),
+                subresource: subresource.to_string(),
+                time: json!(rfc3339(now)),
+                set: applied,
+            },
+        ),
+    }
+    prune(&mut list, &obj);
+    if obj.get("metadata").is_none() {
+        obj["metadata"] = json!({});
+    }
+    write_entries(&mut obj, list);
+    Ok(obj)
+}
+
+/// Whether an applied path is a value (not a struct or list that only holds others).
+fn applied_leaf(set: &Set, path: &[String]) -> bool {
+    let mut cur = set;
+    for p in path {
+        match cur.children.get(p) {
+            Some(c) => cur = c,
+            None => return false,
+        }
+    }
+    cur.children.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment(replicas: i64, image: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": image, "ports": [{"containerPort": 80}]}]}}}})
+    }
+
+    #[test]
+    fn field_sets_follow_the_schema() {
+        let s = field_set(&deployment(2, "nginx:1.25"), "apps/v1", "Deployment", "");
+        let v = s.to_json();
+        assert_eq!(v["f:metadata"]["f:labels"], json!({".": {}, "f:app": {}}));
+        assert_eq!(v["f:spec"]["f:selector"], json!({}), "LabelSelector is atomic");
+        let ctr = &v["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"web\"}"];
+        assert_eq!(ctr["f:image"], json!({}));
+        assert_eq!(ctr["f:ports"]["k:{\"containerPort\":80,\"protocol\":\"TCP\"}"], json!({".": {}, "f:containerPort": {}}));
+        assert!(s.contains(&["f:spec".into(), "f:replicas".into()]));
+        assert_eq!(Set::from_json(&v), s);
+    }
+
+    #[test]
+    fn apply_conflicts_with_another_manager_unless_forced() {
+        let live = apply(None, &deployment(2, "nginx:1.25"), "kubectl", false, "apps/v1", "Deployment", "", 0).unwrap();
+        assert_eq!(live["metadata"]["managedFields"][0]["manager"], json!("kubectl"));
+        assert_eq!(live["metadata"]["managedFields"][0]["operation"], json!("Apply"));
+        // Someone scales by hand: they now own spec.replicas.
+        let mut scaled = live.clone();
+        scaled["spec"]["replicas"] = json!(5);
+        track_update(Some(&live), &mut scaled, "kubectl-scale", "scale", "apps/v1", "Deployment", 1000);
+        let owners: Vec<&str> = scaled["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| e["manager"].as_str().unwrap()).collect();
+        assert_eq!(owners, ["kubectl", "kubectl-scale"]);
+        // Re-applying replicas: 2 conflicts with that manager.
+        let e = apply(Some(&scaled), &deployment(2, "nginx:1.26"), "kubectl", false, "apps/v1", "Deployment", "", 2000).unwrap_err();
+        assert_eq!(e.code, 409);
+        assert_eq!(e.message, "Apply failed with 1 conflict: conflict with \"kubectl-scale\" with subresource \"scale\" using apps/v1: .spec.replicas");
+        // Leaving replicas out of the configuration is fine, and changes the image.
+        let mut without = deployment(2, "nginx:1.26");
+        without["spec"].as_object_mut().unwrap().remove("replicas");
+        let ok = apply(Some(&scaled), &without, "kubectl", false, "apps/v1", "Deployment", "", 2000).unwrap();
+        assert_eq!(ok["spec"]["replicas"], json!(5));
+        assert_eq!(ok["spec"]["template"]["spec"]["containers"][0]["image"], json!("nginx:1.26"));
+        // Forcing takes the field over.
+        let forced = apply(Some(&scaled), &deployment(3, "nginx:1.26"), "kubectl", true, "apps/v1", "Deployment", "", 3000).unwrap();
+        assert_eq!(forced["spec"]["replicas"], json!(3));
+        let managers: Vec<&str> = forced["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| e["manager"].as_str().unwrap()).collect();
+        assert_eq!(managers, ["kubectl"], "kubectl-scale owned only replicas and lost it");
+    }
+
+    #[test]
+    fn fields_dropped_from_the_configuration_are_removed() {
+        let live = apply(None, &deployment(2, "nginx:1.25"), "kubectl", false, "apps/v1", "Deployment", "", 0).unwrap();
+        let mut config = deployment(2, "nginx:1.25");
+        config["metadata"]["labels"] = json!({});
+        config["spec"]["template"]["spec"]["containers"][0].as_object_mut().unwrap().remove("ports");
+        let out = apply(Some(&live), &config, "kubectl", false, "apps/v1", "Deployment", "", 1000).unwrap();
+        assert_eq!(out["metadata"]["labels"], json!({}));
+        assert!(out["spec"]["template"]["spec"]["containers"][0].get("ports").is_none());
+        assert_eq!(display(&["f:spec".into(), "f:template".into(), "k:{\"name\":\"web\"}".into(), "f:image".into()]), ".spec.template[name=\"web\"].image");
+    }
+}

@@ -1,0 +1,250 @@
+//! The etcd model: one global revision, objects per resource, and the watch history.
+//!
+//! Like etcd behind the API server, every write takes the next revision, which becomes
+//! the object's `resourceVersion`; an update that names a stale `resourceVersion` fails;
+//! the history of changes can be replayed from any revision still held, and compaction
+//! drops old revisions so that a watch from before them gets `410 Expired`
+//! (`k8s.io/apiserver/pkg/storage/etcd3/store.go`, `.../cacher/watch_cache.go`).
+
+use crate::foundation::api::{resource_version, Object, ObjectKey, ResourceId, RESOURCES};
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as a watch delivers it.
+#[derive(Debug, Clone)]
+pub struct WatchEvent {
+    pub revision: u64,
+    /// Simulated time of the write.
+    pub at: crate::foundation::sim::Millis,
+    pub kind: EventType,
+    pub object: Object,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    NotFound,
+    AlreadyExists,
+    /// The caller's `resourceVersion` is not the stored one.
+    Conflict,
+    /// A watch or list from a compacted revision: `(asked, oldest held - 1)`.
+    Expired(u64, u64),
+}
+
+/// Objects of one resource, keyed by (namespace, name), and their change history.
+#[derive(Debug, Default, Clone)]
+struct Partition {
+    /// namespace -> name -> object; two levels so lookups borrow `&str` keys.
+    objects: BTreeMap<String, BTreeMap<String, Object>>,
+    count: usize,
+    history: VecDeque<WatchEvent>,
+    last_write: u64,
+    /// Watches from before this revision get 410 Expired.
+    compacted: u64,
+}
+
+/// The watch cache keeps at least this much history (`eventFreshDuration`).
+pub const EVENT_FRESH_DURATION: crate::foundation::sim::Millis = 75_000;
+/// ... and at least this many events (`--default-watch-cache-size`) ...
+pub const MIN_HISTORY: usize = 100;
+/// ... and at most this many per resource (the real cache grows to 100k; kubeloop caps it
+/// lower to bound memory in large simulations).
+pub const MAX_HISTORY: usize = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    revision: u64,
+    compacted: u64,
+    partitions: Vec<Partition>,
+    /// The simulated time, set by the API server before each request.
+    pub now: crate::foundation::sim::Millis,
+}
+
+impl Default for Store {
+    fn default() -> Self {
+        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()], now: 0 }
+    }
+}
+
+fn with_rv(obj: Object, rev: u64) -> Object {
+    let mut v = Object::unwrap_or_clone(obj);
+    crate::foundation::api::set(&mut v, &["metadata", "resourceVersion"], rev.to_string().into());
+    Object::new(v)
+}
+
+impl Store {
+    /// The current revision (what a list returns as its `resourceVersion`).
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+    pub fn compacted_revision(&self) -> u64 {
+        self.compacted
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Object> {
+        self.get_by(key.resource, &key.namespace, &key.name)
+    }
+
+    pub fn get_by(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<&Object> {
+        self.partitions[resource].objects.get(namespace)?.get(name)
+    }
+
+    /// Objects of a resource, in key order; all namespaces if `namespace` is `None`.
+    pub fn list<'a>(&'a self, resource: ResourceId, namespace: Option<&'a str>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
+        let p = &self.partitions[resource].objects;
+        match namespace {
+            Some(ns) => Box::new(p.get(ns).into_iter().flat_map(|m| m.values())),
+            None => Box::new(p.values().flat_map(|m| m.values())),
+        }
+    }
+
+    pub fn count(&self, resource: ResourceId) -> usize {
+        self.partitions[resource].count
+    }
+
+    fn record(&mut self, resource: ResourceId, kind: EventType, object: Object) {
+        let now = self.now;
+        let p = &mut self.partitions[resource];
+        p.history.push_back(WatchEvent { revision: self.revision, at: now, kind, object });
+        p.last_write = self.revision;
+        // The watch cache forgets events that are both old and beyond its minimum size.
+        while p.history.len() > MAX_HISTORY || (p.history.len() > MIN_HISTORY && p.history.front().is_some_and(|e| e.at + EVENT_FRESH_DURATION < now)) {
+            if let Some(e) = p.history.pop_front() {
+                p.compacted = e.revision;
+            }
+        }
+    }
+
+    /// The revision of the last write to `resource` (0 if none).
+    pub fn last_write(&self, resource: ResourceId) -> u64 {
+        self.partitions[resource].last_write
+    }
+
+    /// Store a new object; its `resourceVersion` becomes the new revision.
+    pub fn create(&mut self, key: &ObjectKey, obj: Object) -> Result<Object, StoreError> {
+        if self.get(key).is_some() {
+            return Err(StoreError::AlreadyExists);
+        }
+        self.revision += 1;
+        let obj = with_rv(obj, self.revision);
+        let p = &mut self.partitions[key.resource];
+        p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), obj.clone());
+        p.count += 1;
+        self.record(key.resource, EventType::Added, obj.clone());
+        Ok(obj)
+    }
+
+    /// Replace an object. `expected_rv`, if given, must equal the stored `resourceVersion`.
+    pub fn update(&mut self, key: &ObjectKey, obj: Object, expected_rv: Option<&str>) -> Result<Object, StoreError> {
+        let current = self.get(key).ok_or(StoreError::NotFound)?;
+        if let Some(rv) = expected_rv {
+            if !rv.is_empty() && rv != resource_version(current) {
+                return Err(StoreError::Conflict);
+            }
+        }
+        self.revision += 1;
+        let obj = with_rv(obj, self.revision);
+        if let Some(slot) = self.partitions[key.resource].objects.get_mut(&key.namespace).and_then(|m| m.get_mut(&key.name)) {
+            *slot = obj.clone();
+        }
+        self.record(key.resource, EventType::Modified, obj.clone());
+        Ok(obj)
+    }
+
+    /// Remove an object; the watch sees it with the deletion's revision.
+    pub fn delete(&mut self, key: &ObjectKey, expected_rv: Option<&str>) -> Result<Object, StoreError> {
+        let current = self.get(key).ok_or(StoreError::NotFound)?;
+        if let Some(rv) = expected_rv {
+            if !rv.is_empty() && rv != resource_version(current) {
+                return Err(StoreError::Conflict);
+            }
+        }
+        let p = &mut self.partitions[key.resource];
+        let ns_map = p.objects.get_mut(&key.namespace).ok_or(StoreError::NotFound)?;
+        let old = ns_map.remove(&key.name).ok_or(StoreError::NotFound)?;
+        if ns_map.is_empty() {
+            p.objects.remove(&key.namespace);
+        }
+        p.count -= 1;
+        self.revision += 1;
+        let obj = with_rv(old, self.revision);
+        self.record(key.resource, EventType::Deleted, obj.clone());
+        Ok(obj)
+    }
+
+    /// Changes to `resource` after revision `since`, oldest first.
+    pub fn events_since(&self, resource: ResourceId, since: u64) -> Result<impl Iterator<Item = &WatchEvent>, StoreError> {
+        let p = &self.partitions[resource];
+        let oldest = self.compacted.max(p.compacted);
+        if since < oldest {
+            return Err(StoreError::Expired(since, oldest));
+        }
+        let h = &p.history;
+        // History is ordered by revision: binary search the first event after `since`.
+        let start = h.partition_point(|e| e.revision <= since);
+        Ok(h.range(start..))
+    }
+
+    /// Forget history up to and including `rev`, as etcd compaction does.
+    pub fn compact(&mut self, rev: u64) {
+        if rev <= self.compacted {
+            return;
+        }
+        self.compacted = rev.min(self.revision);
+        for p in &mut self.partitions {
+            while p.history.front().is_some_and(|e| e.revision <= rev) {
+                p.history.pop_front();
+            }
+        }
+    }
+
+    /// Every stored object, resource by resource in table order, then by key.
+    pub fn all(&self) -> impl Iterator<Item = &Object> {
+        self.partitions.iter().flat_map(|p| p.objects.values().flat_map(|m| m.values()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::foundation::api::rid;
+    use crate::foundation::value::json;
+
+    fn obj(name: &str) -> Object {
+        Object::new(json!({"metadata": {"name": name, "namespace": "default"}}))
+    }
+
+    #[test]
+    fn revisions_increase_and_conflicts_are_detected() {
+        let mut s = Store::default();
+        let k = ObjectKey::new(rid::CONFIGMAP, "default", "a");
+        let a = s.create(&k, obj("a")).unwrap();
+        assert_eq!(resource_version(&a), "2");
+        assert_eq!(s.create(&k, obj("a")).unwrap_err(), StoreError::AlreadyExists);
+        let b = s.update(&k, obj("a"), Some("2")).unwrap();
+        assert_eq!(resource_version(&b), "3");
+        assert_eq!(s.update(&k, obj("a"), Some("2")).unwrap_err(), StoreError::Conflict);
+        let d = s.delete(&k, None).unwrap();
+        assert_eq!(resource_version(&d), "4");
+        let kinds: Vec<_> = s.events_since(rid::CONFIGMAP, 0).unwrap().map(|e| e.kind).collect();
+        assert_eq!(kinds, vec![EventType::Added, EventType::Modified, EventType::Deleted]);
+        s.compact(3);
+        assert_eq!(s.events_since(rid::CONFIGMAP, 1).err(), Some(StoreError::Expired(1, 3)));
+        assert_eq!(s.events_since(rid::CONFIGMAP, 3).unwrap().count(), 1);
+    }
+}

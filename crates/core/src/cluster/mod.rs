@@ -1,0 +1,475 @@
+//! The simulated cluster: the API server, the loops around it, and the event queue that
+//! drives them.
+//!
+//! Every loop is a [`Controller`]: it owns informers, reacts only to what it watches, and
+//! writes only through the API server. The engine pops tasks in time order; after each,
+//! it wakes (5 ms later, the watch latency) every running loop that watches a resource
+//! that changed. Timers a loop sets (requeue-after, heartbeats, back-offs) come back to it
+//! as keys, never as the event that caused them, as controller-runtime's reconcilers get
+//! them. A run is quiet when no work is left: only periodic tasks (heartbeats, retries of
+//! things that cannot progress) remain and no loop says it is busy.
+
+pub mod scenario;
+
+pub use crate::loops::kubelet::node::NodeSpec;
+pub use crate::loops::Fault;
+
+use crate::apiserver::rbac::UserInfo;
+use crate::apiserver::trace::{Flow, Record};
+use crate::apiserver::{ApiServer, Credentials, Request};
+use crate::foundation::api::{self, rid, Object, RESOURCES};
+use crate::foundation::sim::{Millis, Queue};
+use crate::foundation::status::Status;
+use crate::foundation::value::json;
+use crate::loops::controllers::namespace::root_ca_configmap;
+use crate::loops::events::Recorder;
+use crate::loops::kubelet::node::{lease_object, node_object};
+use crate::loops::kubelet::registry::Registry;
+use crate::loops::{Controller, Cx};
+
+/// Watch-event delivery latency.
+pub const WATCH_LATENCY: Millis = 5;
+
+/// The default cluster: a kind-like control plane and three workers in three zones.
+pub fn default_nodes() -> Vec<NodeSpec> {
+    let mut cp = NodeSpec::worker("control-plane", "zone-a", "4", "8Gi");
+    cp.labels.insert("node-role.kubernetes.io/control-plane", json!(""));
+    cp.labels.insert("node.kubernetes.io/exclude-from-external-load-balancers", json!(""));
+    cp.taints.push(json!({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}));
+    vec![
+        cp,
+        NodeSpec::worker("node-a", "zone-a", "4", "8Gi"),
+        NodeSpec::worker("node-b", "zone-b", "4", "8Gi"),
+        NodeSpec::worker("node-c", "zone-c", "4", "8Gi"),
+    ]
+}
+
+#[derive(Debug)]
+enum Task {
+    Wake(usize),
+    Timer(usize, String),
+    Step(usize),
+    Compact,
+}
+
+/// A scheduled scenario action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Apply manifests the way `kubectl apply -f` would.
+    Apply {
+        text: String,
+        file: String,
+    },
+    /// A kubectl command line (without `kubectl`).
+    Kubectl(String),
+    Fault(Fault),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub at: Millis,
+    pub credentials: Credentials,
+    pub action: Action,
+}
+
+/// What running a step printed (kubectl's stdout and stderr lines).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StepOutput {
+    pub t: Millis,
+    pub user: String,
+    pub command: String,
+    pub output: Vec<String>,
+}
+
+/// Cluster construction options.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub seed: u64,
+    pub nodes: Vec<NodeSpec>,
+    pub users: Vec<(String, String, Vec<String>)>,
+    pub registry: Registry,
+    pub trace: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { seed: 1, nodes: default_nodes(), users: vec![], registry: Registry::default(), trace: true }
+    }
+}
+
+pub struct Cluster {
+    pub api: ApiServer,
+    pub now: Millis,
+    pub events: Recorder,
+    pub outputs: Vec<StepOutput>,
+    queue: Queue<(Task, bool)>,
+    work_tasks: usize,
+    controllers: Vec<Box<dyn Controller>>,
+    running: Vec<bool>,
+    wake_pending: Vec<Option<bool>>,
+    dispatched: Vec<u64>,
+    watchers: Vec<Vec<usize>>,
+    steps: Vec<Step>,
+    next_step: usize,
+    compact_mark: u64,
+    /// Tasks run so far: wakes, timers, steps (for benchmarks).
+    pub tasks_run: [u64; 3],
+}
+
+/// Compaction interval of the API server (`--etcd-compaction-interval`).
+pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
+
+impl Cluster {
+    pub fn new(config: Config) -> Self {
+        let mut api = ApiServer::new(config.seed, config.trace);
+        api.tokens.insert("admin-token".to_string(), UserInfo::admin());
+        for (name, token, groups) in &config.users {
+            let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
+            g.push("system:authenticated");
+            api.tokens.insert(token.clone(), UserInfo::new(name, &g));
+        }
+        bootstrap(&mut api, &config.nodes);
+        let total = config.nodes.len();
+        let controllers: Vec<Box<dyn Controller>> = vec![
+            Box::new(crate::loops::controllers::replicaset::ReplicaSetController::new()),
+            Box::new(crate::loops::controllers::deployment::DeploymentController::new()),
+            Box::new(crate::loops::scheduler::Scheduler::new(config.seed)),
+            Box::new(crate::loops::kubelet::Kubelets::new(&config.nodes, total, config.registry.clone(), config.seed)),
+            Box::new(crate::loops::controllers::endpointslice::EndpointSliceController::new()),
+            Box::new(crate::loops::controllers::garbagecollector::GarbageCollector::new()),
+            Box::new(crate::loops::controllers::nodelifecycle::NodeLifecycleController::new()),
+            Box::new(crate::loops::controllers::nodelifecycle::TaintEvictionController::new()),
+            Box::new(crate::loops::controllers::namespace::ServiceAccountsController::new()),
+            Box::new(crate::loops::controllers::namespace::NamespaceController::new()),
+        ];
+        let mut watchers = vec![Vec::new(); RESOURCES.len()];
+        for (i, c) in controllers.iter().enumerate() {
+            for r in c.watches() {
+                watchers[*r].push(i);
+            }
+        }
+        let n = controllers.len();
+        let mut c = Cluster {
+            api,
+            now: 0,
+            events: Recorder::default(),
+            outputs: vec![],
+            queue: Queue::default(),
+            work_tasks: 0,
+            controllers,
+            running: vec![true; n],
+            wake_pending: vec![None; n],
+            dispatched: vec![0; RESOURCES.len()],
+            watchers,
+            steps: vec![],
+            next_step: 0,
+            compact_mark: 0,
+            tasks_run: [0; 3],
+        };
+        for i in 0..n {
+            c.push(0, Task::Wake(i), false);
+        }
+        c.push(COMPACTION_INTERVAL, Task::Compact, true);
+        c
+    }
+
+    fn push(&mut self, at: Millis, task: Task, periodic: bool) {
+        if !periodic {
+            self.work_tasks += 1;
+        }
+        self.queue.push(at, (task, periodic));
+    }
+
+    /// Schedule scenario steps (in time order of `at`).
+    pub fn add_steps(&mut self, steps: Vec<Step>) {
+        for s in steps {
+            let i = self.steps.len();
+            let at = s.at.max(self.now);
+            self.steps.push(s);
+            self.push(at, Task::Step(i), false);
+        }
+    }
+
+    /// Run one step right now (the page's and the terminal's way in).
+    pub fn act(&mut self, credentials: Credentials, action: Action) -> StepOutput {
+        let step = Step { at: self.now, credentials, action };
+        let out = self.execute(&step);
+        self.dispatch();
+        out
+    }
+
+    /// Serve one API request now, as a client outside the cluster makes it, and wake the
+    /// loops that watch what it wrote.
+    pub fn request(&mut self, req: Request) -> Result<Object, Status> {
+        self.api.now = self.now;
+        let out = self.api.handle(req);
+        self.dispatch();
+        out
+    }
+
+    /// `GET pods/NAME/log`: the API server checks the request and the pod, then reads
+    /// from the kubelet of the pod's node. Returns the log text.
+    /// `GET pods/NAME/log`: the API server reads what the container wrote from the node's
+    /// kubelet.
+    pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, previous: bool) -> Result<String, Status> {
+        self.api.now = self.now;
+        let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
+        self.api.pod_logs(credentials, namespace, pod, container, previous, kubelet)
+    }
+
+    pub fn controller_names(&self) -> Vec<&'static str> {
+        self.controllers.iter().map(|c| c.name()).collect()
+    }
+
+    /// Whether nothing is left that would change the cluster.
+    pub fn quiet(&self) -> bool {
+        self.work_tasks == 0
+            && self.wake_pending.iter().all(|w| *w != Some(false))
+            && !self.controllers.iter().enumerate().any(|(i, c)| self.running[i] && c.busy(self.now))
+    }
+
+    /// The time of the next task, if any.
+    pub fn next_time(&self) -> Option<Millis> {
+        self.queue.peek_time()
+    }
+
+    /// Process every task due at or before `until`; the clock ends at `until`.
+    pub fn run_until(&mut self, until: Millis) {
+        while let Some(t) = self.queue.peek_time() {
+            if t > until {
+                break;
+            }
+            self.step();
+        }
+        self.now = self.now.max(until);
+        self.api.now = self.now;
+    }
+
+    /// Run until quiet, or for at most `budget` of simulated time; returns the end time.
+    pub fn run_to_quiet(&mut self, budget: Millis) -> Millis {
+        let cap = self.now.saturating_add(budget);
+        while !self.quiet() {
+            match self.queue.peek_time() {
+                Some(t) if t <= cap => {
+                    self.step();
+                }
+                _ => break,
+            }
+        }
+        self.now
+    }
+
+    /// Pop and run one task. Returns false if the queue is empty.
+    pub fn step(&mut self) -> bool {
+        let Some((t, (task, periodic))) = self.queue.pop() else { return false };
+        if !periodic {
+            self.work_tasks -= 1;
+        }
+        self.now = self.now.max(t);
+        self.api.now = self.now;
+        match task {
+            Task::Wake(i) => {
+                self.tasks_run[0] += 1;
+                self.wake_pending[i] = None;
+                if self.running[i] {
+                    self.with_controller(i, |c, cx| c.run(cx));
+                }
+            }
+            Task::Timer(i, key) => {
+                self.tasks_run[1] += 1;
+                if self.running[i] {
+                    self.with_controller(i, |c, cx| c.timer(cx, &key));
+                }
+            }
+            Task::Step(i) => {
+                self.tasks_run[2] += 1;
+                let s = self.steps[i].clone();
+                self.next_step = self.next_step.max(i + 1);
+                self.execute(&s);
+            }
+            Task::Compact => {
+                // Compact to the revision seen one interval ago, as the API server does.
+                let mark = self.api.store.revision();
+                self.api.store.compact(self.compact_mark);
+                self.compact_mark = mark;
+                self.push(self.now + COMPACTION_INTERVAL, Task::Compact, true);
+            }
+        }
+        self.dispatch();
+        true
+    }
+
+    fn with_controller(&mut self, i: usize, f: impl FnOnce(&mut Box<dyn Controller>, &mut Cx)) {
+        let mut timers = Vec::new();
+        let user = self.controllers[i].user().name.clone();
+        let name = self.controllers[i].name();
+        {
+            let mut cx = Cx::new(&mut self.api, self.now, &mut self.events, &mut timers, name, user);
+            f(&mut self.controllers[i], &mut cx);
+        }
+        for (at, key, periodic) in timers {
+            self.push(at, Task::Timer(i, key), periodic);
+        }
+    }
+
+    /// Wake every loop that watches a resource written since the last dispatch.
+    fn dispatch(&mut self) {
+        for r in 0..RESOURCES.len() {
+            let last = self.api.store.last_write(r);
+            if last > self.dispatched[r] {
+                self.dispatched[r] = last;
+                let periodic = r == rid::LEASE;
+                for k in 0..self.watchers[r].len() {
+                    let i = self.watchers[r][k];
+                    if !self.running[i] {
+                        continue;
+                    }
+                    match self.wake_pending[i] {
+                        Some(false) => {}
+                        Some(true) if periodic => {}
+                        _ => {
+                            self.wake_pending[i] = Some(periodic);
+                            self.push(self.now + WATCH_LATENCY, Task::Wake(i), periodic);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn execute(&mut self, s: &Step) -> StepOutput {
+        let user = match &s.credentials {
+            Credentials::User(u) => u.name.clone(),
+            Credentials::Token(t) => self.api.tokens.get(t).map(|u| u.name.clone()).unwrap_or_else(|| "system:anonymous".into()),
+        };
+        let (command, output) = match &s.action {
+            Action::Apply { text, file } => (format!("kubectl apply -f {file}"), crate::kubectl::apply_text(&mut self.api, &s.credentials, text, file)),
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("logs") => (format!("kubectl {cmd}"), {
+                self.api.now = self.now;
+                let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
+                crate::kubectl::logs(&mut self.api, kubelet, &s.credentials, cmd)
+            }),
+            Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
+            Action::Fault(f) => {
+                let msg = self.fault(f);
+                let out = if msg == f.describe() { vec![] } else { vec![msg] };
+                (format!("fault: {}", f.describe()), out)
+            }
+        };
+        if self.api.trace.enabled {
+            let lines: Vec<String> = if output.is_empty() { vec![String::new()] } else { output.clone() };
+            for line in &lines {
+                self.api.trace.push(Record {
+                    t: self.now,
+                    flow: Flow::Request,
+                    stage: "client",
+                    component: "kubectl".into(),
+                    user: user.clone(),
+                    verb: String::new(),
+                    object: String::new(),
+                    resource_version: String::new(),
+                    result: "ok",
+                    message: if line.is_empty() { command.clone() } else { format!("{command}: {line}") },
+                    request: None,
+                });
+            }
+        }
+        let out = StepOutput { t: self.now, user, command, output };
+        self.outputs.push(out.clone());
+        out
+    }
+
+    fn fault(&mut self, f: &Fault) -> String {
+        match f {
+            Fault::ControllerDown(name) | Fault::ControllerUp(name) => {
+                let up = matches!(f, Fault::ControllerUp(_));
+                let Some(i) = self.controllers.iter().position(|c| c.name() == name || c.name().trim_end_matches("-controller") == name) else {
+                    return format!("error: no controller named {name:?} (known: {})", self.controller_names().join(", "));
+                };
+                if up && !self.running[i] {
+                    self.running[i] = true;
+                    self.controllers[i].restart();
+                    self.wake_pending[i] = Some(false);
+                    self.push(self.now, Task::Wake(i), false);
+                } else if !up {
+                    self.running[i] = false;
+                    self.wake_pending[i] = None;
+                }
+                f.describe()
+            }
+            Fault::WebhookDown(w) => {
+                self.api.webhooks_down.insert(w.clone());
+                f.describe()
+            }
+            Fault::WebhookUp(w) => {
+                self.api.webhooks_down.remove(w);
+                f.describe()
+            }
+            Fault::NodeDown(_) | Fault::NodeUp(_) => {
+                let mut handled = false;
+                for i in 0..self.controllers.len() {
+                    let mut h = false;
+                    self.with_controller(i, |c, cx| h = c.fault(cx, f));
+                    handled |= h;
+                }
+                if handled {
+                    f.describe()
+                } else {
+                    format!(
+                        "error: no node named {:?}",
+                        match f {
+                            Fault::NodeDown(n) | Fault::NodeUp(n) => n,
+                            _ => "",
+                        }
+                    )
+                }
+            }
+        }
+    }
+
+    /// Every stored object, as the API would return it.
+    pub fn objects(&self) -> Vec<Object> {
+        self.api.store.all().cloned().collect()
+    }
+}
+
+/// Objects a fresh cluster has before anyone acts: bootstrap RBAC, system namespaces and
+/// their service accounts, the `kubernetes` Service, built-in PriorityClasses, the nodes
+/// and their leases.
+fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
+    for o in crate::apiserver::rbac::bootstrap_policy() {
+        api.bootstrap_object(o);
+    }
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}));
+        api.bootstrap_object(root_ca_configmap(ns));
+    }
+    for sa in crate::apiserver::rbac::CONTROLLER_ACCOUNTS {
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": "kube-system"}}));
+    }
+    for (name, value, desc) in [
+        (
+            "system-cluster-critical",
+            2_000_000_000i64,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+        ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
+    ] {
+        api.bootstrap_object(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority"}));
+    }
+    api.reserve_ip("10.96.0.1");
+    api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}], "type": "ClusterIP", "sessionAffinity": "None", "internalTrafficPolicy": "Cluster"},
+            "status": {"loadBalancer": {}}}));
+    let cp_ip = "172.18.0.2";
+    api.bootstrap_object(json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io"}},
+            "addressType": "IPv4", "endpoints": [{"addresses": [cp_ip], "conditions": {"ready": true}}], "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]}));
+    let total = nodes.len();
+    for (i, n) in nodes.iter().enumerate() {
+        api.bootstrap_object(node_object(n, i, total, 0));
+        let node_uid = api.store.get_by(rid::NODE, "", &n.name).map(|o| api::uid(o).to_string()).unwrap_or_default();
+        api.bootstrap_object(lease_object(&n.name, &node_uid, 0));
+    }
+}

@@ -1,0 +1,202 @@
+//! Scenarios: plain manifests plus an optional `kubeloop.dev/v1alpha1` `Scenario`
+//! document that sets the seed, the nodes, the users, the images and timed steps
+//! (apply, kubectl, faults). Parsing reports problems with their document and line.
+
+use crate::apiserver::Credentials;
+use crate::cluster::{default_nodes, Action, Config, Fault, NodeSpec, Step};
+use crate::foundation::api::{get, get_array, get_str};
+use crate::foundation::sim::parse_duration;
+use crate::foundation::value::{json, Value};
+use crate::loops::kubelet::registry::{Behaviour, Registry};
+
+#[derive(Debug, Clone, Default)]
+pub struct Scenario {
+    pub name: String,
+    pub seed: Option<u64>,
+    pub nodes: Option<Vec<NodeSpec>>,
+    pub users: Vec<(String, String, Vec<String>)>,
+    pub registry: Registry,
+    pub steps: Vec<Step>,
+    /// Problems found while reading, as `file:line: message`.
+    pub errors: Vec<String>,
+}
+
+impl Scenario {
+    pub fn config(&self, seed_override: Option<u64>, trace: bool) -> Config {
+        Config {
+            seed: seed_override.or(self.seed).unwrap_or(1),
+            nodes: self.nodes.clone().unwrap_or_else(default_nodes),
+            users: self.users.clone(),
+            registry: self.registry.clone(),
+            trace,
+        }
+    }
+}
+
+fn duration_field(v: &Value, key: &str) -> Result<Option<u64>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => parse_duration(s).map(Some).ok_or_else(|| format!("{key}: invalid duration {s:?}")),
+        Some(Value::Number(n)) => Ok(n.as_f64().map(|f| (f * 1000.0) as u64)),
+        Some(other) => Err(format!("{key}: invalid duration {other}")),
+    }
+}
+
+fn parse_fault(f: &Value) -> Result<Fault, String> {
+    let m = f.as_object().ok_or("fault must be a mapping such as {nodeDown: node-b}")?;
+    let (k, v) = m.iter().next().ok_or("fault is empty")?;
+    let v = v.as_str().ok_or_else(|| format!("fault {k} needs a name"))?.to_string();
+    Ok(match k.as_str() {
+        "nodeDown" => Fault::NodeDown(v),
+        "nodeUp" => Fault::NodeUp(v),
+        "controllerDown" => Fault::ControllerDown(v),
+        "controllerUp" => Fault::ControllerUp(v),
+        "webhookDown" => Fault::WebhookDown(v),
+        "webhookUp" => Fault::WebhookUp(v),
+        other => return Err(format!("unknown fault {other:?} (known: nodeDown, nodeUp, controllerDown, controllerUp, webhookDown, webhookUp)")),
+    })
+}
+
+fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String> {
+    if let Some(s) = get(spec, &["seed"]) {
+        sc.seed = Some(s.as_u64().ok_or("spec.seed must be a non-negative integer")?);
+    }
+    if let Some(nodes) = get(spec, &["nodes"]).and_then(Value::as_array) {
+        let mut out = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let name = get_str(n, &["name"]).ok_or_else(|| format!("spec.nodes[{i}].name is required"))?;
+            let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
+            ns.labels.clear();
+            if let Some(c) = get(n, &["capacity"]).and_then(Value::as_object) {
+                for (k, v) in c {
+                    let q = match v {
+                        Value::String(s) => s.to_string(),
+                        other => other.to_string(),
+                    };
+                    if crate::foundation::quantity::parse_milli(&q).is_none() {
+                        return Err(format!("spec.nodes[{i}].capacity.{k}: invalid quantity {q:?}"));
+                    }
+                    ns.capacity.insert(k.clone(), json!(q));
+                }
+            }
+            if let Some(l) = get(n, &["labels"]).and_then(Value::as_object) {
+                ns.labels = l.clone();
+            }
+            ns.taints = get_array(n, &["taints"]).to_vec();
+            out.push(ns);
+        }
+        sc.nodes = Some(out);
+    }
+    for (i, u) in get_array(spec, &["users"]).iter().enumerate() {
+        let name = get_str(u, &["name"]).ok_or_else(|| format!("spec.users[{i}].name is required"))?;
+        let token = get_str(u, &["token"]).map(str::to_string).unwrap_or_else(|| format!("{name}-token"));
+        let groups = get_array(u, &["groups"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
+        sc.users.push((name.to_string(), token, groups));
+    }
+    for (i, img) in get_array(spec, &["images"]).iter().enumerate() {
+        let name = get_str(img, &["name"]).ok_or_else(|| format!("spec.images[{i}].name is required"))?;
+        if img.get("missing").and_then(Value::as_bool) == Some(true) {
+            sc.registry.missing.insert(name.to_string());
+            continue;
+        }
+        let mut b = Behaviour::default();
+        if img.get("crash").and_then(Value::as_bool) == Some(true) {
+            b.crash_after_ms = Some(duration_field(img, "crashAfter")?.unwrap_or(3000));
+        }
+        b.never_ready = img.get("neverReady").and_then(Value::as_bool).unwrap_or(false);
+        b.ready_after_ms = duration_field(img, "readyAfter")?.unwrap_or(0);
+        if let Some(p) = duration_field(img, "pullTime")? {
+            b.pull_ms = p;
+        }
+        b.ignores_sigterm = img.get("ignoresSigterm").and_then(Value::as_bool).unwrap_or(false);
+        b.logs = get_array(img, &["logs"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
+        sc.registry.declare(name, b);
+    }
+    for (i, s) in get_array(spec, &["steps"]).iter().enumerate() {
+        let at = duration_field(s, "at")?.unwrap_or(0);
+        let credentials = if let Some(t) = get_str(s, &["token"]) {
+            Credentials::Token(t.to_string())
+        } else if let Some(u) = get_str(s, &["as"]) {
+            if u == "admin" {
+                Credentials::Token("admin-token".into())
+            } else {
+                let tok =
+                    sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
+                Credentials::Token(tok)
+            }
+        } else {
+            Credentials::Token("admin-token".into())
+        };
+        let action = if let Some(text) = get_str(s, &["apply"]) {
+            Action::Apply { text: text.to_string(), file: format!("{file}#steps[{i}]") }
+        } else if let Some(cmd) = get_str(s, &["kubectl"]) {
+            Action::Kubectl(cmd.to_string())
+        } else if let Some(f) = get(s, &["fault"]) {
+            Action::Fault(parse_fault(f).map_err(|e| format!("spec.steps[{i}].fault: {e}"))?)
+        } else {
+            return Err(format!("spec.steps[{i}] needs one of apply, kubectl or fault"));
+        };
+        sc.steps.push(Step { at, credentials, action });
+    }
+    Ok(())
+}
+
+/// Read one file's text into the scenario. Plain manifests become an apply at time 0.
+pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
+    let docs = crate::foundation::manifest::parse(text);
+    let mut plain = Vec::new();
+    for d in &docs {
+        for diag in &d.diagnostics {
+            sc.errors.push(format!("{file}:{}:{}: {}", diag.line, diag.column, diag.message));
+        }
+        let Some(o) = &d.object else { continue };
+        if get_str(o, &["kind"]) == Some("Scenario") && get_str(o, &["apiVersion"]).is_some_and(|a| a.starts_with("kubeloop.dev/")) {
+            if let Some(n) = get_str(o, &["metadata", "name"]) {
+                sc.name = n.to_string();
+            }
+            if let Err(e) = parse_spec(sc, o.get("spec").unwrap_or(&Value::Null), file) {
+                sc.errors.push(format!("{file}:{}: {e}", d.start_line));
+            }
+        } else {
+            let lines: Vec<&str> = text.lines().collect();
+            let start = d.start_line.saturating_sub(1).min(lines.len());
+            let end = d.end_line.min(lines.len());
+            plain.push(lines[start..end].join("\n"));
+        }
+    }
+    if !plain.is_empty() {
+        sc.steps.insert(
+            0,
+            Step {
+                at: 0,
+                credentials: Credentials::Token("admin-token".into()),
+                action: Action::Apply { text: plain.join("\n---\n"), file: file.to_string() },
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_documents_and_plain_manifests() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  seed: 7\n  users: [{name: ajay, token: t1, groups: [payments]}]\n  images: [{name: registry.example/x:1, crash: true}]\n  steps:\n  - at: 30s\n    as: ajay\n    kubectl: scale rs -l app=web --replicas=5\n  - at: 1m\n    fault: {nodeDown: node-b}\n";
+        let mut sc = Scenario::default();
+        add_file(&mut sc, "s.yaml", text);
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        assert_eq!(sc.seed, Some(7));
+        assert_eq!(sc.steps.len(), 3);
+        assert_eq!(sc.steps[2].at, 60_000);
+        assert_eq!(sc.steps[2].action, Action::Fault(Fault::NodeDown("node-b".into())));
+        assert!(matches!(&sc.steps[0].action, Action::Apply { text, .. } if text.contains("ConfigMap")));
+    }
+
+    #[test]
+    fn bad_steps_are_reported_with_their_line() {
+        let mut sc = Scenario::default();
+        add_file(&mut sc, "s.yaml", "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: soon\n    kubectl: get pods\n");
+        assert_eq!(sc.errors, vec!["s.yaml:1: at: invalid duration \"soon\"".to_string()]);
+    }
+}

@@ -1,0 +1,503 @@
+//! What `kubectl get` prints for an object: the pod STATUS, READY and RESTARTS columns
+//! (`pkg/printers/internalversion/printers.go` printPod) and AGE
+//! (`k8s.io/apimachinery/pkg/util/duration.HumanDuration`).
+
+use crate::foundation::api::{get_array, get_i64, get_str, is_deleting};
+use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::value::{json, Value};
+
+/// The READY, STATUS and RESTARTS cells of a pod row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodRow {
+    pub ready: String,
+    pub status: String,
+    pub restarts: String,
+}
+
+fn container_reason(c: &Value) -> Option<String> {
+    if let Some(r) = get_str(c, &["state", "waiting", "reason"]).filter(|r| !r.is_empty()) {
+        return Some(r.to_string());
+    }
+    if let Some(t) = c.get("state").and_then(|s| s.get("terminated")) {
+        if let Some(r) = get_str(t, &["reason"]).filter(|r| !r.is_empty()) {
+            return Some(r.to_string());
+        }
+        if let Some(sig) = get_i64(t, &["signal"]).filter(|s| *s != 0) {
+            return Some(format!("Signal:{sig}"));
+        }
+        return Some(format!("ExitCode:{}", get_i64(t, &["exitCode"]).unwrap_or(0)));
+    }
+    None
+}
+
+/// STATUS, READY and RESTARTS as kubectl computes them.
+pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
+    let containers = get_array(pod, &["spec", "containers"]).len();
+    let mut reason = get_str(pod, &["status", "reason"]).or_else(|| get_str(pod, &["status", "phase"])).unwrap_or("").to_string();
+    let gated = get_array(pod, &["status", "conditions"])
+        .iter()
+        .any(|c| get_str(c, &["type"]) == Some("PodScheduled") && get_str(c, &["reason"]) == Some("SchedulingGated"));
+    if gated {
+        reason = "SchedulingGated".into();
+    }
+    let mut restarts = 0i64;
+    let mut ready = 0usize;
+    let mut last_restart: Option<Millis> = None;
+    let mut note_restart = |c: &Value, restarts: &mut i64| {
+        *restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
+        if let Some(t) = get_str(c, &["lastState", "terminated", "finishedAt"]).and_then(parse_rfc3339) {
+            last_restart = Some(last_restart.map_or(t, |l: Millis| l.max(t)));
+        }
+    };
+    // Init containers, in order, until one is not done.
+    let inits = get_array(pod, &["status", "initContainerStatuses"]);
+    let init_total = get_array(pod, &["spec", "initContainers"]).len();
+    let mut initializing = false;
+    for (i, c) in inits.iter().enumerate() {
+        note_restart(c, &mut restarts);
+        if get_i64(c, &["state", "terminated", "exitCode"]) == Some(0) {
+            continue;
+        }
+        if let Some(t) = c.get("state").and_then(|s| s.get("terminated")) {
+            reason = match (get_str(t, &["reason"]).filter(|r| !r.is_empty()), get_i64(t, &["signal"]).filter(|s| *s != 0)) {
+                (Some(r), _) => format!("Init:{r}"),
+                (None, Some(s)) => format!("Init:Signal:{s}"),
+                (None, None) => format!("Init:ExitCode:{}", get_i64(t, &["exitCode"]).unwrap_or(0)),
+            };
+        } else if let Some(w) = get_str(c, &["state", "waiting", "reason"]).filter(|r| !r.is_empty() && *r != "PodInitializing") {
+            reason = format!("Init:{w}");
+        } else {
+            reason = format!("Init:{i}/{init_total}");
+        }
+        initializing = true;
+        break;
+    }
+    if !initializing {
+        restarts = 0;
+        let mut has_running = false;
+        for c in get_array(pod, &["status", "containerStatuses"]).iter().rev() {
+            note_restart(c, &mut restarts);
+            let running = c.get("state").and_then(|s| s.get("running")).is_some();
+            if let Some(r) = container_reason(c) {
+                reason = r;
+            } else if running && c.get("ready") == Some(&Value::Bool(true)) {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        let pod_ready =
+            get_array(pod, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"));
+        if reason == "Completed" && has_running {
+            reason = if pod_ready { "Running".into() } else { "NotReady".into() };
+        }
+    }
+    if is_deleting(pod) {
+        reason = if get_str(pod, &["status", "reason"]) == Some("NodeLost") { "Unknown".into() } else { "Terminating".into() };
+    }
+    let restarts = match last_restart {
+        Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now.saturating_sub(t))),
+        _ => restarts.to_string(),
+    };
+    PodRow { ready: format!("{ready}/{containers}"), status: reason, restarts }
+}
+
+/// Align rows as kubectl's tabwriter does: each column is as wide as its widest cell plus
+/// three spaces (at least six), the last column is not padded.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols).map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        for (i, cell) in r.iter().enumerate() {
+            if i + 1 == r.len() {
+                out.push_str(cell);
+            } else {
+                let w = (widths[i] + 3).max(6);
+                out.push_str(cell);
+                out.push_str(&" ".repeat(w - cell.chars().count()));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `duration.HumanDuration`: `45s`, `3m2s`, `10m`, `3h5m`, `2d3h`, `2y15d`.
+pub fn human_duration(ms: Millis) -> String {
+    let s = ms / 1000;
+    let (m, h, d) = (s / 60, s / 3600, s / 86_400);
+    let y = d / 365;
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        if s.is_multiple_of(60) {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", s % 60)
+        }
+    } else if m < 180 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m.is_multiple_of(60) {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 192 {
+        if h.is_multiple_of(24) {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if d < 730 {
+        format!("{d}d")
+    } else if d < 2920 {
+        if d.is_multiple_of(365) {
+            format!("{y}y")
+        } else {
+            format!("{y}y{}d", d % 365)
+        }
+    } else {
+        format!("{y}y")
+    }
+}
+
+/// `kubectl get`'s columns for a kind (`pkg/printers/internalversion/printers.go`), and a
+/// row per object. `wide` adds the `-o wide` columns.
+pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec<String>, Vec<Vec<String>>) {
+    let age = |o: &Value| {
+        get_str(o, &["metadata", "creationTimestamp"])
+            .and_then(parse_rfc3339)
+            .map(|t| human_duration(now.saturating_sub(t)))
+            .unwrap_or_else(|| "<unknown>".into())
+    };
+    let name = |o: &Value| get_str(o, &["metadata", "name"]).unwrap_or("").to_string();
+    let int = |o: &Value, path: &[&str]| get_i64(o, path).unwrap_or(0).to_string();
+    let strs = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+    let (mut header, rows): (Vec<String>, Vec<Vec<String>>) = match kind {
+        "Pod" => (
+            strs(if wide {
+                vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+            } else {
+                vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|p| {
+                    let r = pod_row(p, now);
+                    let mut row = vec![name(p), r.ready, r.status, r.restarts, age(p)];
+                    if wide {
+                        row.push(get_str(p, &["status", "podIP"]).unwrap_or("<none>").to_string());
+                        row.push(get_str(p, &["spec", "nodeName"]).unwrap_or("<none>").to_string());
+                        row.push(get_str(p, &["status", "nominatedNodeName"]).unwrap_or("<none>").to_string());
+                        row.push("<none>".into());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Deployment" => (
+            workload_header(&["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"], wide),
+            objects
+                .iter()
+                .map(|d| {
+                    let ready = format!("{}/{}", int(d, &["status", "readyReplicas"]), int(d, &["spec", "replicas"]));
+                    workload_row(vec![name(d), ready, int(d, &["status", "updatedReplicas"]), int(d, &["status", "availableReplicas"]), age(d)], d, wide)
+                })
+                .collect(),
+        ),
+        "ReplicaSet" => (
+            workload_header(&["NAME", "DESIRED", "CURRENT", "READY", "AGE"], wide),
+            objects
+                .iter()
+                .map(|r| {
+                    workload_row(
+                        vec![name(r), int(r, &["spec", "replicas"]), int(r, &["status", "replicas"]), int(r, &["status", "readyReplicas"]), age(r)],
+                        r,
+                        wide,
+                    )
+                })
+                .collect(),
+        ),
+        "Service" => (
+            strs(if wide {
+                vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
+            } else {
+                vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|s| {
+                    let ports: Vec<String> = crate::foundation::api::get_array(s, &["spec", "ports"])
+                        .iter()
+                        .map(|p| {
+                            let proto = get_str(p, &["protocol"]).unwrap_or("TCP");
+                            match get_i64(p, &["nodePort"]) {
+                                Some(np) => format!("{}:{np}/{proto}", int(p, &["port"])),
+                                None => format!("{}/{proto}", int(p, &["port"])),
+                            }
+                        })
+                        .collect();
+                    // EXTERNAL-IP: the load balancer's addresses (`<pending>` until it has
+                    // some), or the service's externalIPs.
+                    let ty = get_str(s, &["spec", "type"]).unwrap_or("ClusterIP");
+                    let mut external: Vec<String> =
+                        crate::foundation::api::get_array(s, &["spec", "externalIPs"]).iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                    if ty == "LoadBalancer" {
+                        let ingress: Vec<String> = crate::foundation::api::get_array(s, &["status", "loadBalancer", "ingress"])
+                            .iter()
+                            .filter_map(|i| get_str(i, &["ip"]).or_else(|| get_str(i, &["hostname"])).map(str::to_string))
+                            .collect();
+                        external.extend(ingress);
+                        if external.is_empty() {
+                            external.push("<pending>".into());
+                        }
+                    }
+                    let mut row = vec![
+                        name(s),
+                        ty.to_string(),
+                        get_str(s, &["spec", "clusterIP"]).unwrap_or("<none>").to_string(),
+                        if external.is_empty() { "<none>".into() } else { external.join(",") },
+                        if ports.is_empty() { "<none>".into() } else { ports.join(",") },
+                        age(s),
+                    ];
+                    if wide {
+                        row.push(selector_text(s.get("spec").and_then(|x| x.get("selector"))));
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Node" => (
+            strs(if wide { vec!["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP"] } else { vec!["NAME", "STATUS", "ROLES", "AGE", "VERSION"] }),
+            objects
+                .iter()
+                .map(|n| {
+                    let ready = crate::foundation::api::get_array(n, &["status", "conditions"])
+                        .iter()
+                        .find(|c| get_str(c, &["type"]) == Some("Ready"))
+                        .and_then(|c| get_str(c, &["status"]));
+                    let mut status = match ready {
+                        Some("True") => "Ready".to_string(),
+                        Some(_) => "NotReady".to_string(),
+                        None => "Unknown".to_string(),
+                    };
+                    if crate::foundation::api::get_bool(n, &["spec", "unschedulable"]) == Some(true) {
+                        status.push_str(",SchedulingDisabled");
+                    }
+                    let roles: Vec<&str> =
+                        crate::foundation::api::labels(n).into_iter().flatten().filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/")).collect();
+                    let mut row = vec![
+                        name(n),
+                        status,
+                        if roles.is_empty() { "<none>".into() } else { roles.join(",") },
+                        age(n),
+                        get_str(n, &["status", "nodeInfo", "kubeletVersion"]).unwrap_or("").to_string(),
+                    ];
+                    if wide {
+                        let ip = crate::foundation::api::get_array(n, &["status", "addresses"])
+                            .iter()
+                            .find(|a| get_str(a, &["type"]) == Some("InternalIP"))
+                            .and_then(|a| get_str(a, &["address"]));
+                        row.push(ip.unwrap_or("<none>").to_string());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "Event" => (
+            strs(vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]),
+            objects
+                .iter()
+                .map(|e| {
+                    let last = get_str(e, &["lastTimestamp"])
+                        .or_else(|| get_str(e, &["eventTime"]))
+                        .and_then(parse_rfc3339)
+                        .map(|t| human_duration(now.saturating_sub(t)))
+                        .unwrap_or_else(|| "<unknown>".into());
+                    let obj = format!(
+                        "{}/{}",
+                        get_str(e, &["involvedObject", "kind"]).unwrap_or("").to_ascii_lowercase(),
+                        get_str(e, &["involvedObject", "name"]).unwrap_or("")
+                    );
+                    vec![
+                        last,
+                        get_str(e, &["type"]).unwrap_or("").to_string(),
+                        get_str(e, &["reason"]).unwrap_or("").to_string(),
+                        obj,
+                        get_str(e, &["message"]).unwrap_or("").to_string(),
+                    ]
+                })
+                .collect(),
+        ),
+        "Namespace" => (
+            strs(vec!["NAME", "STATUS", "AGE"]),
+            objects.iter().map(|n| vec![name(n), get_str(n, &["status", "phase"]).unwrap_or("Active").to_string(), age(n)]).collect(),
+        ),
+        _ => (strs(vec!["NAME", "AGE"]), objects.iter().map(|o| vec![name(o), age(o)]).collect()),
+    };
+    header.shrink_to_fit();
+    (header, rows)
+}
+
+/// What a `Table` row carries besides its cells (`?includeObject=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+/// A column's name as the API server's table convertor declares it (kubectl prints it
+/// upper-cased), its type and its format.
+fn column_definition(header: &str, priority: u8) -> Value {
+    let name = match header {
+        "IP" | "NAME" => {
+            if header == "IP" {
+                "IP".to_string()
+            } else {
+                "Name".to_string()
+            }
+        }
+        "UP-TO-DATE" => "Up-to-date".into(),
+        "PORT(S)" => "Port(s)".into(),
+        h => h
+            .split(' ')
+            .map(|w| {
+                w.split('-').map(|p| if p == "IP" { p.to_string() } else { p[..1].to_string() + &p[1..].to_ascii_lowercase() }).collect::<Vec<_>>().join("-")
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let integer = matches!(header, "DESIRED" | "CURRENT" | "UP-TO-DATE" | "AVAILABLE" | "DATA" | "SECRETS" | "COUNT");
+    json!({
+        "name": name,
+        "type": if integer { "integer" } else { "string" },
+        "format": if header == "NAME" { "name" } else { "" },
+        "description": "",
+        "priority": priority,
+    })
+}
+
+/// A `meta.k8s.io/v1` `Table` of `objects` (`Accept: application/json;as=Table`), with
+/// the columns `kubectl get` prints; `-o wide`'s extra columns have priority 1.
+pub fn server_table(kind: &str, objects: &[&Value], now: Millis, include: IncludeObject, resource_version: &str) -> Value {
+    let (narrow, _) = get_rows(kind, &[], now, false);
+    let (header, rows) = get_rows(kind, objects, now, true);
+    let columns: Vec<Value> = header.iter().map(|h| column_definition(h, if narrow.contains(h) { 0 } else { 1 })).collect();
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .zip(objects)
+        .map(|(cells, obj)| {
+            let cells: Vec<Value> = cells
+                .into_iter()
+                .zip(&columns)
+                .map(|(c, def)| match (def["type"].as_str(), c.parse::<i64>()) {
+                    (Some("integer"), Ok(n)) => json!(n),
+                    _ => json!(c),
+                })
+                .collect();
+            let mut row = json!({"cells": cells});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => {
+                    row["object"] =
+                        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+                }
+                IncludeObject::Object => row["object"] = (*obj).clone(),
+            }
+            row
+        })
+        .collect();
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version}, "columnDefinitions": columns, "rows": rows})
+}
+
+/// A workload's columns, with `-o wide`'s CONTAINERS, IMAGES and SELECTOR.
+fn workload_header(base: &[&str], wide: bool) -> Vec<String> {
+    let extra: &[&str] = if wide { &["CONTAINERS", "IMAGES", "SELECTOR"] } else { &[] };
+    base.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn workload_row(mut row: Vec<String>, o: &Value, wide: bool) -> Vec<String> {
+    if wide {
+        let cs = crate::foundation::api::get_array(o, &["spec", "template", "spec", "containers"]);
+        let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
+        let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
+        row.extend([names.join(","), images.join(","), selector_text(o.get("spec").and_then(|s| s.get("selector")))]);
+    }
+    row
+}
+
+/// A selector as kubectl prints it: `app=web,tier=front`.
+fn selector_text(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return "<none>".into() };
+    let map = sel.get("matchLabels").or(Some(sel)).and_then(Value::as_object);
+    let parts: Vec<String> = map.into_iter().flatten().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_like_tabwriter() {
+        let rows = vec![vec!["NAME".to_string(), "READY".into(), "STATUS".into()], vec!["web-1".into(), "1/1".into(), "Running".into()]];
+        assert_eq!(table(&rows), "NAME    READY   STATUS\nweb-1   1/1     Running\n");
+    }
+
+    #[test]
+    fn server_tables_mark_wide_columns() {
+        let rs = json!({"metadata": {"name": "web-1", "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"replicas": 3}, "status": {"replicas": 2}});
+        let t = server_table("ReplicaSet", &[&rs], 60_000, IncludeObject::Metadata, "42");
+        let names: Vec<&str> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Desired", "Current", "Ready", "Age", "Containers", "Images", "Selector"]);
+        assert_eq!(t["columnDefinitions"][4]["priority"], json!(0));
+        assert_eq!(t["columnDefinitions"][5]["priority"], json!(1));
+        assert_eq!(t["rows"][0]["cells"][1], json!(3));
+        assert_eq!(t["rows"][0]["cells"][4], json!("60s"));
+        assert_eq!(t["rows"][0]["object"]["kind"], json!("PartialObjectMetadata"));
+        assert_eq!(t["metadata"]["resourceVersion"], json!("42"));
+        let svc = server_table("Service", &[], 0, IncludeObject::None, "1");
+        let names: Vec<&str> = svc["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]);
+    }
+
+    #[test]
+    fn ages_truncate_like_kubectl() {
+        assert_eq!(human_duration(45_000), "45s");
+        assert_eq!(human_duration(182_000), "3m2s");
+        assert_eq!(human_duration(600_000), "10m");
+        assert_eq!(human_duration(3 * 3_600_000 + 300_000), "3h5m");
+        assert_eq!(human_duration(20 * 3_600_000), "20h");
+        assert_eq!(human_duration(51 * 3_600_000), "2d3h");
+        assert_eq!(human_duration(745 * 86_400_000), "2y15d");
+    }
+
+    #[test]
+    fn pod_status_cells() {
+        let pending = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending"}});
+        assert_eq!(pod_row(&pending, 0), PodRow { ready: "0/1".into(), status: "Pending".into(), restarts: "0".into() });
+        let creating = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Pending", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_row(&creating, 0).status, "ContainerCreating");
+        let crash = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}}, "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-01-01T00:01:00Z"}}}]}});
+        assert_eq!(pod_row(&crash, 85_000), PodRow { ready: "0/1".into(), status: "CrashLoopBackOff".into(), restarts: "3 (25s ago)".into() });
+        let running = json!({"spec": {"containers": [{"name": "a"}]}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "a", "ready": true, "restartCount": 0, "state": {"running": {"startedAt": "2026-01-01T00:00:01Z"}}}]}});
+        assert_eq!(pod_row(&running, 0), PodRow { ready: "1/1".into(), status: "Running".into(), restarts: "0".into() });
+        let mut deleting = running.clone();
+        deleting["metadata"] = json!({"deletionTimestamp": "2026-01-01T00:00:30Z"});
+        assert_eq!(pod_row(&deleting, 0).status, "Terminating");
+        let init = json!({"spec": {"initContainers": [{"name": "i"}, {"name": "j"}], "containers": [{"name": "a"}]}, "status": {"phase": "Pending",
+            "initContainerStatuses": [{"name": "i", "restartCount": 0, "state": {"terminated": {"exitCode": 0}}}, {"name": "j", "restartCount": 0, "state": {"running": {}}}],
+            "containerStatuses": [{"name": "a", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "PodInitializing"}}}]}});
+        assert_eq!(pod_row(&init, 0).status, "Init:1/2");
+    }
+}

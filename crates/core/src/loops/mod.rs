@@ -1,0 +1,159 @@
+//! Layer 3, the loops: everything that runs beside the API server as its client. The
+//! informers and the event recorder they use, the [`Controller`] trait and its context,
+//! every kube-controller-manager loop, the scheduler, and the kubelets with their
+//! container runtime and image registry.
+//!
+//! A loop learns about the world from informers over the store's watch history and
+//! changes it only through [`ApiServer::handle`], as any client would. Loops know nothing
+//! of kubectl, the cluster that composes them, or the page.
+
+pub mod controllers;
+pub mod events;
+pub mod informer;
+pub mod kubelet;
+pub mod scheduler;
+
+use crate::apiserver::rbac::UserInfo;
+use crate::apiserver::trace::{Flow, Record};
+use crate::apiserver::{ApiServer, Credentials, KubeletClient, Request};
+use crate::foundation::api::ResourceId;
+use crate::foundation::sim::Millis;
+use crate::foundation::value::Value;
+use events::{Recorder, Source};
+
+/// What a loop may do while it runs.
+pub struct Cx<'a> {
+    pub api: &'a mut ApiServer,
+    pub now: Millis,
+    pub events: &'a mut Recorder,
+    timers: &'a mut Vec<(Millis, String, bool)>,
+    component: &'static str,
+    /// The identity trace records name (a kubelet sets its node's).
+    pub user: String,
+}
+
+impl Cx<'_> {
+    /// Come back with `key` after `delay` (real work: keeps the run going).
+    pub fn after(&mut self, delay: Millis, key: impl Into<String>) {
+        self.timers.push((self.now + delay, key.into(), false));
+    }
+    /// Come back with `key` after `delay` for periodic or retry work that alone does not
+    /// keep a run from being quiet (heartbeats, back-offs).
+    pub fn every(&mut self, delay: Millis, key: impl Into<String>) {
+        self.timers.push((self.now + delay, key.into(), true));
+    }
+    /// A trace record from this loop.
+    pub fn trace(&mut self, flow: Flow, stage: &'static str, object: String, result: &'static str, rv: &str, message: String) {
+        if !self.api.trace.enabled {
+            return;
+        }
+        self.api.trace.push(Record {
+            t: self.now,
+            flow,
+            stage,
+            component: self.component.to_string(),
+            user: self.user.clone(),
+            verb: String::new(),
+            object,
+            resource_version: rv.to_string(),
+            result,
+            message,
+            request: None,
+        });
+    }
+    pub fn tracing(&self) -> bool {
+        self.api.trace.enabled
+    }
+    /// Record an Event as `src`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn event(&mut self, src: &Source, involved: &Value, field_path: Option<&str>, ty: &str, reason: &str, message: &str, action: Option<&str>) {
+        self.events.record(self.api, src, involved, field_path, ty, reason, message, action);
+    }
+}
+
+impl<'a> Cx<'a> {
+    /// The context the cluster gives `component` for one run or timer.
+    pub fn new(
+        api: &'a mut ApiServer,
+        now: Millis,
+        events: &'a mut Recorder,
+        timers: &'a mut Vec<(Millis, String, bool)>,
+        component: &'static str,
+        user: String,
+    ) -> Self {
+        Cx { api, now, events, timers, component, user }
+    }
+}
+
+/// Run one loop once against an API server, outside any cluster: how unit tests seed
+/// caches, call a sync and count the writes. Returns the timers the loop set.
+pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec<(Millis, String, bool)> {
+    let mut timers = Vec::new();
+    let mut events = Recorder::default();
+    api.now = now;
+    let user = c.user().name.clone();
+    let name = c.name();
+    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user };
+    c.run(&mut cx);
+    timers
+}
+
+/// An independent control loop.
+pub trait Controller {
+    /// The component name (`deployment-controller`, `default-scheduler`, `kubelet`).
+    fn name(&self) -> &'static str;
+    /// The identity it authenticates as.
+    fn user(&self) -> &UserInfo;
+    /// Resources whose changes wake it.
+    fn watches(&self) -> &'static [ResourceId];
+    /// Sync informers and reconcile what is queued.
+    fn run(&mut self, cx: &mut Cx);
+    /// A timer it set fired.
+    fn timer(&mut self, cx: &mut Cx, key: &str);
+    /// Whether it has work in flight that will progress without outside change.
+    fn busy(&self, _now: Millis) -> bool {
+        false
+    }
+    /// A fault aimed at this loop (node down/up for the kubelets). Returns whether handled.
+    fn fault(&mut self, _cx: &mut Cx, _fault: &Fault) -> bool {
+        false
+    }
+    /// Called when the loop restarts after `controllerDown`: in-memory state is lost.
+    fn restart(&mut self) {}
+    /// The loops that run containers (the kubelets) answer the API server's log reads.
+    fn kubelet_client(&self) -> Option<&dyn KubeletClient> {
+        None
+    }
+}
+
+/// A fault injected by a scenario.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub enum Fault {
+    NodeDown(String),
+    NodeUp(String),
+    ControllerDown(String),
+    ControllerUp(String),
+    WebhookDown(String),
+    WebhookUp(String),
+}
+
+impl Fault {
+    pub fn describe(&self) -> String {
+        match self {
+            Fault::NodeDown(n) => format!("node {n} goes down: its kubelet stops"),
+            Fault::NodeUp(n) => format!("node {n} comes back"),
+            Fault::ControllerDown(c) => format!("{c} stops"),
+            Fault::ControllerUp(c) => format!("{c} restarts"),
+            Fault::WebhookDown(w) => format!("webhook backend {w} becomes unavailable"),
+            Fault::WebhookUp(w) => format!("webhook backend {w} recovers"),
+        }
+    }
+}
+
+/// A Request as a component.
+pub fn req_as(mut r: Request, component: &str, user: &UserInfo) -> Request {
+    r.credentials = Credentials::User(user.clone());
+    r.component = component.to_string();
+    r.protobuf = true;
+    r
+}

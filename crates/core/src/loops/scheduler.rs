@@ -1,0 +1,1019 @@
+//! kube-scheduler with the default plugins that decide placement for ordinary workloads
+//! (`pkg/scheduler/schedule_one.go`, `framework/plugins/...`, `apis/config/v1`).
+//!
+//! Filter: NodeUnschedulable, TaintToleration, NodeAffinity (with nodeSelector),
+//! NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity. Score:
+//! NodeResourcesFit (LeastAllocated, weight 1), NodeResourcesBalancedAllocation (1),
+//! TaintToleration (3), NodeAffinity (2), PodTopologySpread (2, with the system default
+//! constraints) and InterPodAffinity (2); the best node wins, ties broken at random.
+//! Large clusters use the adaptive percentageOfNodesToScore with a rotating start.
+//! A pod that fits nowhere gets the FailedScheduling message kube-scheduler composes,
+//! DefaultPreemption looks for lower-priority victims, and the pod waits in the
+//! unschedulable queue until a cluster event (with back-off 1s..10s) or the 5-minute flush.
+
+use crate::apiserver::rbac::UserInfo;
+use crate::apiserver::store::EventType;
+use crate::apiserver::trace::Flow;
+use crate::apiserver::{Credentials, Request};
+use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
+use crate::foundation::labels::{node_selector_term_matches, selector_matches};
+use crate::foundation::quantity::value_milli;
+use crate::foundation::sim::{Millis, Rng, Stream};
+use crate::foundation::value::{json, Value};
+use crate::loops::events::Source;
+use crate::loops::informer::Informer;
+use crate::loops::{req_as, Controller, Cx};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+type Key = (String, String);
+
+/// What a pod asks of a node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Requests {
+    pub cpu: i64,
+    pub memory: i64,
+    /// Extended resources (`nvidia.com/gpu`, ...), milli-units.
+    pub other: BTreeMap<String, i64>,
+    /// With the scoring defaults for request-less containers (100m, 200Mi).
+    pub nonzero_cpu: i64,
+    pub nonzero_memory: i64,
+}
+
+/// Sum of container requests, max'ed with each init container (`resourcehelper.PodRequests`).
+pub fn pod_requests(pod: &Value) -> Requests {
+    let mut r = Requests::default();
+    let add = |r: &mut Requests, c: &Value, into: bool| {
+        let req = get(c, &["resources", "requests"]).and_then(Value::as_object);
+        let q = |k: &str| req.and_then(|m| m.get(k)).and_then(value_milli);
+        let cpu = q("cpu").unwrap_or(0);
+        let mem = q("memory").unwrap_or(0);
+        if into {
+            r.cpu += cpu;
+            r.memory += mem;
+            r.nonzero_cpu += q("cpu").unwrap_or(100);
+            r.nonzero_memory += q("memory").unwrap_or(200 * 1024 * 1024 * 1000);
+            for (k, v) in req.into_iter().flatten() {
+                if k != "cpu" && k != "memory" {
+                    *r.other.entry(k.to_string()).or_default() += value_milli(v).unwrap_or(0);
+                }
+            }
+        } else {
+            r.cpu = r.cpu.max(cpu);
+            r.memory = r.memory.max(mem);
+        }
+    };
+    for c in get_array(pod, &["spec", "containers"]) {
+        add(&mut r, c, true);
+    }
+    let mut init = Requests::default();
+    for c in get_array(pod, &["spec", "initContainers"]) {
+        add(&mut init, c, false);
+    }
+    r.cpu = r.cpu.max(init.cpu);
+    r.memory = r.memory.max(init.memory);
+    r
+}
+
+/// Whether `tolerations` tolerate `taint` (`v1helper.TolerationsTolerateTaint`).
+pub fn tolerates(tolerations: &[Value], taint: &Value) -> bool {
+    let tk = get_str(taint, &["key"]).unwrap_or("");
+    let tv = get_str(taint, &["value"]).unwrap_or("");
+    let te = get_str(taint, &["effect"]).unwrap_or("");
+    tolerations.iter().any(|t| {
+        let e = get_str(t, &["effect"]).unwrap_or("");
+        if !e.is_empty() && e != te {
+            return false;
+        }
+        let k = get_str(t, &["key"]).unwrap_or("");
+        match get_str(t, &["operator"]).unwrap_or("Equal") {
+            "Exists" => k.is_empty() || k == tk,
+            _ => k == tk && get_str(t, &["value"]).unwrap_or("") == tv,
+        }
+    })
+}
+
+#[derive(Debug, Clone)]
+struct NodeInfo {
+    name: String,
+    obj: Object,
+    alloc_cpu: i64,
+    alloc_mem: i64,
+    alloc_pods: i64,
+    alloc_other: BTreeMap<String, i64>,
+    req: Requests,
+    pods: BTreeSet<Key>,
+    ports: BTreeSet<(String, i64)>,
+    zone: Option<String>,
+    /// Precomputed from the Node so that filtering reads no JSON.
+    unschedulable: bool,
+    hard_taints: Vec<Value>,
+    prefer_taints: Vec<Value>,
+}
+
+impl NodeInfo {
+    fn new(obj: Object) -> Self {
+        let q = |k: &str| get(&obj, &["status", "allocatable", k]).and_then(value_milli).unwrap_or(0);
+        let mut other = BTreeMap::new();
+        for (k, v) in get(&obj, &["status", "allocatable"]).and_then(Value::as_object).into_iter().flatten() {
+            if !["cpu", "memory", "pods", "ephemeral-storage"].contains(&k.as_str()) && !k.starts_with("hugepages-") {
+                other.insert(k.to_string(), value_milli(v).unwrap_or(0));
+            }
+        }
+        NodeInfo {
+            name: api::name(&obj).to_string(),
+            alloc_cpu: q("cpu"),
+            alloc_mem: q("memory"),
+            alloc_pods: q("pods") / 1000,
+            alloc_other: other,
+            req: Requests::default(),
+            pods: BTreeSet::new(),
+            ports: BTreeSet::new(),
+            zone: api::label(&obj, "topology.kubernetes.io/zone").map(str::to_string),
+            unschedulable: api::get_bool(&obj, &["spec", "unschedulable"]).unwrap_or(false),
+            hard_taints: get_array(&obj, &["spec", "taints"])
+                .iter()
+                .filter(|t| matches!(get_str(t, &["effect"]), Some("NoSchedule") | Some("NoExecute")))
+                .cloned()
+                .collect(),
+            prefer_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule")).cloned().collect(),
+            obj,
+        }
+    }
+}
+
+/// What the scheduler keeps about a pod it has placed (its own or bound by others).
+#[derive(Debug, Clone)]
+struct Placed {
+    node: usize,
+    anti_affinity: bool,
+    req: Requests,
+    ports: Vec<(String, i64)>,
+    owner: Option<String>,
+    priority: i64,
+}
+
+fn host_ports(pod: &Value) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for c in get_array(pod, &["spec", "containers"]) {
+        for p in get_array(c, &["ports"]) {
+            if let Some(hp) = get_i64(p, &["hostPort"]).filter(|h| *h > 0) {
+                out.push((get_str(p, &["protocol"]).unwrap_or("TCP").to_string(), hp));
+            }
+        }
+    }
+    out
+}
+
+fn owner_uid(pod: &Value) -> Option<String> {
+    api::controller_ref(pod).and_then(|r| get_str(r, &["uid"])).map(str::to_string)
+}
+
+/// Filter failure reasons, and whether preemption could help on that node.
+struct NodeStatus {
+    reasons: Vec<String>,
+    resolvable: bool,
+}
+
+pub struct Scheduler {
+    user: UserInfo,
+    source: Source,
+    rng: Rng,
+    pods: Informer,
+    nodes: Informer,
+    infos: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    placed: HashMap<Key, Placed>,
+    /// Active queue ordered by priority (highest first), then arrival.
+    active: BTreeSet<(i64, u64, Key)>,
+    queued: HashMap<Key, (i64, u64)>,
+    unschedulable: BTreeMap<Key, u32>,
+    seq: u64,
+    next_start: usize,
+    /// owner uid -> pods per node index, and per zone (system default spreading).
+    owner_nodes: HashMap<String, Vec<u32>>,
+    owner_zones: HashMap<String, BTreeMap<String, u32>>,
+    /// Placed pods with required pod anti-affinity (their terms constrain everyone).
+    anti_affinity_pods: usize,
+    /// Distinct zones among the nodes (for spreading weights).
+    zone_count: usize,
+}
+
+fn has_required_anti_affinity(pod: &Value) -> bool {
+    !get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]).is_empty()
+}
+
+impl Scheduler {
+    pub fn new(seed: u64) -> Self {
+        let user = UserInfo::new("system:kube-scheduler", &["system:authenticated"]);
+        Scheduler {
+            source: Source { component: "default-scheduler", host: String::new(), user: user.clone() },
+            user,
+            rng: Rng::new(seed, Stream::Scheduler),
+            pods: Informer::new(rid::POD),
+            nodes: Informer::new(rid::NODE),
+            infos: vec![],
+            index: HashMap::new(),
+            placed: HashMap::new(),
+            active: BTreeSet::new(),
+            queued: HashMap::new(),
+            unschedulable: BTreeMap::new(),
+            seq: 0,
+            next_start: 0,
+            owner_nodes: HashMap::new(),
+            owner_zones: HashMap::new(),
+            anti_affinity_pods: 0,
+            zone_count: 0,
+        }
+    }
+
+    fn creds(&self) -> Credentials {
+        Credentials::User(self.user.clone())
+    }
+
+    fn enqueue(&mut self, key: Key, priority: i64) {
+        if self.queued.contains_key(&key) {
+            return;
+        }
+        self.seq += 1;
+        self.active.insert((-priority, self.seq, key.clone()));
+        self.queued.insert(key, (-priority, self.seq));
+    }
+
+    fn dequeue(&mut self, key: &Key) {
+        if let Some((p, s)) = self.queued.remove(key) {
+            self.active.remove(&(p, s, key.clone()));
+        }
+        self.unschedulable.remove(key);
+    }
+
+    fn account(&mut self, key: &Key, pod: &Value) {
+        let Some(node) = get_str(pod, &["spec", "nodeName"]) else { return };
+        let Some(&ni) = self.index.get(node) else { return };
+        if self.placed.contains_key(key) {
+            return;
+        }
+        let p = Placed {
+            node: ni,
+            anti_affinity: has_required_anti_affinity(pod),
+            req: pod_requests(pod),
+            ports: host_ports(pod),
+            owner: owner_uid(pod),
+            priority: get_i64(pod, &["spec", "priority"]).unwrap_or(0),
+        };
+        let info = &mut self.infos[ni];
+        info.req.cpu += p.req.cpu;
+        info.req.memory += p.req.memory;
+        info.req.nonzero_cpu += p.req.nonzero_cpu;
+        info.req.nonzero_memory += p.req.nonzero_memory;
+        for (k, v) in &p.req.other {
+            *info.req.other.entry(k.clone()).or_default() += v;
+        }
+        info.pods.insert(key.clone());
+        if p.anti_affinity {
+            self.anti_affinity_pods += 1;
+        }
+        for hp in &p.ports {
+            info.ports.insert(hp.clone());
+        }
+        if let Some(o) = &p.owner {
+            let total = self.index.len();
+            let counts = self.owner_nodes.entry(o.clone()).or_default();
+            if counts.len() < total {
+                counts.resize(total, 0);
+            }
+            counts[ni] += 1;
+            if let Some(z) = &info.zone {
+                *self.owner_zones.entry(o.clone()).or_default().entry(z.clone()).or_default() += 1;
+            }
+        }
+        self.placed.insert(key.clone(), p);
+    }
+
+    fn unaccount(&mut self, key: &Key) {
+        let Some(p) = self.placed.remove(key) else { return };
+        let info = &mut self.infos[p.node];
+        info.req.cpu -= p.req.cpu;
+        info.req.memory -= p.req.memory;
+        info.req.nonzero_cpu -= p.req.nonzero_cpu;
+        info.req.nonzero_memory -= p.req.nonzero_memory;
+        for (k, v) in &p.req.other {
+            *info.req.other.entry(k.clone()).or_default() -= v;
+        }
+        info.pods.remove(key);
+        if p.anti_affinity {
+            self.anti_affinity_pods -= 1;
+        }
+        for hp in &p.ports {
+            info.ports.remove(hp);
+        }
+        if let Some(o) = &p.owner {
+            if let Some(c) = self.owner_nodes.get_mut(o).and_then(|m| m.get_mut(p.node)) {
+                *c = c.saturating_sub(1);
+            }
+            if let Some(z) = &info.zone {
+                if let Some(m) = self.owner_zones.get_mut(o) {
+                    if let Some(c) = m.get_mut(z) {
+                        *c = c.saturating_sub(1);
+                    }
+                }
+            }
+        }
+    }
+
+    fn sync_informers(&mut self, cx: &mut Cx) -> bool {
+        let mut cluster_event = false;
+        let r = self.nodes.sync(&cx.api.store);
+        let nodes_changed = !r.deltas.is_empty();
+        for d in r.deltas {
+            let name = api::name(&d.object).to_string();
+            match d.kind {
+                EventType::Deleted => {
+                    // Keep indexes stable: a deleted node stays as an unschedulable shell.
+                    if let Some(&i) = self.index.get(&name) {
+                        let mut shell = (*d.object).clone();
+                        api::set(&mut shell, &["spec", "unschedulable"], json!(true));
+                        self.infos[i].obj = Object::new(shell);
+                        self.infos[i].unschedulable = true;
+                    }
+                }
+                _ => {
+                    let relevant = d.old.as_ref().is_none_or(|o| {
+                        o.get("spec") != d.object.get("spec")
+                            || o.get("metadata").and_then(|m| m.get("labels")) != d.object.get("metadata").and_then(|m| m.get("labels"))
+                            || get(o, &["status", "allocatable"]) != get(&d.object, &["status", "allocatable"])
+                    });
+                    match self.index.get(&name) {
+                        Some(&i) => {
+                            let fresh = NodeInfo::new(d.object.clone());
+                            let info = &mut self.infos[i];
+                            info.obj = fresh.obj;
+                            info.alloc_cpu = fresh.alloc_cpu;
+                            info.alloc_mem = fresh.alloc_mem;
+                            info.alloc_pods = fresh.alloc_pods;
+                            info.alloc_other = fresh.alloc_other;
+                            info.zone = fresh.zone;
+                            info.unschedulable = fresh.unschedulable;
+                            info.hard_taints = fresh.hard_taints;
+                            info.prefer_taints = fresh.prefer_taints;
+                        }
+                        None => {
+                            self.index.insert(name, self.infos.len());
+                            self.infos.push(NodeInfo::new(d.object.clone()));
+                        }
+                    }
+                    cluster_event |= relevant;
+                }
+            }
+        }
+        if nodes_changed {
+            self.zone_count = self.infos.iter().filter_map(|i| i.zone.as_deref()).collect::<BTreeSet<&str>>().len();
+        }
+        let r = self.pods.sync(&cx.api.store);
+        for d in r.deltas {
+            let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
+            let p = &d.object;
+            let terminal = matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"));
+            let assigned = get_str(p, &["spec", "nodeName"]).is_some();
+            match d.kind {
+                EventType::Deleted => {
+                    if self.placed.contains_key(&key) {
+                        cluster_event = true;
+                    }
+                    self.unaccount(&key);
+                    self.dequeue(&key);
+                }
+                _ => {
+                    if assigned {
+                        self.dequeue(&key);
+                        if terminal {
+                            if self.placed.contains_key(&key) {
+                                cluster_event = true;
+                            }
+                            self.unaccount(&key);
+                        } else {
+                            self.account(&key, p);
+                        }
+                    } else if !api::is_deleting(p)
+                        && !terminal
+                        && get_str(p, &["spec", "schedulerName"]).unwrap_or("default-scheduler") == "default-scheduler"
+                        && get_array(p, &["spec", "schedulingGates"]).is_empty()
+                    {
+                        if !self.unschedulable.contains_key(&key) {
+                            let new = d.kind == EventType::Added;
+                            if new && cx.tracing() {
+                                cx.trace(
+                                    Flow::Scheduler,
+                                    "queue",
+                                    format!("Pod/{}/{}", key.0, key.1),
+                                    "ok",
+                                    api::resource_version(p),
+                                    "scheduler sees an unscheduled pod and queues it".into(),
+                                );
+                            }
+                            self.enqueue(key, get_i64(p, &["spec", "priority"]).unwrap_or(0));
+                        }
+                    } else {
+                        self.dequeue(&key);
+                    }
+                }
+            }
+        }
+        cluster_event
+    }
+
+    fn filter(
+        &self,
+        pod: &Value,
+        req: &Requests,
+        ports: &[(String, i64)],
+        affinity: bool,
+        affinity_terms: bool,
+        ni: usize,
+        spread: &[Spread],
+    ) -> Result<(), NodeStatus> {
+        let info = &self.infos[ni];
+        let node = &info.obj;
+        let tolerations = if info.unschedulable || !info.hard_taints.is_empty() { get_array(pod, &["spec", "tolerations"]) } else { &[] };
+        let unresolvable = |r: &str| Err(NodeStatus { reasons: vec![r.to_string()], resolvable: false });
+        // NodeUnschedulable
+        if info.unschedulable && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
+            return unresolvable("node(s) were unschedulable");
+        }
+        // TaintToleration
+        if info.hard_taints.iter().any(|t| !tolerates(tolerations, t)) {
+            return unresolvable("node(s) had untolerated taint(s)");
+        }
+        // NodeAffinity (nodeSelector and required terms)
+        if affinity && !node_affinity_matches(pod, node) {
+            return unresolvable("node(s) didn't match Pod's node affinity/selector");
+        }
+        // NodePorts
+        for hp in ports {
+            if info.ports.contains(hp) {
+                return Err(NodeStatus { reasons: vec!["node(s) didn't have free ports for the requested pod ports".into()], resolvable: true });
+            }
+        }
+        // NodeResourcesFit
+        let mut reasons = Vec::new();
+        let mut resolvable = true;
+        if info.pods.len() as i64 + 1 > info.alloc_pods {
+            reasons.push("Too many pods".to_string());
+        }
+        if req.cpu > 0 && req.cpu > info.alloc_cpu - info.req.cpu {
+            reasons.push("Insufficient cpu".to_string());
+            resolvable &= req.cpu <= info.alloc_cpu;
+        }
+        if req.memory > 0 && req.memory > info.alloc_mem - info.req.memory {
+            reasons.push("Insufficient memory".to_string());
+            resolvable &= req.memory <= info.alloc_mem;
+        }
+        for (k, v) in &req.other {
+            let have = info.alloc_other.get(k).copied().unwrap_or(0);
+            if *v > 0 && *v > have - info.req.other.get(k).copied().unwrap_or(0) {
+                reasons.push(format!("Insufficient {k}"));
+                resolvable &= *v <= have;
+            }
+        }
+        if !reasons.is_empty() {
+            return Err(NodeStatus { reasons, resolvable });
+        }
+        // PodTopologySpread (DoNotSchedule)
+        for s in spread.iter().filter(|s| s.hard) {
+            let Some(domain) = api::label(node, &s.key) else {
+                return unresolvable("node(s) didn't match pod topology spread constraints (missing required label)");
+            };
+            let count = s.counts.get(domain).copied().unwrap_or(0) + u32::from(s.self_match);
+            let min = s.min_count();
+            if count as i64 - min as i64 > s.max_skew {
+                return Err(NodeStatus { reasons: vec!["node(s) didn't match pod topology spread constraints".into()], resolvable: true });
+            }
+        }
+        // InterPodAffinity (required terms)
+        if affinity_terms || self.anti_affinity_pods > 0 {
+            if let Some(r) = self.inter_pod_affinity(pod, ni) {
+                return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
+            }
+        }
+        Ok(())
+    }
+
+    fn pods_in_domain<'a>(&'a self, key: &'a str, domain: &'a str) -> impl Iterator<Item = &'a Object> + 'a {
+        self.infos.iter().filter(move |i| api::label(&i.obj, key) == Some(domain)).flat_map(move |i| i.pods.iter().filter_map(|k| self.pods.get(&k.0, &k.1)))
+    }
+
+    fn inter_pod_affinity(&self, pod: &Value, ni: usize) -> Option<&'static str> {
+        if self.anti_affinity_pods == 0 && get(pod, &["spec", "affinity"]).is_none() {
+            return None;
+        }
+        let node = &self.infos[ni].obj;
+        let ns = api::namespace(pod);
+        let term_ns_ok = |term: &Value, other: &Value| {
+            let nss = get_array(term, &["namespaces"]);
+            if nss.is_empty() && get(term, &["namespaceSelector"]).is_none() {
+                api::namespace(other) == ns
+            } else {
+                nss.iter().any(|n| n.as_str() == Some(api::namespace(other)))
+                    || get(term, &["namespaceSelector"]).is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
+            }
+        };
+        for term in get_array(pod, &["spec", "affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
+            let key = get_str(term, &["topologyKey"]).unwrap_or("");
+            let Some(domain) = api::label(node, key) else { return Some("node(s) didn't match pod affinity rules") };
+            let sel = get(term, &["labelSelector"]);
+            let any = self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
+            if !any {
+                // The first pod of a group that matches its own term may start a domain.
+                let exists_anywhere = self
+                    .infos
+                    .iter()
+                    .flat_map(|i| i.pods.iter())
+                    .filter_map(|k| self.pods.get(&k.0, &k.1))
+                    .any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
+                if exists_anywhere || !selector_matches(sel, api::labels(pod)) {
+                    return Some("node(s) didn't match pod affinity rules");
+                }
+            }
+        }
+        for term in get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
+            let key = get_str(term, &["topologyKey"]).unwrap_or("");
+            let Some(domain) = api::label(node, key) else { continue };
+            let sel = get(term, &["labelSelector"]);
+            if self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o))) {
+                return Some("node(s) didn't match pod anti-affinity rules");
+            }
+        }
+        // Existing pods' anti-affinity against this pod.
+        if self.anti_affinity_pods == 0 {
+            return None;
+        }
+        for k in &self.infos[ni].pods {
+            let Some(o) = self.pods.get(&k.0, &k.1) else { continue };
+            for term in get_array(o, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
+                if get_str(term, &["topologyKey"]) == Some("kubernetes.io/hostname")
+                    && selector_matches(get(term, &["labelSelector"]), api::labels(pod))
+                    && api::namespace(o) == ns
+                {
+                    return Some("node(s) didn't satisfy existing pods anti-affinity rules");
+                }
+            }
+        }
+        None
+    }
+
+    fn spread_constraints(&self, pod: &Value) -> Vec<Spread> {
+        let ns = api::namespace(pod);
+        let mut out = Vec::new();
+        let explicit = get_array(pod, &["spec", "topologySpreadConstraints"]);
+        for c in explicit {
+            let key = get_str(c, &["topologyKey"]).unwrap_or("").to_string();
+            let sel = get(c, &["labelSelector"]).cloned();
+            let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+            for info in &self.infos {
+                if !node_affinity_matches(pod, &info.obj) {
+                    continue;
+                }
+                let Some(domain) = api::label(&info.obj, &key) else { continue };
+                let n = info
+                    .pods
+                    .iter()
+                    .filter_map(|k| self.pods.get(&k.0, &k.1))
+                    .filter(|o| api::namespace(o) == ns && selector_matches(sel.as_ref(), api::labels(o)))
+                    .count() as u32;
+                *counts.entry(domain.to_string()).or_default() += n;
+            }
+            out.push(Spread {
+                key,
+                max_skew: get_i64(c, &["maxSkew"]).unwrap_or(1),
+                hard: get_str(c, &["whenUnsatisfiable"]).unwrap_or("DoNotSchedule") == "DoNotSchedule",
+                self_match: selector_matches(sel.as_ref(), api::labels(pod)),
+                counts,
+                node_counts: None,
+            });
+        }
+        if explicit.is_empty() {
+            // System defaults: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway, over the
+            // pods of the same owner.
+            if let Some(o) = owner_uid(pod) {
+                let zones = self.owner_zones.get(&o).cloned().unwrap_or_default();
+                out.push(Spread {
+                    key: "kubernetes.io/hostname".into(),
+                    max_skew: 3,
+                    hard: false,
+                    self_match: true,
+                    counts: BTreeMap::new(),
+                    node_counts: Some(o),
+                });
+                out.push(Spread { key: "topology.kubernetes.io/zone".into(), max_skew: 5, hard: false, self_match: true, counts: zones, node_counts: None });
+            }
+        }
+        out
+    }
+
+    /// Weighted scores per feasible node.
+    fn score(&self, pod: &Value, req: &Requests, feasible: &[usize], spread: &[Spread]) -> Vec<i64> {
+        let n = feasible.len();
+        let mut total = vec![0i64; n];
+        // NodeResourcesFit (LeastAllocated) and BalancedAllocation, weight 1 each.
+        for (i, &ni) in feasible.iter().enumerate() {
+            let info = &self.infos[ni];
+            let cpu = info.req.nonzero_cpu + req.nonzero_cpu;
+            let mem = info.req.nonzero_memory + req.nonzero_memory;
+            let least = |used: i64, cap: i64| if cap == 0 || used > cap { 0 } else { (cap - used) * 100 / cap };
+            total[i] += (least(cpu, info.alloc_cpu) + least(mem, info.alloc_mem)) / 2;
+            let fc = if info.alloc_cpu > 0 { (cpu as f64 / info.alloc_cpu as f64).min(1.0) } else { 1.0 };
+            let fm = if info.alloc_mem > 0 { (mem as f64 / info.alloc_mem as f64).min(1.0) } else { 1.0 };
+            total[i] += ((1.0 - (fc - fm).abs() / 2.0) * 100.0) as i64;
+        }
+        // TaintToleration: fewer intolerable PreferNoSchedule taints is better (weight 3).
+        let tol = get_array(pod, &["spec", "tolerations"]);
+        let raw: Vec<i64> = feasible.iter().map(|&ni| self.infos[ni].prefer_taints.iter().filter(|t| !tolerates(tol, t)).count() as i64).collect();
+        let max = raw.iter().copied().max().unwrap_or(0);
+        for i in 0..n {
+            total[i] += 3 * if max == 0 { 100 } else { 100 - raw[i] * 100 / max };
+        }
+        // NodeAffinity preferred terms (weight 2).
+        let prefs = get_array(pod, &["spec", "affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"]);
+        if !prefs.is_empty() {
+            let raw: Vec<i64> = feasible
+                .iter()
+                .map(|&ni| {
+                    let node = &self.infos[ni].obj;
+                    prefs
+                        .iter()
+                        .filter(|p| get(p, &["preference"]).is_some_and(|t| node_selector_term_matches(t, api::labels(node), api::name(node))))
+                        .map(|p| get_i64(p, &["weight"]).unwrap_or(0))
+                        .sum()
+                })
+                .collect();
+            let max = raw.iter().copied().max().unwrap_or(0);
+            for i in 0..n {
+                total[i] += 2 * if max == 0 { 0 } else { raw[i] * 100 / max };
+            }
+        }
+        // PodTopologySpread (weight 2): per constraint, the matching pods in each node's
+        // domain, weighted by log(number of domains + 2) (`scoring.go`).
+        let soft: Vec<&Spread> = spread.iter().filter(|s| !s.hard || !s.counts.is_empty()).collect();
+        if !soft.is_empty() && n > 0 {
+            // Zones among the feasible nodes; all of them when every node is feasible.
+            let zones = if n == self.infos.len() || n > 64 {
+                self.zone_count
+            } else {
+                feasible.iter().filter_map(|&ni| self.infos[ni].zone.as_deref()).collect::<BTreeSet<&str>>().len()
+            };
+            let mut raw = vec![0f64; n];
+            for s in &soft {
+                let per_node = s.node_counts.as_ref().map(|o| self.owner_nodes.get(o));
+                let domains = match (&per_node, s.key.as_str()) {
+                    (Some(_), _) => n,
+                    (None, "topology.kubernetes.io/zone") => zones,
+                    _ => s.counts.len(),
+                };
+                let w = ((domains.max(1) + 2) as f64).ln();
+                for (i, &ni) in feasible.iter().enumerate() {
+                    let cnt = match per_node {
+                        Some(nc) => nc.and_then(|m| m.get(ni)).copied().unwrap_or(0),
+                        None if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                        None => api::label(&self.infos[ni].obj, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
+                    };
+                    raw[i] += (cnt as f64 + s.max_skew as f64 - 1.0) * w;
+                }
+            }
+            let maxs = raw.iter().cloned().fold(f64::MIN, f64::max);
+            let mins = raw.iter().cloned().fold(f64::MAX, f64::min);
+            for i in 0..n {
+                let s = if maxs <= 0.0 { 100.0 } else { 100.0 * (maxs + mins - raw[i]) / maxs };
+                total[i] += 2 * s as i64;
+            }
+        }
+        total
+    }
+
+    /// One scheduling cycle for one pod.
+    fn schedule_one(&mut self, cx: &mut Cx, key: Key) {
+        let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
+        if get_str(&pod, &["spec", "nodeName"]).is_some() || api::is_deleting(&pod) {
+            return;
+        }
+        let obj = format!("Pod/{}/{}", key.0, key.1);
+        let total = self.infos.len();
+        if total == 0 {
+            self.fail(cx, &pod, &key, "no nodes available to schedule pods".into());
+            return;
+        }
+        let req = pod_requests(&pod);
+        let ports = host_ports(&pod);
+        let affinity = pod_has_node_affinity(&pod);
+        let affinity_terms = get(&pod, &["spec", "affinity"]).is_some();
+        let spread = self.spread_constraints(&pod);
+        // Adaptive percentageOfNodesToScore.
+        let to_find = if total < 100 {
+            total
+        } else {
+            let pct = (50 - total as i64 / 125).max(5) as usize;
+            (total * pct / 100).max(100)
+        };
+        let mut feasible = Vec::new();
+        let mut statuses: Vec<(usize, NodeStatus)> = Vec::new();
+        let start = self.next_start % total;
+        let mut processed = 0;
+        for off in 0..total {
+            let ni = (start + off) % total;
+            processed += 1;
+            match self.filter(&pod, &req, &ports, affinity, affinity_terms, ni, &spread) {
+                Ok(()) => {
+                    feasible.push(ni);
+                    if feasible.len() >= to_find {
+                        break;
+                    }
+                }
+                Err(s) => statuses.push((ni, s)),
+            }
+        }
+        self.next_start = (start + processed) % total;
+        if feasible.is_empty() {
+            let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+            for (_, s) in &statuses {
+                for r in &s.reasons {
+                    *counts.entry(r.clone()).or_default() += 1;
+                }
+            }
+            let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            parts.sort();
+            let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
+            match self.preempt(cx, &pod, &req, &statuses) {
+                Ok(Some(node)) => {
+                    cx.trace(
+                        Flow::Pending,
+                        "preemption",
+                        obj.clone(),
+                        "pending",
+                        "",
+                        format!("preempting lower-priority pods on {node}; nominated node {node}"),
+                    );
+                }
+                Ok(None) => {}
+                Err(m) => msg = format!("{msg} {m}"),
+            }
+            self.fail(cx, &pod, &key, msg);
+            return;
+        }
+        let chosen = if feasible.len() == 1 {
+            feasible[0]
+        } else {
+            let scores = self.score(&pod, &req, &feasible, &spread);
+            let best = scores.iter().copied().max().unwrap_or(0);
+            // Reservoir sampling among the best, as selectHost does.
+            let mut pick = feasible[0];
+            let mut seen = 0u64;
+            for (i, &ni) in feasible.iter().enumerate() {
+                if scores[i] == best {
+                    seen += 1;
+                    if self.rng.below(seen) == 0 {
+                        pick = ni;
+                    }
+                }
+            }
+            if cx.tracing() {
+                let mut shown: Vec<String> = feasible.iter().zip(&scores).take(8).map(|(ni, s)| format!("{}={s}", self.infos[*ni].name)).collect();
+                if feasible.len() > 8 {
+                    shown.push(format!("... {} more", feasible.len() - 8));
+                }
+                cx.trace(Flow::Scheduler, "score", obj.clone(), "ok", "", format!("{} of {total} nodes feasible; scores {}", feasible.len(), shown.join(", ")));
+            }
+            pick
+        };
+        let node = self.infos[chosen].name.clone();
+        let body = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": key.1, "namespace": key.0}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
+        let mut r = Request::create(rid::POD, &key.0, body, self.creds());
+        r.name = key.1.clone();
+        r.subresource = "binding".into();
+        match cx.api.handle(req_as(r, "default-scheduler", &self.user)) {
+            Ok(bound) => {
+                self.unschedulable.remove(&key);
+                self.account(&key, &bound);
+                cx.trace(Flow::Scheduler, "bind", obj, "ok", api::resource_version(&bound), format!("bound to {node}"));
+                let msg = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
+                cx.event(&self.source, &bound, None, "Normal", "Scheduled", &msg, Some("Binding"));
+            }
+            Err(s) => {
+                cx.trace(Flow::Pending, "bind", obj, "error", "", s.message.clone());
+            }
+        }
+    }
+
+    fn fail(&mut self, cx: &mut Cx, pod: &Object, key: &Key, msg: String) {
+        let attempts = self.unschedulable.entry(key.clone()).or_insert(0);
+        *attempts += 1;
+        let obj = format!("Pod/{}/{}", key.0, key.1);
+        cx.trace(Flow::Pending, "filter", obj, "pending", api::resource_version(pod), msg.clone());
+        let already = crate::foundation::pod::condition(pod, "PodScheduled").is_some_and(|c| get_str(c, &["message"]) == Some(msg.as_str()));
+        if !already {
+            let mut body = (**pod).clone();
+            crate::apiserver::set_condition(&mut body, "PodScheduled", "False", Some("Unschedulable"), Some(&msg), cx.now);
+            if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            let _ = cx.api.handle(req_as(Request::update(rid::POD, &key.0, &key.1, body, self.creds()).with_sub("status"), "default-scheduler", &self.user));
+        }
+        let event_msg = if msg.len() > 1024 { format!("{} ...", &msg[..1020]) } else { msg };
+        cx.event(&self.source, pod, None, "Warning", "FailedScheduling", &event_msg, Some("Scheduling"));
+        // Unschedulable pods are flushed back at least every 5 minutes.
+        cx.every(300_000, format!("flush/{}/{}", key.0, key.1));
+    }
+
+    /// DefaultPreemption: find a node where evicting lower-priority pods makes room.
+    fn preempt(&mut self, cx: &mut Cx, pod: &Value, req: &Requests, statuses: &[(usize, NodeStatus)]) -> Result<Option<String>, String> {
+        let total = self.infos.len();
+        if get_str(pod, &["spec", "preemptionPolicy"]) == Some("Never") {
+            return Err("preemption: not eligible due to preemptionPolicy=Never.".into());
+        }
+        let prio = get_i64(pod, &["spec", "priority"]).unwrap_or(0);
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut best: Option<(usize, Vec<Key>, i64)> = None;
+        for (ni, s) in statuses {
+            if !s.resolvable {
+                *counts.entry("Preemption is not helpful for scheduling").or_default() += 1;
+                continue;
+            }
+            let info = &self.infos[*ni];
+            let mut victims: Vec<(i64, Key)> =
+                info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
+            victims.sort();
+            let freed_cpu: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
+            let freed_mem: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
+            let fits = (info.pods.len() as i64 - victims.len() as i64) < info.alloc_pods
+                && req.cpu <= info.alloc_cpu - info.req.cpu + freed_cpu
+                && req.memory <= info.alloc_mem - info.req.memory + freed_mem;
+            if victims.is_empty() || !fits {
+                *counts.entry("No preemption victims found for incoming pod").or_default() += 1;
+                continue;
+            }
+            // Reprieve the highest-priority victims that are not needed.
+            let mut needed: Vec<Key> = Vec::new();
+            let (mut cpu, mut mem, mut pods) = (info.alloc_cpu - info.req.cpu, info.alloc_mem - info.req.memory, info.alloc_pods - info.pods.len() as i64);
+            for (_, k) in &victims {
+                if req.cpu <= cpu && req.memory <= mem && pods >= 1 {
+                    break;
+                }
+                if let Some(p) = self.placed.get(k) {
+                    cpu += p.req.cpu;
+                    mem += p.req.memory;
+                    pods += 1;
+                    needed.push(k.clone());
+                }
+            }
+            let top = needed.iter().filter_map(|k| self.placed.get(k)).map(|p| p.priority).max().unwrap_or(i64::MIN);
+            if best.as_ref().is_none_or(|(_, v, t)| top < *t || (top == *t && needed.len() < v.len())) {
+                best = Some((*ni, needed, top));
+            }
+        }
+        let Some((ni, victims, _)) = best else {
+            let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            parts.sort();
+            return Err(format!("preemption: 0/{total} nodes are available: {}.", parts.join(", ")));
+        };
+        let node = self.infos[ni].name.clone();
+        let ns = api::namespace(pod).to_string();
+        let name = api::name(pod).to_string();
+        let mut body = pod.clone();
+        api::set(&mut body, &["status", "nominatedNodeName"], json!(node));
+        if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        let _ = cx.api.handle(req_as(Request::update(rid::POD, &ns, &name, body, self.creds()).with_sub("status"), "default-scheduler", &self.user));
+        for (vns, vname) in victims {
+            if let Some(v) = self.pods.get(&vns, &vname).cloned() {
+                let msg = format!("Preempted by pod {} on node {node}", api::uid(pod));
+                cx.event(&self.source, &v, None, "Normal", "Preempted", &msg, Some("Preempting"));
+                let _ = cx.api.handle(req_as(Request::delete(rid::POD, &vns, &vname, self.creds()), "default-scheduler", &self.user));
+                cx.trace(Flow::Pending, "preemption", format!("Pod/{vns}/{vname}"), "ok", "", msg);
+            }
+        }
+        Ok(Some(node))
+    }
+
+    fn drain_queue(&mut self, cx: &mut Cx) {
+        while let Some((p, s, key)) = self.active.pop_first() {
+            self.queued.remove(&key);
+            let _ = (p, s);
+            self.schedule_one(cx, key);
+        }
+    }
+
+    /// Move unschedulable pods back to the active queue after their back-off.
+    fn flush(&mut self, cx: &mut Cx) {
+        for (k, attempts) in &self.unschedulable {
+            let backoff = (1000u64 << (attempts.saturating_sub(1)).min(4)).min(10_000);
+            cx.after(backoff, format!("retry/{}/{}", k.0, k.1));
+        }
+    }
+}
+
+/// A topology spread constraint with the counts it needs.
+struct Spread {
+    key: String,
+    max_skew: i64,
+    hard: bool,
+    self_match: bool,
+    counts: BTreeMap<String, u32>,
+    /// System default spreading per node: the owner whose pods are counted.
+    node_counts: Option<String>,
+}
+
+impl Spread {
+    fn min_count(&self) -> u32 {
+        self.counts.values().copied().min().unwrap_or(0)
+    }
+}
+
+/// Whether a pod constrains nodes by selector or required node affinity at all.
+pub fn pod_has_node_affinity(pod: &Value) -> bool {
+    get(pod, &["spec", "nodeSelector"]).is_some() || get(pod, &["spec", "affinity", "nodeAffinity"]).is_some()
+}
+
+/// nodeSelector and required node affinity (`nodeaffinity.GetRequiredNodeAffinity`).
+pub fn node_affinity_matches(pod: &Value, node: &Value) -> bool {
+    if let Some(sel) = get(pod, &["spec", "nodeSelector"]).and_then(Value::as_object) {
+        if !crate::foundation::labels::map_matches(sel, api::labels(node)) {
+            return false;
+        }
+    }
+    let terms = get_array(pod, &["spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"]);
+    if get(pod, &["spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]).is_some() {
+        return terms.iter().any(|t| node_selector_term_matches(t, api::labels(node), api::name(node)));
+    }
+    true
+}
+
+impl Controller for Scheduler {
+    fn name(&self) -> &'static str {
+        "default-scheduler"
+    }
+    fn user(&self) -> &UserInfo {
+        &self.user
+    }
+    fn watches(&self) -> &'static [ResourceId] {
+        &[rid::POD, rid::NODE]
+    }
+    fn run(&mut self, cx: &mut Cx) {
+        if self.sync_informers(cx) {
+            self.flush(cx);
+        }
+        self.drain_queue(cx);
+    }
+    fn timer(&mut self, cx: &mut Cx, key: &str) {
+        let rest = key.split_once('/').map(|(_, r)| r).unwrap_or("");
+        if let Some((ns, name)) = rest.split_once('/') {
+            let k = (ns.to_string(), name.to_string());
+            if self.unschedulable.contains_key(&k) {
+                let prio = self.pods.get(ns, name).and_then(|p| get_i64(p, &["spec", "priority"])).unwrap_or(0);
+                self.queued.remove(&k);
+                self.enqueue(k, prio);
+            }
+        }
+        self.sync_informers(cx);
+        self.drain_queue(cx);
+    }
+    fn busy(&self, _now: Millis) -> bool {
+        !self.active.is_empty()
+    }
+    fn restart(&mut self) {
+        let seed_rng = self.rng.clone();
+        *self = Scheduler::new(0);
+        self.rng = seed_rng;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_sum_containers_and_default_for_scoring() {
+        let p = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}, {"name": "b"}],
+            "initContainers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        let r = pod_requests(&p);
+        assert_eq!(r.cpu, 1000);
+        assert_eq!(r.memory, 64 * 1024 * 1024 * 1000);
+        assert_eq!(r.nonzero_cpu, 350);
+    }
+
+    #[test]
+    fn tolerations_match_taints() {
+        let taint = json!({"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"});
+        assert!(!tolerates(&[], &taint));
+        assert!(tolerates(&[json!({"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"})], &taint));
+        assert!(tolerates(&[json!({"operator": "Exists"})], &taint));
+        assert!(!tolerates(&[json!({"key": "x", "operator": "Exists"})], &taint));
+    }
+
+    #[test]
+    fn node_selectors_and_required_affinity() {
+        let node = json!({"metadata": {"name": "n", "labels": {"disktype": "ssd", "topology.kubernetes.io/zone": "zone-a"}}});
+        assert!(node_affinity_matches(&json!({"spec": {"nodeSelector": {"disktype": "ssd"}}}), &node));
+        assert!(!node_affinity_matches(&json!({"spec": {"nodeSelector": {"disktype": "hdd"}}}), &node));
+        let aff = json!({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}]}}}}});
+        assert!(!node_affinity_matches(&aff, &node));
+    }
+}

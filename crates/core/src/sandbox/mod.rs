@@ -1,0 +1,798 @@
+//! The sandbox behind the page: an editor text that is the desired state, a cluster that
+//! follows it, and everything the person did, so that a link can replay it exactly.
+//!
+//! Applying the editor works like `kubectl apply --prune` over the editor's documents:
+//! documents whose content changed since they were last applied are applied (as the
+//! chosen user), unchanged ones are left alone (re-applying them would only repeat the
+//! same requests), and objects whose document was removed are deleted. A `Scenario`
+//! document sets up the cluster (nodes, users, images, seed, timed steps) when the
+//! sandbox is created; it is not an API object.
+
+use crate::apiserver::Credentials;
+use crate::cluster::scenario::{add_file, Scenario};
+use crate::cluster::{Action, Cluster, Fault};
+use crate::foundation::api::{self, get_str, Object, RESOURCES};
+use crate::foundation::manifest::Diagnostic;
+use crate::foundation::sim::Millis;
+use crate::foundation::value::Value;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What happened to one document of the editor on the last apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocStatus {
+    /// 1-based lines of the document in the editor text.
+    pub start_line: usize,
+    pub end_line: usize,
+    /// `Kind/name` when the document is an object.
+    pub object: String,
+    /// kubectl's line for it (`deployment.apps/checkout created`, an error, ...).
+    pub result: String,
+    /// Problems to show at a line: YAML errors at their position, API errors at the
+    /// document's first line.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl DocStatus {
+    pub fn failed(&self) -> bool {
+        !self.diagnostics.is_empty()
+    }
+}
+
+/// One thing the person did, at a simulated time; replaying them reproduces the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub t: Millis,
+    pub user: String,
+    #[serde(flatten)]
+    pub what: Did,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Did {
+    /// The editor's text was applied.
+    Apply(String),
+    /// A kubectl command line (without `kubectl`).
+    Kubectl(String),
+    /// A fault: `nodeDown`, `nodeUp`, `controllerDown`, `controllerUp`, `webhookDown`,
+    /// `webhookUp`, with the name it applies to.
+    Fault(String, String),
+}
+
+pub struct Sandbox {
+    pub cluster: Cluster,
+    pub seed: u64,
+    /// The text the sandbox was created from.
+    pub setup: String,
+    /// The user who applies the editor and runs commands.
+    pub user: String,
+    /// `admin` and the scenario's users, with their tokens.
+    pub users: Vec<(String, String)>,
+    /// Problems in the Scenario document, as `line: message`.
+    pub setup_errors: Vec<String>,
+    /// The editor text last applied, and what became of each document.
+    pub text: String,
+    pub docs: Vec<DocStatus>,
+    /// Everything done after creation, in order.
+    pub log: Vec<Done>,
+    /// (resource, namespace, name) -> the object as last applied from the editor.
+    applied: BTreeMap<(usize, String, String), Value>,
+}
+
+impl Sandbox {
+    /// A cluster set up by the text's Scenario document (or the default cluster), with the
+    /// text's objects applied by `admin` at time 0.
+    pub fn new(text: &str, seed: Option<u64>) -> Sandbox {
+        let mut sc = Scenario::default();
+        add_file(&mut sc, "editor", text);
+        // The editor's objects are applied below, document by document; keep only the
+        // Scenario's own timed steps.
+        sc.steps.retain(|s| !(s.at == 0 && matches!(&s.action, Action::Apply { file, .. } if file == "editor")));
+        let config = sc.config(seed, true);
+        let seed = config.seed;
+        let mut users = vec![("admin".to_string(), "admin-token".to_string())];
+        users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
+        let mut cluster = Cluster::new(config);
+        cluster.add_steps(sc.steps.clone());
+        let setup_errors = sc.errors.iter().map(|e| e.trim_start_matches("editor:").to_string()).collect();
+        let mut sb = Sandbox {
+            cluster,
+            seed,
+            setup: text.to_string(),
+            user: "admin".into(),
+            users,
+            setup_errors,
+            text: String::new(),
+            docs: vec![],
+            log: vec![],
+            applied: BTreeMap::new(),
+        };
+        sb.apply_text(text);
+        sb
+    }
+
+    fn credentials(&self) -> Credentials {
+        let token = self.users.iter().find(|(n, _)| *n == self.user).map_or("admin-token", |(_, t)| t.as_str());
+        Credentials::Token(token.to_string())
+    }
+
+    /// Choose who applies and runs commands; unknown names are refused.
+    pub fn set_user(&mut self, user: &str) -> bool {
+        if self.users.iter().any(|(n, _)| n == user) {
+            self.user = user.to_string();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Apply the editor text: changed documents are applied, removed ones deleted.
+    pub fn apply(&mut self, text: &str) {
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Apply(text.to_string()) });
+        self.apply_text(text);
+    }
+
+    fn apply_text(&mut self, text: &str) {
+        let creds = self.credentials();
+        let mut docs = Vec::new();
+        let mut present = BTreeMap::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for d in crate::foundation::manifest::parse(text) {
+            let mut st =
+                DocStatus { start_line: d.start_line, end_line: d.end_line, object: String::new(), result: String::new(), diagnostics: d.diagnostics.clone() };
+            let Some(obj) = d.object else {
+                st.result = d.diagnostics.first().map(|x| format!("error: {}", x.message)).unwrap_or_default();
+                docs.push(st);
+                continue;
+            };
+            let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
+            let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+            st.object = format!("{kind}/{}", api::name(&obj));
+            if kind == "Scenario" && av.starts_with("kubeloop.dev/") {
+                st.result = "cluster set-up: nodes, users, images and steps take effect on Reset".into();
+                docs.push(st);
+                continue;
+            }
+            let key = api::resource_for_kind(&av, &kind).map(|r| {
+                let ns =
+                    if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+                (r, ns, api::name(&obj).to_string())
+            });
+            if let Some(k) = &key {
+                present.insert(k.clone(), obj.clone());
+                if self.applied.get(k) == Some(&obj) {
+                    // Unchanged since it was applied: keep what it said then.
+                    if let Some(prev) = self.docs.iter().find(|p| p.object == st.object) {
+                        st.result = prev.result.clone();
+                        st.diagnostics =
+                            prev.diagnostics.iter().map(|x| Diagnostic { line: d.start_line, column: x.column, message: x.message.clone() }).collect();
+                    }
+                    docs.push(st);
+                    continue;
+                }
+            }
+            let start = d.start_line.saturating_sub(1).min(lines.len());
+            let end = d.end_line.min(lines.len());
+            let out = self.cluster.act(creds.clone(), Action::Apply { text: lines[start..end].join("\n"), file: "editor".into() });
+            st.result = out.output.join("\n");
+            let ok = out.output.iter().all(|l| !l.starts_with("error") && !l.starts_with("Error"));
+            if ok {
+                if let Some(k) = key {
+                    self.applied.insert(k, obj);
+                }
+            } else {
+                let msg = out.output.iter().filter(|l| l.starts_with("error") || l.starts_with("Error")).cloned().collect::<Vec<_>>().join("\n");
+                st.diagnostics.push(Diagnostic { line: d.start_line, column: 1, message: msg });
+                if let Some(k) = key {
+                    // A rejected change leaves whatever was stored before.
+                    self.applied.remove(&k);
+                }
+            }
+            docs.push(st);
+        }
+        // Prune what the editor no longer declares.
+        let gone: Vec<(usize, String, String)> = self.applied.keys().filter(|k| !present.contains_key(*k)).cloned().collect();
+        for (r, ns, name) in gone {
+            let res = &RESOURCES[r];
+            let mut cmd = format!("delete {} {name}", res.qualified_resource());
+            if !ns.is_empty() {
+                cmd.push_str(&format!(" -n {ns}"));
+            }
+            let out = self.cluster.act(creds.clone(), Action::Kubectl(cmd)).output;
+            let result = out.join("\n");
+            let failed = result.starts_with("error") || result.starts_with("Error");
+            let mut st =
+                DocStatus { start_line: 0, end_line: 0, object: format!("{}/{name}", res.kind), result: format!("pruned: {result}"), diagnostics: vec![] };
+            if failed && !result.contains("(NotFound)") {
+                // Still declared as far as the cluster knows: try again on the next apply.
+                st.diagnostics.push(Diagnostic { line: 0, column: 0, message: result });
+            } else {
+                self.applied.remove(&(r, ns, name));
+            }
+            docs.push(st);
+        }
+        self.text = text.to_string();
+        self.docs = docs;
+    }
+
+    /// Run a kubectl command line (without `kubectl`) as the current user. `-f editor`
+    /// reads the editor's text, passed on as a here-document (kubectl's stdin), so that a
+    /// share link replays the text as it was.
+    pub fn kubectl(&mut self, line: &str) -> Vec<String> {
+        let first = line.lines().next().unwrap_or("");
+        let padded = format!("{first} ");
+        let line = match [" -f editor ", " --filename editor ", " -f=editor ", " --filename=editor "].into_iter().find(|p| padded.contains(p)) {
+            Some(p) => format!("{} <<KUBELOOP_EDITOR\n{}\nKUBELOOP_EDITOR\n", padded.replacen(p, " -f - ", 1).trim_end(), self.text.trim_end()),
+            None => line.to_string(),
+        };
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Kubectl(line.clone()) });
+        self.cluster.act(self.credentials(), Action::Kubectl(line)).output
+    }
+
+    /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run
+    /// (a watch changes nothing, so it is not logged for share links).
+    pub fn kubectl_watching(&mut self, line: &str) -> (Vec<String>, Option<crate::kubectl::Watch>) {
+        let words = crate::kubectl::split_args(line).unwrap_or_default();
+        let get = words.iter().find(|w| *w != "kubectl").map(String::as_str) == Some("get");
+        if !(get && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
+            return (self.kubectl(line), None);
+        }
+        let creds = self.credentials();
+        crate::kubectl::run_watching(&mut self.cluster.api, &creds, line)
+    }
+
+    /// Inject a fault now (`nodeDown`, `webhookDown`, ... and the name it applies to).
+    pub fn fault(&mut self, kind: &str, name: &str) -> Result<String, String> {
+        let f = fault(kind, name)?;
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Fault(kind.to_string(), name.to_string()) });
+        let out = self.cluster.act(self.credentials(), Action::Fault(f.clone()));
+        Ok(out.output.first().cloned().unwrap_or_else(|| f.describe()))
+    }
+
+    /// Advance the simulated clock by `ms`, running everything due.
+    pub fn advance(&mut self, ms: Millis) {
+        let until = self.cluster.now.saturating_add(ms);
+        self.cluster.run_until(until);
+    }
+
+    /// Jump to the next thing that happens, and run it.
+    pub fn step(&mut self) -> bool {
+        match self.cluster.next_time() {
+            Some(t) => {
+                self.cluster.run_until(t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The object as stored at a resourceVersion, if the watch history still holds it.
+    pub fn object_at(&self, object: &str, resource_version: &str) -> Option<Object> {
+        let rev: u64 = resource_version.parse().ok()?;
+        let mut parts = object.splitn(3, '/');
+        let kind = parts.next()?;
+        let r = RESOURCES.iter().position(|x| x.kind == kind)?;
+        let store = &self.cluster.api.store;
+        if let Ok(events) = store.events_since(r, rev.saturating_sub(1)) {
+            if let Some(e) = events.take_while(|e| e.revision <= rev).find(|e| e.revision == rev) {
+                return Some(e.object.clone());
+            }
+        }
+        store.all().find(|o| api::resource_version(o) == resource_version).cloned()
+    }
+
+    /// The state as a link fragment (`s=1.<data>`): compressed, versioned, replayable.
+    pub fn share(&self) -> String {
+        self.share_with_base("")
+    }
+
+    /// As [`Sandbox::share`], with texts stored as edits: the set-up against `base` (the
+    /// page's built-in example, which the link then need not carry) and each apply against
+    /// the text applied before it.
+    pub fn share_with_base(&self, base: &str) -> String {
+        let mut previous = self.setup.as_str();
+        let log = self
+            .log
+            .iter()
+            .map(|d| {
+                let what = match &d.what {
+                    Did::Apply(text) => {
+                        let e = Edit::between(previous, text);
+                        previous = text;
+                        Wire::Apply(e)
+                    }
+                    Did::Kubectl(line) => Wire::Kubectl(line.clone()),
+                    Did::Fault(kind, name) => Wire::Fault(kind.clone(), name.clone()),
+                };
+                WireDone { t: d.t, user: d.user.clone(), what }
+            })
+            .collect();
+        let s = Shared { v: SHARE_VERSION, seed: self.seed, setup: Edit::between(base, &self.setup), log, t: self.cluster.now, user: self.user.clone() };
+        let json = serde_json::to_vec(&s).unwrap_or_default();
+        format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&json, 9)))
+    }
+
+    /// Rebuild a shared state: the same set-up, the same actions at the same times.
+    pub fn open(fragment: &str) -> Result<Sandbox, String> {
+        Sandbox::open_with_base(fragment, "")
+    }
+
+    /// Rebuild a state shared with [`Sandbox::share_with_base`] and the same `base`.
+    pub fn open_with_base(fragment: &str, base: &str) -> Result<Sandbox, String> {
+        let s = decode_share(fragment)?;
+        let setup = s.setup.apply_to(base)?;
+        let mut sb = Sandbox::new(&setup, Some(s.seed));
+        let mut previous = setup;
+        for d in s.log {
+            if d.t > sb.cluster.now {
+                sb.cluster.run_until(d.t);
+            }
+            if !sb.set_user(&d.user) {
+                return Err(format!("the link names an unknown user {:?}", d.user));
+            }
+            match &d.what {
+                Wire::Apply(e) => {
+                    let text = e.apply_to(&previous)?;
+                    sb.apply(&text);
+                    previous = text;
+                }
+                Wire::Kubectl(line) => {
+                    sb.kubectl(line);
+                }
+                Wire::Fault(kind, name) => {
+                    sb.fault(kind, name)?;
+                }
+            }
+        }
+        if s.t > sb.cluster.now {
+            sb.cluster.run_until(s.t);
+        }
+        sb.set_user(&s.user);
+        Ok(sb)
+    }
+}
+
+/// A text as an edit of another: keep `p` characters from the start and `s` from the end,
+/// and put `t` between them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Edit {
+    p: usize,
+    s: usize,
+    t: String,
+}
+
+impl Edit {
+    fn between(old: &str, new: &str) -> Edit {
+        let o: Vec<char> = old.chars().collect();
+        let n: Vec<char> = new.chars().collect();
+        let p = o.iter().zip(&n).take_while(|(a, b)| a == b).count();
+        let s = o[p..].iter().rev().zip(n[p..].iter().rev()).take_while(|(a, b)| a == b).count();
+        Edit { p, s, t: n[p..n.len() - s].iter().collect() }
+    }
+
+    fn apply_to(&self, old: &str) -> Result<String, String> {
+        let o: Vec<char> = old.chars().collect();
+        if self.p + self.s > o.len() {
+            return Err("the link's state does not fit this page's example (it was made from another one)".into());
+        }
+        let mut out: String = o[..self.p].iter().collect();
+        out.push_str(&self.t);
+        out.extend(&o[o.len() - self.s..]);
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Wire {
+    Apply(Edit),
+    Kubectl(String),
+    Fault(String, String),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WireDone {
+    t: Millis,
+    user: String,
+    #[serde(flatten)]
+    what: Wire,
+}
+
+/// A fault by its scenario name.
+pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
+    let n = name.to_string();
+    Ok(match kind {
+        "nodeDown" => Fault::NodeDown(n),
+        "nodeUp" => Fault::NodeUp(n),
+        "controllerDown" => Fault::ControllerDown(n),
+        "controllerUp" => Fault::ControllerUp(n),
+        "webhookDown" => Fault::WebhookDown(n),
+        "webhookUp" => Fault::WebhookUp(n),
+        other => return Err(format!("unknown fault {other:?}")),
+    })
+}
+
+const SHARE_VERSION: u32 = 1;
+/// Links longer than this are refused before decoding.
+pub const MAX_LINK: usize = 200_000;
+/// Decompressed state larger than this is refused (a crafted link cannot exhaust memory).
+pub const MAX_STATE: usize = 1 << 20;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Shared {
+    v: u32,
+    seed: u64,
+    setup: Edit,
+    log: Vec<WireDone>,
+    t: Millis,
+    user: String,
+}
+
+fn decode_share(fragment: &str) -> Result<Shared, String> {
+    let f = fragment.trim_start_matches('#');
+    if f.len() > MAX_LINK {
+        return Err(format!("the link is too long ({} characters; at most {MAX_LINK})", f.len()));
+    }
+    let data = f.strip_prefix("s=").ok_or("the link holds no sandbox state (expected #s=...)")?;
+    let (version, payload) = data.split_once('.').ok_or("the link's state is truncated (no version)")?;
+    if version != SHARE_VERSION.to_string() {
+        return Err(format!("the link was made by another version of kubeloop (state version {version:?}, this page reads {SHARE_VERSION})"));
+    }
+    let bytes = unbase64url(payload).ok_or("the link's state is damaged (not base64url)")?;
+    let json = miniz_oxide::inflate::decompress_to_vec_with_limit(&bytes, MAX_STATE).map_err(|e| match e.status {
+        miniz_oxide::inflate::TINFLStatus::HasMoreOutput => format!("the link's state is larger than {MAX_STATE} bytes"),
+        _ => "the link's state is damaged or truncated (it does not decompress)".to_string(),
+    })?;
+    let s: Shared = serde_json::from_slice(&json).map_err(|e| format!("the link's state is damaged: {e}"))?;
+    if s.v != SHARE_VERSION {
+        return Err(format!("the link's state has version {} (this page reads {SHARE_VERSION})", s.v));
+    }
+    Ok(s)
+}
+
+/// Share links carry base64url without padding; padded links (from other encoders) are
+/// accepted too.
+const LINK_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    base64::engine::GeneralPurposeConfig::new().with_encode_padding(false).with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+fn base64url(data: &[u8]) -> String {
+    LINK_BASE64.encode(data)
+}
+
+fn unbase64url(s: &str) -> Option<Vec<u8>> {
+    LINK_BASE64.decode(s).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::foundation::api::rid;
+
+    const APP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n";
+
+    fn ready_pods(sb: &Sandbox) -> usize {
+        sb.cluster.api.store.list(rid::POD, None).filter(|p| crate::foundation::pod::pod_is_ready(p)).count()
+    }
+
+    #[test]
+    fn the_editor_is_the_desired_state() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        assert_eq!(sb.docs.len(), 1);
+        assert_eq!(sb.docs[0].result, "deployment.apps/web created");
+        sb.advance(60_000);
+        assert_eq!(ready_pods(&sb), 2);
+        // Unchanged documents are not re-applied; a change is.
+        let writes = sb.cluster.api.trace.requests.len();
+        sb.apply(APP);
+        assert_eq!(sb.cluster.api.trace.requests.len(), writes);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
+        assert_eq!(sb.docs[0].result, "deployment.apps/web configured");
+        sb.advance(60_000);
+        assert_eq!(ready_pods(&sb), 3);
+        // Removing the document deletes the object (and the garbage collector its pods).
+        sb.apply("");
+        sb.advance(120_000);
+        assert!(sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").is_none());
+        assert_eq!(sb.cluster.api.store.count(rid::POD), 0);
+    }
+
+    #[test]
+    fn kubectl_get_prints_what_kubectl_prints() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        let pods = sb.kubectl("get pods");
+        assert_eq!(pods.len(), 3, "{pods:?}");
+        assert_eq!(pods[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+        assert!(pods[1].starts_with("web-") && pods[1].contains("1/1     Running   0          "), "{pods:?}");
+        let wide = sb.kubectl("get deploy -o wide");
+        assert_eq!(wide[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]);
+        assert!(wide[1].starts_with("web    2/2     2            2           ") && wide[1].ends_with("web          nginx:1.27   app=web"), "{wide:?}");
+        let names = sb.kubectl("get po -l app=web -o name");
+        assert!(names.len() == 2 && names.iter().all(|n| n.starts_with("pod/web-")), "{names:?}");
+        assert_eq!(sb.kubectl("get pods missing"), ["Error from server (NotFound): pods \"missing\" not found"]);
+        assert_eq!(sb.kubectl("get nope"), ["error: the server doesn't have a resource type \"nope\""]);
+        assert_eq!(sb.kubectl("get pods -n kube-public"), ["No resources found in kube-public namespace."]);
+        let all = sb.kubectl("get nodes");
+        assert!(all[1].starts_with("control-plane   Ready    control-plane"), "{all:?}");
+        let yaml = sb.kubectl("get deployment web -o yaml").join("\n");
+        assert!(yaml.starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n"), "{yaml}");
+        let owner = sb.kubectl(&format!(
+            "get pod {} -o jsonpath='{{.metadata.ownerReferences[0].kind}}/{{.metadata.ownerReferences[0].name}}'",
+            names[0].trim_start_matches("pod/")
+        ));
+        assert!(owner.len() == 1 && owner[0].starts_with("ReplicaSet/web-"), "{owner:?}");
+        assert_eq!(sb.kubectl("get deploy -o jsonpath={.items[*].metadata.name}"), ["web"]);
+        let json = sb.kubectl("get deployment web -o json").join("\n");
+        assert!(json.starts_with("{\n    \"apiVersion\": \"apps/v1\","), "{json}");
+    }
+
+    #[test]
+    fn rollout_status_and_set_image_follow_the_rollout() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        assert_eq!(sb.kubectl("rollout status deployment/web"), ["Waiting for deployment spec update to be observed..."]);
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("rollout status deployment/web"), ["deployment \"web\" successfully rolled out"]);
+        assert_eq!(sb.kubectl("set image deployment/web web=nginx:1.28"), ["deployment.apps/web image updated"]);
+        assert_eq!(sb.kubectl("set image deployment/web nope=nginx:1.28"), ["error: unable to find container named \"nope\""]);
+        sb.advance(200);
+        let mid = sb.kubectl("rollout status deploy/web");
+        assert!(mid[0].starts_with("Waiting for deployment \"web\" rollout to finish: "), "{mid:?}");
+        sb.advance(120_000);
+        assert_eq!(sb.kubectl("rollout status deployment web"), ["deployment \"web\" successfully rolled out"]);
+        assert_eq!(
+            sb.kubectl("rollout history deployment/web"),
+            ["deployment.apps/web ", "REVISION  CHANGE-CAUSE", "1         <none>", "2         <none>", ""]
+        );
+        assert_eq!(sb.kubectl("rollout restart deployment/web"), ["deployment.apps/web restarted"]);
+        sb.advance(120_000);
+        assert_eq!(sb.kubectl("rollout history deploy/web").len(), 6, "a third revision");
+        let images = sb.kubectl("get rs -o wide --sort-by=.metadata.creationTimestamp");
+        assert!(images.len() == 4 && images[1].contains("nginx:1.27") && images[2].contains("nginx:1.28"), "{images:?}");
+        let res = sb.kubectl("api-resources");
+        assert_eq!(res[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]);
+        assert!(res.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["deployments", "deploy", "apps/v1", "true", "Deployment"]), "{res:?}");
+    }
+
+    #[test]
+    fn describe_shows_spec_status_and_events() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        let pod = sb.cluster.api.store.list(crate::foundation::api::rid::POD, None).next().map(|p| api::name(p).to_string()).unwrap();
+        let d = sb.kubectl(&format!("describe pod {pod}"));
+        let text = d.join("\n");
+        assert_eq!(d[0], format!("Name:             {pod}"), "{text}");
+        assert_eq!(d[1], "Namespace:        default");
+        for want in [
+            "Status:           Running",
+            "Controlled By:  ReplicaSet/web-",
+            "    Image:          nginx:1.27",
+            "    State:          Running",
+            "    Ready:          True",
+            "QoS Class:                   BestEffort",
+            "Tolerations:                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s",
+            "  Type    Reason     Age   From               Message",
+            "  Normal  Scheduled  ",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        let dep = sb.kubectl("describe deployment web").join("\n");
+        for want in [
+            "Replicas:               2 desired | 2 updated | 2 total | 2 available | 0 unavailable",
+            "StrategyType:           RollingUpdate",
+            "RollingUpdateStrategy:  25% max unavailable, 25% max surge",
+            "NewReplicaSet:   web-",
+            "Normal  ScalingReplicaSet  ",
+        ] {
+            assert!(dep.contains(want), "missing {want:?} in\n{dep}");
+        }
+        let svc = sb.kubectl("describe service kubernetes");
+        assert!(svc.contains(&"Endpoints:                172.18.0.2:6443".to_string()), "{svc:?}");
+        assert_eq!(
+            sb.kubectl("describe configmap kube-root-ca.crt"),
+            ["error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, services and nodes)"]
+        );
+    }
+
+    #[test]
+    fn get_watch_prints_a_row_per_change() {
+        let mut sb = Sandbox::new("", Some(1));
+        let (out, w) = sb.kubectl_watching("get pods -w");
+        assert_eq!(out, ["No resources found in default namespace."]);
+        let mut w = w.expect("a watch");
+        sb.apply(APP);
+        sb.advance(30_000);
+        let rows = w.poll(&sb.cluster.api);
+        assert!(rows.iter().any(|r| r.contains(" Pending ")), "{rows:?}");
+        assert!(rows.iter().any(|r| r.contains(" ContainerCreating ")), "{rows:?}");
+        assert!(rows.iter().filter(|r| r.contains(" 1/1 ") && r.contains(" Running ")).count() >= 2, "{rows:?}");
+        assert!(w.poll(&sb.cluster.api).is_empty(), "nothing new");
+        let (_, none) = sb.kubectl_watching("get pods");
+        assert!(none.is_none());
+    }
+
+    #[test]
+    fn completion_offers_commands_types_and_names() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(30_000);
+        let api = &sb.cluster.api;
+        assert_eq!(crate::kubectl::complete(api, "des"), ["describe"]);
+        assert!(crate::kubectl::complete(api, "get dep").contains(&"deployments".to_string()));
+        assert_eq!(crate::kubectl::complete(api, "scale deployment w"), ["web"]);
+        assert_eq!(crate::kubectl::complete(api, "rollout status deployments "), ["web"]);
+        assert_eq!(crate::kubectl::complete(api, "rollout un"), ["undo"]);
+        assert_eq!(crate::kubectl::complete(api, "ex"), ["explain"]);
+        assert!(crate::kubectl::complete(api, "logs web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "logs web-").is_empty());
+        assert!(crate::kubectl::complete(api, "get pods -n kube-system x").is_empty());
+    }
+
+    #[test]
+    fn taint_and_drain_move_pods_off_a_node() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("taint nodes node-a dedicated=infra:NoSchedule"), ["node/node-a tainted"]);
+        assert_eq!(
+            sb.kubectl("taint nodes node-a dedicated=infra:NoSchedule"),
+            ["error: node node-a already has dedicated taint(s) with same effect(s) and --overwrite is false"]
+        );
+        assert_eq!(sb.kubectl("taint nodes node-a dedicated:NoSchedule-"), ["node/node-a untainted"]);
+        let node = |p: &crate::foundation::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
+        let busy = sb.cluster.api.store.list(rid::POD, None).map(node).next().unwrap();
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert_eq!(out.first().map(String::as_str), Some(format!("node/{busy} cordoned").as_str()), "{out:?}");
+        assert!(out.iter().any(|l| l.starts_with("evicting pod default/web-")), "{out:?}");
+        assert_eq!(out.last().map(String::as_str), Some(format!("node/{busy} drained").as_str()));
+        sb.advance(120_000);
+        assert_eq!(ready_pods(&sb), 2);
+        assert!(sb.cluster.api.store.list(rid::POD, None).all(|p| node(p) != busy), "the drained node runs nothing");
+        assert_eq!(sb.kubectl(&format!("uncordon {busy}")), [format!("node/{busy} uncordoned")]);
+    }
+
+    #[test]
+    fn drain_evicts_through_disruption_budgets() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.advance(60_000);
+        assert_eq!(sb.kubectl("create pdb web --selector=app=web --min-available=2"), ["poddisruptionbudget.policy/web created"]);
+        let node = |p: &crate::foundation::api::Object| get_str(p, &["spec", "nodeName"]).map(str::to_string).unwrap_or_default();
+        let busy = sb.cluster.api.store.list(rid::POD, None).map(node).next().unwrap();
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert!(out.iter().any(|l| l.ends_with("(will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.")), "{out:?}");
+        assert!(out.last().unwrap().starts_with(&format!("error: unable to drain node {busy:?}")), "{out:?}");
+        assert_eq!(ready_pods(&sb), 2, "the budget kept the pod");
+        // With room in the budget the same drain goes through.
+        assert_eq!(sb.kubectl("scale deployment web --replicas=3"), ["deployment.apps/web scaled"]);
+        sb.advance(60_000);
+        let out = sb.kubectl(&format!("drain {busy}"));
+        assert_eq!(out.last().map(String::as_str), Some(format!("node/{busy} drained").as_str()), "{out:?}");
+    }
+
+    #[test]
+    fn create_builds_what_kubectl_create_builds() {
+        let mut sb = Sandbox::new("", Some(1));
+        assert_eq!(sb.kubectl("create namespace shop"), ["namespace/shop created"]);
+        assert_eq!(
+            sb.kubectl("create deployment web --image=registry.example/team/nginx:1.27 --replicas=2 --port=80 -n shop"),
+            ["deployment.apps/web created"]
+        );
+        assert_eq!(sb.kubectl("create deployment web --image=nginx -n shop"), ["error: failed to create deployment: deployments.apps \"web\" already exists"]);
+        assert_eq!(sb.kubectl("create deployment api"), ["error: required flag(s) \"image\" not set"]);
+        assert_eq!(sb.kubectl("create configmap conf --from-literal=a=1 --from-literal=b=two"), ["configmap/conf created"]);
+        sb.advance(60_000);
+        let d = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "shop", "web").unwrap().clone();
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "nginx");
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
+        assert_eq!(d["metadata"]["labels"]["app"], "web");
+        assert_eq!(sb.kubectl("get pods -n shop -o name").len(), 2);
+        let cm = sb.cluster.api.store.get_by(rid::CONFIGMAP, "default", "conf").unwrap();
+        assert_eq!(cm["data"], crate::json!({"a": "1", "b": "two"}));
+    }
+
+    #[test]
+    fn auth_can_i_answers_from_rbac() {
+        let setup = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{name: ajay, token: t, groups: [payments]}]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: deployer, namespace: default}\nrules:\n- apiGroups: [apps]\n  resources: [deployments]\n  verbs: [get, list, create]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: d, namespace: default}\nsubjects: [{kind: Group, name: payments, apiGroup: rbac.authorization.k8s.io}]\nroleRef: {kind: Role, name: deployer, apiGroup: rbac.authorization.k8s.io}\n";
+        let mut sb = Sandbox::new(setup, Some(1));
+        assert_eq!(sb.kubectl("auth can-i create deployments.apps"), ["yes"]);
+        assert_eq!(sb.kubectl("auth can-i delete nodes --as ajay"), ["no"]);
+        // Impersonating a user without --as-group carries no groups (only
+        // system:authenticated), so the payments binding does not apply: as in kubectl.
+        assert_eq!(sb.kubectl("auth can-i create deployments --as ajay"), ["no"]);
+        assert!(sb.set_user("ajay"));
+        assert_eq!(sb.kubectl("auth can-i list deployments"), ["yes"]);
+        assert_eq!(sb.kubectl("auth can-i list deployments -n kube-system"), ["no"]);
+        assert_eq!(
+            sb.kubectl("auth can-i get pods --as admin"),
+            ["Error from server (Forbidden): users \"admin\" is forbidden: User \"ajay\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"]
+        );
+    }
+
+    #[test]
+    fn a_prune_the_user_may_not_do_is_reported_and_retried() {
+        let setup = format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{{name: ajay, token: t, groups: [payments]}}]\n---\n{APP}");
+        let mut sb = Sandbox::new(&setup, Some(1));
+        assert!(sb.set_user("ajay"));
+        let without = setup.split("---\n").next().unwrap().to_string();
+        sb.apply(&without);
+        let pruned = sb.docs.iter().find(|d| d.object == "Deployment/web").expect("a prune result");
+        assert!(pruned.failed() && pruned.result.contains("(Forbidden)"), "{pruned:?}");
+        assert!(sb.cluster.api.store.get_by(crate::foundation::api::rid::DEPLOYMENT, "default", "web").is_some());
+        sb.set_user("admin");
+        sb.apply(&(without.clone() + " "));
+        let pruned = sb.docs.iter().find(|d| d.object == "Deployment/web").expect("retried");
+        assert_eq!(pruned.result, "pruned: deployment.apps \"web\" deleted from default namespace");
+    }
+
+    #[test]
+    fn errors_point_at_their_document() {
+        let text = format!("{APP}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: Bad_Name\nspec:\n  containers: [{{name: a, image: nginx}}]\n");
+        let sb = Sandbox::new(&text, Some(1));
+        assert_eq!(sb.docs.len(), 3);
+        assert!(!sb.docs[0].failed());
+        let yaml = &sb.docs[1].diagnostics[0];
+        assert_eq!(yaml.line, 19, "{yaml:?}");
+        let invalid = &sb.docs[2].diagnostics[0];
+        assert_eq!(invalid.line, 21);
+        assert!(invalid.message.contains("The Pod \"Bad_Name\" is invalid"), "{}", invalid.message);
+    }
+
+    #[test]
+    fn a_link_replays_the_same_run() {
+        let mut sb = Sandbox::new(APP, Some(3));
+        sb.advance(30_000);
+        sb.fault("nodeDown", "node-a").unwrap();
+        sb.advance(10_000);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 4"));
+        sb.kubectl("label deployment web tier=front");
+        sb.advance(400_000);
+        let link = sb.share();
+        assert!(link.len() < 2000, "{} characters", link.len());
+        let copy = Sandbox::open(&link).unwrap();
+        assert_eq!(copy.cluster.now, sb.cluster.now);
+        let a = serde_json::to_string(&sb.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        let b = serde_json::to_string(&copy.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(copy.text, sb.text);
+    }
+
+    #[test]
+    fn bad_links_say_what_is_wrong() {
+        let good = Sandbox::new(APP, Some(1)).share();
+        assert!(Sandbox::open("#nothing").err().unwrap().contains("no sandbox state"));
+        assert!(Sandbox::open(&good[..good.len() / 2]).err().unwrap().contains("damaged"));
+        assert!(Sandbox::open("s=9.AAAA").err().unwrap().contains("another version"));
+        assert!(Sandbox::open("s=1.***").err().unwrap().contains("not base64url"));
+        assert!(Sandbox::open(&"s=1.".repeat(MAX_LINK)).err().unwrap().contains("too long"));
+        // A small link that inflates past the bound is refused, not decompressed.
+        let bomb = vec![b' '; MAX_STATE + 10];
+        let link = format!("s=1.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&bomb, 9)));
+        assert!(link.len() < 5000);
+        assert!(Sandbox::open(&link).err().unwrap().contains("larger than"));
+    }
+
+    #[test]
+    fn links_carry_edits_not_copies() {
+        let mut sb = Sandbox::new(APP, Some(1));
+        sb.apply(&APP.replace("replicas: 2", "replicas: 5"));
+        // Against the example it was made from, the link carries only the change.
+        let small = sb.share_with_base(APP);
+        assert!(small.len() < 200, "{small}");
+        let copy = Sandbox::open_with_base(&small, APP).unwrap();
+        assert_eq!(copy.text, sb.text);
+        assert_eq!(copy.setup, APP);
+        // Opened against a shorter example, it says so instead of making something up.
+        assert!(Sandbox::open_with_base(&small, "x").err().unwrap().contains("another one"));
+        for (a, b) in [("", "abc"), ("abc", ""), ("héllo wörld", "héllo, wörld!"), ("same", "same")] {
+            assert_eq!(Edit::between(a, b).apply_to(a).unwrap(), b);
+        }
+    }
+
+    #[test]
+    fn base64url_round_trips() {
+        for n in 0..20u8 {
+            let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(unbase64url(&base64url(&data)).unwrap(), data);
+        }
+    }
+}
