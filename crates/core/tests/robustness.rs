@@ -70,7 +70,7 @@ proptest! {
     #[test]
     fn random_manifests_never_crash_the_cluster(docs in proptest::collection::vec(manifest(), 1..6)) {
         let mut c = Cluster::new(Config { trace: false, ..Config::default() });
-        let text: Vec<String> = docs.iter().map(|d| serde_yaml::to_string(d).unwrap_or_default()).collect();
+        let text: Vec<String> = docs.iter().map(kubeloop_core::kubectl::goyaml::to_yaml).collect();
         let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: text.join("---\n"), file: "fuzz.yaml".into() });
         prop_assert_eq!(out.output.len(), docs.len());
         c.run_until(60_000);
@@ -123,7 +123,7 @@ proptest! {
     #[test]
     fn odd_but_well_typed_workloads_never_crash_the_loops(docs in proptest::collection::vec(odd_workload(), 1..5), scale in 0i64..4) {
         let mut c = Cluster::new(Config { trace: false, ..Config::default() });
-        let text: Vec<String> = docs.iter().map(|d| serde_yaml::to_string(d).unwrap_or_default()).collect();
+        let text: Vec<String> = docs.iter().map(kubeloop_core::kubectl::goyaml::to_yaml).collect();
         let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: text.join("---\n"), file: "odd.yaml".into() });
         prop_assert_eq!(out.output.len(), docs.len());
         c.run_until(30_000);

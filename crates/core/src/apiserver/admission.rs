@@ -654,7 +654,7 @@ pub fn webhooks(
             }
             if mutating {
                 if let Some(p) = crate::foundation::api::annotation(cfg, "kubeloop.dev/patch") {
-                    match serde_yaml::from_str::<Value>(p) {
+                    match crate::foundation::manifest::parse_value(p) {
                         Ok(v) if v.is_object() => patches.push(v),
                         _ => {
                             return Err(Status::internal(&format!(
