@@ -40,25 +40,125 @@ fn range(start: usize, len: usize) -> String {
     }
 }
 
-/// The hunks of a unified diff with three lines of context; empty if the texts are equal.
+/// GNU diff's `shift_boundaries` (`analyze.c`): among the equally short edit scripts,
+/// slide each run of changed lines in one file up as far as it goes (merging with earlier
+/// runs), then down as far as it goes, and finally back up to where it meets a run of
+/// changes in the other file. This is what makes `diff -u` delete and insert a repeated
+/// line where a reader expects it. `ch` and `other` hold one flag per line with a `false`
+/// sentinel at each end (line `i` is at index `i + 1`).
+fn shift_boundaries(lines: &[&str], ch: &mut [bool], other: &[bool]) {
+    let at = |i: isize| (i + 1) as usize;
+    let end = lines.len() as isize;
+    let (mut i, mut j): (isize, isize) = (0, 0);
+    loop {
+        // The next run of changes, and the matching point in the other file.
+        while i < end && !ch[at(i)] {
+            while other[at(j)] {
+                j += 1;
+            }
+            j += 1;
+            i += 1;
+        }
+        if i == end {
+            break;
+        }
+        let mut start = i;
+        i += 1;
+        while ch[at(i)] {
+            i += 1;
+        }
+        while other[at(j)] {
+            j += 1;
+        }
+        let mut corresponding;
+        loop {
+            let run = i - start;
+            // Back, while the line before the run equals its last line.
+            while start > 0 && lines[(start - 1) as usize] == lines[(i - 1) as usize] {
+                start -= 1;
+                ch[at(start)] = true;
+                i -= 1;
+                ch[at(i)] = false;
+                while ch[at(start - 1)] {
+                    start -= 1;
+                }
+                j -= 1;
+                while other[at(j)] {
+                    j -= 1;
+                }
+            }
+            corresponding = if other[at(j - 1)] { i } else { end };
+            // Forward, while the run's first line equals the line after it.
+            while i != end && lines[start as usize] == lines[i as usize] {
+                ch[at(start)] = false;
+                start += 1;
+                ch[at(i)] = true;
+                i += 1;
+                while ch[at(i)] {
+                    i += 1;
+                }
+                j += 1;
+                while other[at(j)] {
+                    j += 1;
+                    corresponding = i;
+                }
+            }
+            if run == i - start {
+                break;
+            }
+        }
+        // Back to a run of changes in the other file, if one was passed.
+        while corresponding < i {
+            start -= 1;
+            ch[at(start)] = true;
+            i -= 1;
+            ch[at(i)] = false;
+            j -= 1;
+            while other[at(j)] {
+                j -= 1;
+            }
+        }
+    }
+}
+
+/// The hunks of a unified diff with three lines of context, as GNU `diff -u` prints them;
+/// empty if the texts are equal.
+///
+/// A longest common subsequence gives a shortest edit script; GNU's boundary shifting then
+/// picks, among the equally short ones, the one `diff` prints. (A general-purpose diff
+/// crate picks differently where lines repeat, and kubectl's output comes from GNU diff.)
 pub fn unified(old: &str, new: &str) -> Vec<String> {
     let a: Vec<&str> = old.lines().collect();
     let b: Vec<&str> = new.lines().collect();
+    let mut ca = vec![true; a.len() + 2];
+    let mut cb = vec![true; b.len() + 2];
+    for (i, j) in lcs(&a, &b) {
+        ca[i + 1] = false;
+        cb[j + 1] = false;
+    }
+    for c in [&mut ca, &mut cb] {
+        let last = c.len() - 1;
+        c[0] = false;
+        c[last] = false;
+    }
+    shift_boundaries(&a, &mut ca, &cb);
+    shift_boundaries(&b, &mut cb, &ca);
     // Edit script: (kind, old index, new index) with ' ', '-', '+'.
     let mut ops: Vec<(char, usize, usize)> = Vec::new();
     let (mut i, mut j) = (0, 0);
-    for (mi, mj) in lcs(&a, &b).into_iter().chain(std::iter::once((a.len(), b.len()))) {
-        while i < mi {
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && !ca[i + 1] && !cb[j + 1] {
+            ops.push((' ', i, j));
+            i += 1;
+            j += 1;
+            continue;
+        }
+        while i < a.len() && ca[i + 1] {
             ops.push(('-', i, j));
             i += 1;
         }
-        while j < mj {
+        while j < b.len() && cb[j + 1] {
             ops.push(('+', i, j));
-            j += 1;
-        }
-        if mi < a.len() {
-            ops.push((' ', i, j));
-            i += 1;
             j += 1;
         }
     }
