@@ -2,7 +2,10 @@
 //! sections of `Key:\tvalue` lines aligned by Go's tabwriter (min width 0, padding 2), and
 //! the Events table.
 
+use super::{fetch, targets, Flags};
+use crate::apiserver::{ApiServer, Credentials, Request, Verb};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str};
+use crate::foundation::api::{ResourceId, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
 use crate::foundation::value::Value;
 use crate::kubectl::printers::human_duration;
@@ -723,6 +726,90 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
     o.push_str(&format!("NewReplicaSet:\t{}\n", rs_text(new)));
     events_section(&mut o, events, now);
     tabwrite(&o)
+}
+
+/// `kubectl describe (pod|deployment) NAME...` (or `TYPE/NAME`, or `-l`).
+pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let ts = match targets(api, creds, f, ns) {
+        Ok(ts) => ts,
+        Err(e) => return vec![e],
+    };
+    let list = |api: &mut ApiServer, r: ResourceId| -> Result<Vec<Value>, String> {
+        api.handle(Request::new(Verb::List, r, ns, "", creds.clone())).map(|l| api::get_array(&l, &["items"]).to_vec()).map_err(|s| s.kubectl_message(None, ""))
+    };
+    let mut out = Vec::new();
+    for (i, (r, name)) in ts.into_iter().enumerate() {
+        if i > 0 {
+            out.push(String::new());
+            out.push(String::new());
+        }
+        let kind = RESOURCES[r].kind;
+        if !matches!(kind, "Pod" | "Deployment" | "ReplicaSet" | "Service" | "Node") {
+            out.push(format!("error: kubeloop cannot describe {} yet (it describes pods, deployments, replicasets, services and nodes)", RESOURCES[r].plural));
+            continue;
+        }
+        let obj_ns = if RESOURCES[r].namespaced { ns } else { "" };
+        let obj = match fetch(api, creds, r, obj_ns, &name) {
+            Ok(o) => o,
+            Err(e) => {
+                out.push(e);
+                continue;
+            }
+        };
+        // Events are read with the caller's rights; without them, describe shows none.
+        let mut events = if kind == "Node" {
+            // A node's events are in the default namespace, named by the node.
+            let all = api.handle(Request::new(Verb::List, crate::foundation::api::rid::EVENT, "", "", creds.clone()));
+            all.map(|l| api::get_array(&l, &["items"]).to_vec()).unwrap_or_default()
+        } else {
+            list(api, crate::foundation::api::rid::EVENT).unwrap_or_default()
+        };
+        events.retain(|e| {
+            get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj))
+                || (kind == "Node" && get_str(e, &["involvedObject", "kind"]) == Some("Node") && get_str(e, &["involvedObject", "name"]) == Some(name.as_str()))
+        });
+        events.sort_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
+        let events: Vec<&Value> = events.iter().collect();
+        let owned = |api: &mut ApiServer, r: ResourceId| -> Vec<Value> {
+            let mut xs = list(api, r).unwrap_or_default();
+            xs.retain(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj)));
+            xs
+        };
+        let text = match kind {
+            "Pod" => crate::kubectl::describe::pod(&obj, &events, api.now),
+            "ReplicaSet" => {
+                let pods = owned(api, crate::foundation::api::rid::POD);
+                crate::kubectl::describe::replica_set(&obj, &pods.iter().collect::<Vec<_>>(), &events, api.now)
+            }
+            "Service" => {
+                let slices = list(api, crate::foundation::api::rid::ENDPOINTSLICE).unwrap_or_default();
+                let addresses: Vec<String> = slices
+                    .iter()
+                    .filter(|sl| api::labels(sl).and_then(|l| l.get("kubernetes.io/service-name")).and_then(Value::as_str) == Some(name.as_str()))
+                    .flat_map(|sl| api::get_array(sl, &["endpoints"]).iter())
+                    .filter(|e| api::get_bool(e, &["conditions", "ready"]) != Some(false))
+                    .flat_map(|e| api::get_array(e, &["addresses"]).iter().filter_map(Value::as_str).map(str::to_string))
+                    .collect();
+                crate::kubectl::describe::service(&obj, &addresses, &events, api.now)
+            }
+            "Node" => {
+                let pods = api.handle(Request::new(Verb::List, crate::foundation::api::rid::POD, "", "", creds.clone()));
+                let pods: Vec<Value> = pods
+                    .map(|l| api::get_array(&l, &["items"]).to_vec())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|p| {
+                        get_str(p, &["spec", "nodeName"]) == Some(name.as_str()) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded" | "Failed"))
+                    })
+                    .collect();
+                let lease = api.handle(Request::new(Verb::Get, crate::foundation::api::rid::LEASE, "kube-node-lease", &name, creds.clone())).ok();
+                crate::kubectl::describe::node(&obj, &pods.iter().collect::<Vec<_>>(), lease.as_deref(), &events, api.now)
+            }
+            _ => crate::kubectl::describe::deployment(&obj, &owned(api, crate::foundation::api::rid::REPLICASET).iter().collect::<Vec<_>>(), &events, api.now),
+        };
+        out.extend(text.lines().map(str::to_string));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //! gzipped) are not compiled in: the CLI installs them at start-up and the page fetches them
 //! the first time someone asks for an explanation ([`install`]).
 
+use super::Flags;
 use crate::foundation::api::ResourceInfo;
+use crate::foundation::api::{resource_for_name, RESOURCES};
 use crate::foundation::value::Value;
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -239,6 +241,23 @@ pub fn explain(res: &ResourceInfo, path: &[&str], recursive: bool) -> Result<Str
     out.push_str(&body);
     out.push('\n');
     Ok(out)
+}
+
+/// `kubectl explain TYPE[.FIELD...] [--recursive]`.
+pub(super) fn command(f: &Flags) -> Vec<String> {
+    let Some(target) = f.positional.first() else {
+        return vec![
+            "error: You must specify the type of resource to explain. Use \"kubectl api-resources\" for a complete list of supported resources.".into()
+        ];
+    };
+    let mut parts = target.split('.');
+    let ty = parts.next().unwrap_or("");
+    let Some(r) = resource_for_name(ty) else { return vec![format!("error: the server doesn't have a resource type {ty:?}")] };
+    let path: Vec<&str> = parts.collect();
+    match crate::kubectl::explain::explain(&RESOURCES[r], &path, f.get("--recursive") == Some("true")) {
+        Ok(text) => text.strip_suffix('\n').unwrap_or(&text).split('\n').map(str::to_string).collect(),
+        Err(e) => vec![e],
+    }
 }
 
 #[cfg(test)]

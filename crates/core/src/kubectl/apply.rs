@@ -1,0 +1,155 @@
+//! `kubectl apply`: client-side apply with the `last-applied-configuration` annotation and
+//! the three-way patch (`k8s.io/kubectl/pkg/cmd/apply`).
+
+use super::*;
+
+pub(super) const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The three-way patch kubectl's client-side apply sends: fields of the new manifest that
+/// differ from the live object, and `null` for fields the last applied manifest had and
+/// the new one dropped.
+pub fn three_way(last: Option<&Value>, new: &Value, live: &Value) -> Value {
+    let mut patch = Map::new();
+    if let Some(n) = new.as_object() {
+        for (k, v) in n {
+            let l = live.get(k);
+            match (v, l) {
+                (Value::Object(_), Some(Value::Object(_))) => {
+                    let sub = three_way(last.and_then(|x| x.get(k)), v, l.unwrap_or(&Value::Null));
+                    if sub.as_object().is_some_and(|m| !m.is_empty()) {
+                        patch.insert(k.clone(), sub);
+                    }
+                }
+                _ => {
+                    if l != Some(v) {
+                        patch.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+    }
+    if let Some(last) = last.and_then(Value::as_object) {
+        for k in last.keys() {
+            if new.get(k).is_none() && live.get(k).is_some() {
+                patch.insert(k.clone(), Value::Null);
+            }
+        }
+    }
+    Value::Object(patch)
+}
+
+/// `kubectl apply -f <file>` with `text` as the file's content.
+pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+    each_document(text, file, |obj| vec![apply_object(api, creds, obj, file)])
+}
+
+/// Apply one object; returns kubectl's line for it.
+pub fn apply_object(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> String {
+    apply_with(api, creds, obj, file, false).0
+}
+
+/// The object as applying it would leave it (a server dry run), or kubectl's error.
+pub fn apply_object_dry(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> Result<Value, String> {
+    match apply_with(api, creds, obj, file, true) {
+        (_, Some(o)) => Ok((*o).clone()),
+        (msg, None) => Err(msg),
+    }
+}
+
+/// Apply one object, for real or as a dry run: kubectl's line, and the object as stored
+/// (or as it would be).
+pub(super) fn apply_with(api: &mut ApiServer, creds: &Credentials, mut obj: Value, file: &str, dry: bool) -> (String, Option<crate::foundation::api::Object>) {
+    let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+    let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
+    if av.is_empty() || kind.is_empty() {
+        let mut missing = Vec::new();
+        if av.is_empty() {
+            missing.push("apiVersion not set");
+        }
+        if kind.is_empty() {
+            missing.push("kind not set");
+        }
+        return (
+            format!("error: error validating {file:?}: error validating data: [{}]; if you choose to ignore these errors, turn validation off with --validate=false", missing.join(", ")),
+            None,
+        );
+    }
+    let name = api::name(&obj).to_string();
+    let Some(r) = resource_for_kind(&av, &kind) else {
+        let ns = api::namespace(&obj);
+        return (format!("error: resource mapping not found for name: {name:?} namespace: {ns:?} from {file:?}: no matches for kind {kind:?} in version {av:?}\nensure CRDs are installed first"), None);
+    };
+    let res = &RESOURCES[r];
+    let ns = if res.namespaced {
+        let n = api::namespace(&obj);
+        if n.is_empty() {
+            "default".to_string()
+        } else {
+            n.to_string()
+        }
+    } else {
+        String::new()
+    };
+    if res.namespaced {
+        api::set(&mut obj, &["metadata", "namespace"], json!(ns));
+    }
+    if name.is_empty() {
+        return (format!("error: error when retrieving current configuration of:\nResource: \"{}, Resource={}\", GroupVersionKind: \"{}, Kind={}\"\nName: \"\", Namespace: {ns:?}\nfrom server for: {file:?}: resource name may not be empty", res.api_version(), res.plural, res.api_version(), res.kind), None);
+    }
+    // The annotation holds the manifest as applied, without the annotation itself (an
+    // empty `annotations` stays, as kubectl's serialisation keeps it). `kubectl diff`
+    // (a dry run) leaves the annotation out of what it sends.
+    let annotate = !dry;
+    api::entry(&mut obj, &["metadata", "annotations"]).remove(LAST_APPLIED);
+    let last_applied = format!("{}\n", serde_json::to_string(&obj).unwrap_or_default());
+    let prefix = format!("{}/{}", kind_prefix(r), name);
+    let live = api.handle(Request::new(Verb::Get, r, &ns, &name, creds.clone()));
+    match live {
+        Err(s) if s.code == 404 && s.reason == "NotFound" => {
+            let mut body = obj.clone();
+            if annotate {
+                api::entry(&mut body, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
+            }
+            let mut req = Request::create(r, &ns, body, creds.clone());
+            req.dry_run = dry;
+            match api.handle(req) {
+                Ok(o) => (with_warnings(api, format!("{prefix} created")), Some(o)),
+                Err(s) => (s.kubectl_message(Some(file), "creating"), None),
+            }
+        }
+        Err(s) => (retrieval_error(&s, r, &name, &ns, file), None),
+        Ok(live) => {
+            let last: Option<Value> = api::annotation(&live, LAST_APPLIED).and_then(|s| serde_json::from_str(s).ok());
+            let mut patch = three_way(last.as_ref(), &obj, &live);
+            if let Some(m) = patch.as_object_mut() {
+                m.remove("status");
+            }
+            let annotated = api::annotation(&live, LAST_APPLIED) == Some(last_applied.as_str());
+            if patch.as_object().is_some_and(|m| m.is_empty()) && annotated {
+                return (format!("{prefix} unchanged"), Some(live));
+            }
+            if annotate {
+                api::entry(&mut patch, &["metadata", "annotations"]).insert(LAST_APPLIED, json!(last_applied));
+            }
+            let before = api::resource_version(&live).to_string();
+            let mut req = Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone());
+            req.dry_run = dry;
+            match api.handle(req) {
+                Ok(after) if api::resource_version(&after) == before && after == live => (with_warnings(api, format!("{prefix} unchanged")), Some(after)),
+                Ok(after) => (with_warnings(api, format!("{prefix} configured")), Some(after)),
+                Err(s) => {
+                    let gv = res.api_version();
+                    let reason = if s.reason.is_empty() { String::new() } else { format!(" ({})", s.reason) };
+                    let msg = format!(
+                        "Error from server{reason}: error when applying patch:\n{}\nto:\nResource: \"{gv}, Resource={}\", GroupVersionKind: \"{gv}, Kind={}\"\nName: {name:?}, Namespace: {ns:?}\nfor: {file:?}: error when patching {file:?}: {}",
+                        serde_json::to_string(&patch).unwrap_or_default(),
+                        res.plural,
+                        res.kind,
+                        s.message
+                    );
+                    (msg, None)
+                }
+            }
+        }
+    }
+}

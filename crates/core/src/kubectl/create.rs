@@ -1,0 +1,226 @@
+//! `kubectl create -f` and `kubectl create TYPE NAME`, building objects as kubectl's generators
+//! do (`k8s.io/kubectl/pkg/cmd/create`).
+
+use super::*;
+
+/// `kubectl create deployment|namespace|configmap NAME ...`, built as kubectl's generators
+/// build them (`k8s.io/kubectl/pkg/cmd/create`).
+/// `kubectl create -f FILE`: each object created as written.
+pub(super) fn create_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
+    each_document(text, file, |obj| {
+        let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) else {
+            return vec![format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj))];
+        };
+        let ns = if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+        match api.handle(Request::create(r, &ns, obj, creds.clone())) {
+            Ok(o) => vec![with_warnings(api, format!("{}/{} created", kind_prefix(r), api::name(&o)))],
+            Err(s) => vec![s.kubectl_message(Some(file), "creating")],
+        }
+    })
+}
+
+/// Standard base64 with padding, as Secrets carry their data.
+pub(super) fn base64_std(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// `--from-literal=k=v` pairs.
+pub(super) fn literals(f: &Flags) -> Result<Vec<(String, String)>, String> {
+    f.values
+        .iter()
+        .filter(|(n, _)| n == "--from-literal")
+        .map(|(_, lit)| {
+            lit.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("error: invalid literal source {lit}, expected key=value"))
+        })
+        .collect()
+}
+
+/// `--verb=get,list --resource=pods,deployments.apps` as RBAC rules, one per API group.
+pub(super) fn role_rules(f: &Flags) -> Result<Vec<Value>, String> {
+    let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).flat_map(|(_, v)| v.split(',').map(str::to_string).collect::<Vec<_>>()).collect::<Vec<_>>();
+    let verbs = all("--verb");
+    if verbs.is_empty() {
+        return Err("error: at least one verb must be specified".into());
+    }
+    let resources = all("--resource");
+    if resources.is_empty() {
+        return Err("error: at least one resource must be specified".into());
+    }
+    let mut rules: Vec<(String, Vec<String>)> = Vec::new();
+    for r in resources {
+        let (plural, group) = match resource_for_name(r.split('.').next().unwrap_or(&r)) {
+            Some(id) if !r.contains('.') => (RESOURCES[id].plural.to_string(), RESOURCES[id].group.to_string()),
+            _ => match r.split_once('.') {
+                Some((p, g)) => (p.to_string(), g.to_string()),
+                None => return Err(format!("error: resource {r:?} not found")),
+            },
+        };
+        match rules.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, rs)) => rs.push(plural),
+            None => rules.push((group, vec![plural])),
+        }
+    }
+    Ok(rules.into_iter().map(|(g, rs)| json!({"apiGroups": [g], "resources": rs, "verbs": verbs.clone()})).collect())
+}
+
+/// `kubectl create TYPE NAME ...`, building the object as kubectl's generators do.
+pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, job, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget and quota";
+    let Some(what) = f.positional.first() else {
+        return vec![format!("error: kubeloop creates {supported} (kubectl create TYPE NAME ...); use the editor for anything else")];
+    };
+    // `secret generic NAME`, `service clusterip NAME`: a sub-type comes first.
+    let (sub, name) = match what.as_str() {
+        "secret" | "service" | "svc" => (f.positional.get(1).map(String::as_str), f.positional.get(2)),
+        _ => (None, f.positional.get(1)),
+    };
+    let Some(name) = name else { return vec!["error: exactly one NAME is required, got 0".into()] };
+    let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let kind = match (what.as_str(), sub) {
+        ("secret", Some("generic")) => Some("Secret"),
+        ("service" | "svc", Some("clusterip" | "nodeport" | "loadbalancer")) => Some("Service"),
+        ("secret" | "service" | "svc", _) => None,
+        ("pdb", _) => Some("PodDisruptionBudget"),
+        _ => resource_for_name(what).map(|r| RESOURCES[r].kind),
+    };
+    let body = match kind {
+        Some("Deployment") => {
+            let images = all("--image");
+            if images.is_empty() {
+                return vec!["error: required flag(s) \"image\" not set".into()];
+            }
+            let port = f.get("--port").and_then(|p| p.parse::<i64>().ok());
+            let containers: Vec<Value> = images
+                .iter()
+                .map(|img| {
+                    // The container is named after the image: `registry/x/nginx:1.27` -> `nginx`.
+                    let base = img.rsplit('/').next().unwrap_or(img);
+                    let cname = base.split(['@', ':']).next().unwrap_or(base).to_string();
+                    let mut c = json!({"name": cname, "image": img, "resources": {}});
+                    if let Some(p) = port {
+                        c["ports"] = json!([{"containerPort": p}]);
+                    }
+                    c
+                })
+                .collect();
+            let replicas = f.get("--replicas").and_then(|r| r.parse::<i64>().ok()).unwrap_or(1);
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+                "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "strategy": {},
+                    "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": containers}}}})
+        }
+        Some("Namespace") => json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        Some("ConfigMap") => {
+            let data: Map = match literals(f) {
+                Ok(l) => l.into_iter().map(|(k, v)| (k, json!(v))).collect(),
+                Err(e) => return vec![e],
+            };
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns}, "data": data})
+        }
+        Some("Secret") => {
+            let data: Map = match literals(f) {
+                Ok(l) => l.into_iter().map(|(k, v)| (k, json!(base64_std(v.as_bytes())))).collect(),
+                Err(e) => return vec![e],
+            };
+            let ty = f.get("--type").unwrap_or("Opaque");
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "type": ty, "data": data})
+        }
+        Some("ServiceAccount") => json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}),
+        Some("Service") => {
+            let ty = match sub {
+                Some("nodeport") => "NodePort",
+                Some("loadbalancer") => "LoadBalancer",
+                _ => "ClusterIP",
+            };
+            let mut ports = Vec::new();
+            for spec in all("--tcp").iter().flat_map(|t| t.split(',').map(str::to_string).collect::<Vec<_>>()) {
+                let (port, target) = spec.split_once(':').unwrap_or((&spec, &spec));
+                let (Ok(p), Ok(t)) = (port.parse::<i64>(), target.parse::<i64>()) else {
+                    return vec![format!("error: invalid port spec {spec:?}: expected port:targetPort")];
+                };
+                let mut entry = json!({"name": format!("{p}-{t}"), "port": p, "protocol": "TCP", "targetPort": t});
+                if let (Some(np), "NodePort") = (f.get("--node-port").and_then(|n| n.parse::<i64>().ok()), ty) {
+                    entry["nodePort"] = json!(np);
+                }
+                ports.push(entry);
+            }
+            if ports.is_empty() && ty != "ClusterIP" {
+                return vec!["error: at least one tcp port specifier must be provided".into()];
+            }
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+                "spec": {"ports": ports, "selector": {"app": name}, "type": ty}})
+        }
+        Some("Job") => {
+            let Some(image) = f.get("--image") else { return vec!["error: required flag(s) \"image\" not set".into()] };
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
+                "spec": {"template": {"metadata": {}, "spec": {"containers": [{"name": name, "image": image, "resources": {}}], "restartPolicy": "Never"}}}})
+        }
+        Some(k @ ("Role" | "ClusterRole")) => match role_rules(f) {
+            Ok(rules) => {
+                let mut v = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": k, "metadata": {"name": name}, "rules": rules});
+                if k == "Role" {
+                    v["metadata"]["namespace"] = json!(ns);
+                }
+                v
+            }
+            Err(e) => return vec![e],
+        },
+        Some(k @ ("RoleBinding" | "ClusterRoleBinding")) => {
+            let role_ref = match (f.get("--role"), f.get("--clusterrole")) {
+                (Some(r), None) if k == "RoleBinding" => json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": r}),
+                (None, Some(r)) => json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": r}),
+                _ => {
+                    return vec![if k == "RoleBinding" {
+                        "error: exactly one of clusterrole or role must be specified"
+                    } else {
+                        "error: required flag(s) \"clusterrole\" not set"
+                    }
+                    .into()]
+                }
+            };
+            let mut subjects = Vec::new();
+            for u in all("--user") {
+                subjects.push(json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u}));
+            }
+            for g in all("--group") {
+                subjects.push(json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}));
+            }
+            for sa in all("--serviceaccount") {
+                let Some((sns, sname)) = sa.split_once(':') else { return vec!["error: serviceaccount must be <namespace>:<name>".into()] };
+                subjects.push(json!({"kind": "ServiceAccount", "name": sname, "namespace": sns}));
+            }
+            let mut v = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": k, "metadata": {"name": name}, "roleRef": role_ref, "subjects": subjects});
+            if k == "RoleBinding" {
+                v["metadata"]["namespace"] = json!(ns);
+            }
+            v
+        }
+        Some("PodDisruptionBudget") => {
+            let Some(sel) = f.selector.as_deref() else { return vec!["error: a selector must be specified".into()] };
+            if crate::foundation::labels::Selector::parse(sel).is_err() {
+                return vec![format!("error: invalid selector {sel:?}")];
+            }
+            let match_labels: Map = sel.split(',').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim().to_string(), json!(v.trim()))).collect();
+            let bound = |v: &str| v.parse::<i64>().map(|n| json!(n)).unwrap_or_else(|_| json!(v));
+            let mut spec = json!({"selector": {"matchLabels": match_labels}});
+            match (f.get("--min-available"), f.get("--max-unavailable")) {
+                (Some(m), None) => spec["minAvailable"] = bound(m),
+                (None, Some(m)) => spec["maxUnavailable"] = bound(m),
+                _ => return vec!["error: one of min-available or max-unavailable must be specified".into()],
+            }
+            json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns}, "spec": spec})
+        }
+        Some("ResourceQuota") => {
+            let hard: Map = f.get("--hard").unwrap_or("").split(',').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), json!(v))).collect();
+            json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns}, "spec": {"hard": hard}})
+        }
+        _ => return vec![format!("error: kubeloop does not support \"kubectl create {what}\" yet (it creates {supported})")],
+    };
+    let r = resource_for_kind(get_str(&body, &["apiVersion"]).unwrap_or(""), get_str(&body, &["kind"]).unwrap_or("")).unwrap_or(0);
+    let ns = if RESOURCES[r].namespaced { ns } else { "" };
+    match api.handle(Request::create(r, ns, body, creds.clone())) {
+        Ok(_) => vec![format!("{}/{name} created", kind_prefix(r))],
+        Err(s) => vec![format!("error: failed to create {}: {}", RESOURCES[r].singular, s.message)],
+    }
+}

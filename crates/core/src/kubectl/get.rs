@@ -1,0 +1,224 @@
+//! `kubectl get`, one-shot and `-w` (`k8s.io/kubectl/pkg/cmd/get`): tables from the printers,
+//! `-o yaml|json|name|jsonpath`, and a watch that prints rows as the store's history moves.
+
+use super::*;
+
+/// `kubectl get TYPE [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
+pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let Some(ty) = f.positional.first() else {
+        return vec!["error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into()];
+    };
+    let Some(r) = resource_for_name(ty) else {
+        return vec![format!("error: the server doesn't have a resource type \"{ty}\"")];
+    };
+    let res = &RESOURCES[r];
+    let output = f.get("--output").unwrap_or("");
+    let template = output.strip_prefix("jsonpath=").map(|t| t.trim_matches('\''));
+    if template.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
+        return vec![format!(
+            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: json,jsonpath,name,wide,yaml (kubeloop's subset)"
+        )];
+    }
+    let ns = if !res.namespaced || f.all_namespaces { "" } else { ns };
+    let names = &f.positional[1..];
+    let mut objects: Vec<Value> = Vec::new();
+    let mut errors = Vec::new();
+    if names.is_empty() {
+        match api.handle(Request::new(Verb::List, r, ns, "", creds.clone())) {
+            Ok(list) => objects.extend(api::get_array(&list, &["items"]).iter().cloned()),
+            Err(s) => return vec![s.kubectl_message(None, "")],
+        }
+    } else {
+        for n in names {
+            match api.handle(Request::new(Verb::Get, r, ns, n, creds.clone())) {
+                Ok(o) => objects.push((*o).clone()),
+                Err(s) => errors.push(s.kubectl_message(None, "")),
+            }
+        }
+    }
+    if let Some(sel) = &f.selector {
+        match crate::foundation::labels::Selector::parse(sel) {
+            Ok(s) => objects.retain(|o| s.matches(api::labels(o))),
+            Err(e) => return vec![format!("error: {e}")],
+        }
+    }
+    if let Some(sel) = f.get("--field-selector") {
+        match crate::apiserver::fields::FieldSelector::parse(res.kind, sel) {
+            Ok(fs) => objects.retain(|o| fs.matches(res.kind, o)),
+            Err(s) => return vec![s.kubectl_message(None, "")],
+        }
+    }
+    if let Some(path) = f.get("--sort-by") {
+        let field: Vec<&str> = path.trim_start_matches('{').trim_end_matches('}').trim_start_matches('.').split('.').filter(|p| !p.is_empty()).collect();
+        // Numbers compare as numbers, everything else as text; objects without the field first.
+        objects.sort_by(|a, b| {
+            let (x, y) = (api::get(a, &field), api::get(b, &field));
+            match (x.and_then(Value::as_f64), y.and_then(Value::as_f64)) {
+                (Some(m), Some(n)) => m.total_cmp(&n),
+                _ => x
+                    .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                    .cmp(&y.map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))),
+            }
+        });
+    }
+    let mut out = Vec::new();
+    if objects.is_empty() && !errors.is_empty() {
+        return errors;
+    }
+    if objects.is_empty() {
+        out.push(if ns.is_empty() { "No resources found".to_string() } else { format!("No resources found in {ns} namespace.") });
+        return out;
+    }
+    if let Some(t) = template {
+        // A single named object is the template's root; otherwise a List.
+        let v = if objects.len() == 1 && !names.is_empty() { objects.remove(0) } else { json!({"apiVersion": "v1", "items": objects, "kind": "List"}) };
+        return match crate::kubectl::jsonpath::render(t, &v) {
+            Ok(s) => s.lines().map(str::to_string).collect(),
+            Err(e) => vec![format!("error: error parsing jsonpath {t}, {e}")],
+        };
+    }
+    match output {
+        "name" => out.extend(objects.iter().map(|o| format!("{}/{}", kind_prefix(r), api::name(o)))),
+        "yaml" | "json" => {
+            // kubectl hides managedFields unless asked (`--show-managed-fields`).
+            if f.get("--show-managed-fields") != Some("true") {
+                for o in objects.iter_mut() {
+                    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("managedFields");
+                    }
+                }
+            }
+            let v = if objects.len() == 1 && !names.is_empty() {
+                objects.remove(0)
+            } else {
+                json!({"apiVersion": "v1", "items": objects, "kind": "List", "metadata": {"resourceVersion": ""}})
+            };
+            out.push(if output == "yaml" { crate::kubectl::goyaml::to_yaml(&v).trim_end().to_string() } else { json_indent4(&v) });
+        }
+        _ => {
+            let refs: Vec<&Value> = objects.iter().collect();
+            let (mut header, mut rows) = crate::kubectl::printers::get_rows(res.kind, &refs, api.now, output == "wide");
+            if f.all_namespaces && res.namespaced {
+                header.insert(0, "NAMESPACE".into());
+                for (row, o) in rows.iter_mut().zip(&objects) {
+                    row.insert(0, api::namespace(o).to_string());
+                }
+            }
+            if f.get("--show-labels").is_some() {
+                header.push("LABELS".into());
+                for (row, o) in rows.iter_mut().zip(&objects) {
+                    let labels: Vec<String> = api::labels(o).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
+                    row.push(if labels.is_empty() { "<none>".into() } else { labels.join(",") });
+                }
+            }
+            rows.insert(0, header);
+            out.extend(crate::kubectl::printers::table(&rows).lines().map(str::to_string));
+        }
+    }
+    out.extend(errors);
+    out
+}
+
+/// JSON as kubectl prints it: four-space indentation.
+pub(super) fn json_indent4(v: &Value) -> String {
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, serde_json::ser::PrettyFormatter::with_indent(b"    "));
+    let _ = serde::Serialize::serialize(v, &mut ser);
+    String::from_utf8(buf).unwrap_or_default()
+}
+
+/// A `kubectl get -w` in progress: rows for every later change to the listed objects.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    resource: ResourceId,
+    /// Empty: all namespaces.
+    namespace: String,
+    selector: Option<crate::foundation::labels::Selector>,
+    names: Vec<String>,
+    wide: bool,
+    all_namespaces: bool,
+    since: u64,
+    widths: Vec<usize>,
+}
+
+/// Run a command line; if it is `get ... -w` (or `--watch`), also return the watch that
+/// prints later changes (see [`Watch::poll`]).
+pub fn run_watching(api: &mut ApiServer, creds: &Credentials, line: &str) -> (Vec<String>, Option<Watch>) {
+    let Ok(words) = split_args(line) else { return (run(api, creds, line), None) };
+    let words: Vec<String> = if words.first().map(String::as_str) == Some("kubectl") { words[1..].to_vec() } else { words };
+    let watching = words.first().map(String::as_str) == Some("get") && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true");
+    if !watching {
+        return (run(api, creds, line), None);
+    }
+    let rest: Vec<String> = words.into_iter().filter(|w| w != "-w" && w != "--watch" && w != "--watch=true").collect();
+    let Ok(f) = parse_flags(&rest[1..]) else { return (run(api, creds, line), None) };
+    let since = api.store.revision();
+    let out = get(api, creds, &f, f.namespace.as_deref().unwrap_or("default"));
+    let Some(r) = f.positional.first().and_then(|t| resource_for_name(t)) else { return (out, None) };
+    if out.iter().any(|l| l.starts_with("error") || l.starts_with("Error")) || !matches!(f.get("--output"), None | Some("wide")) {
+        return (out, None);
+    }
+    let widths =
+        out.first().filter(|h| h.starts_with("NAME") || h.starts_with("NAMESPACE") || h.starts_with("LAST SEEN")).map(|h| header_widths(h)).unwrap_or_default();
+    let namespace = if f.all_namespaces || !RESOURCES[r].namespaced { String::new() } else { f.namespace.clone().unwrap_or_else(|| "default".into()) };
+    let selector = f.selector.as_deref().and_then(|s| crate::foundation::labels::Selector::parse(s).ok());
+    let watch = Watch {
+        resource: r,
+        namespace,
+        selector,
+        names: f.positional[1..].to_vec(),
+        wide: f.get("--output") == Some("wide"),
+        all_namespaces: f.all_namespaces,
+        since,
+        widths,
+    };
+    (out, Some(watch))
+}
+
+/// Column widths of a printed header: each column runs to the start of the next.
+pub(super) fn header_widths(h: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let b: Vec<char> = h.chars().collect();
+    for i in 0..b.len() {
+        if b[i] != ' ' && (i == 0 || (b[i - 1] == ' ' && i >= 2 && b[i - 2] == ' ')) {
+            starts.push(i);
+        }
+    }
+    starts.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+impl Watch {
+    /// Rows for the changes since the last poll, aligned to the first table's columns.
+    pub fn poll(&mut self, api: &ApiServer) -> Vec<String> {
+        let events: Vec<Value> = match api.store.events_since(self.resource, self.since) {
+            Ok(it) => it
+                .filter(|e| self.namespace.is_empty() || api::namespace(&e.object) == self.namespace)
+                .filter(|e| self.names.is_empty() || self.names.iter().any(|n| n == api::name(&e.object)))
+                .filter(|e| self.selector.as_ref().is_none_or(|s| s.matches(api::labels(&e.object))))
+                .map(|e| (*e.object).clone())
+                .collect(),
+            Err(_) => vec![],
+        };
+        self.since = api.store.revision();
+        let refs: Vec<&Value> = events.iter().collect();
+        let (_, rows) = crate::kubectl::printers::get_rows(RESOURCES[self.resource].kind, &refs, api.now, self.wide);
+        rows.into_iter()
+            .zip(&events)
+            .map(|(mut row, o)| {
+                if self.all_namespaces && RESOURCES[self.resource].namespaced {
+                    row.insert(0, api::namespace(o).to_string());
+                }
+                let n = row.len();
+                let mut line = String::new();
+                for (i, cell) in row.into_iter().enumerate() {
+                    line.push_str(&cell);
+                    if i + 1 < n {
+                        let w = self.widths.get(i).copied().unwrap_or(0).max(cell.chars().count() + 3);
+                        line.push_str(&" ".repeat(w - cell.chars().count()));
+                    }
+                }
+                line
+            })
+            .collect()
+    }
+}
