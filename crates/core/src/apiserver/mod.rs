@@ -227,6 +227,14 @@ macro_rules! record {
     };
 }
 
+// The write paths, one file each, one function per stage (after the macro, which they use).
+mod create;
+mod update;
+
+/// What a pipeline stage returns: its value, or the stage's name and the `Status` that
+/// ends the request there.
+type Staged<T> = Result<T, (&'static str, Status)>;
+
 /// The API server: the store behind it, its identities and its trace.
 pub struct ApiServer {
     pub store: Store,
@@ -568,148 +576,64 @@ impl ApiServer {
         Ok(v.consulted)
     }
 
-    fn create(
+    /// Mutating admission (`CREATE` or `UPDATE`), recorded as one stage.
+    fn admit_mutating(
         &mut self,
-        c: &mut Ctx,
-        user: &UserInfo,
+        c: &Ctx,
         res: &ResourceInfo,
-        rid: ResourceId,
+        operation: &str,
         ns: &str,
-        req: &Request,
-        body: Option<Value>,
-    ) -> Result<Object, Status> {
-        let Some(mut obj) = body else {
-            return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
-        };
-        if let Err(s) = self.decode(res, &mut obj, req.protobuf, req.field_validation) {
-            return self.fail(c, "schema", s);
-        }
-        let body_ns = api::namespace(&obj).to_string();
-        if res.namespaced {
-            if !body_ns.is_empty() && body_ns != ns {
-                return self.fail(c, "decode", Status::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        name: &str,
+        user: &UserInfo,
+        obj: &mut Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Staged<()> {
+        match self.mutate(res, operation, ns, name, user, obj, old, dry_run) {
+            Ok(notes) => {
+                record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; "));
+                Ok(())
             }
-            api::set(&mut obj, &["metadata", "namespace"], json!(ns));
-        } else if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("namespace");
-        }
-        api::set(&mut obj, &["apiVersion"], json!(res.api_version()));
-        api::set(&mut obj, &["kind"], json!(res.kind));
-        let admission_name = {
-            let n = api::name(&obj);
-            if n.is_empty() {
-                get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string()
-            } else {
-                n.to_string()
-            }
-        };
-        match self.mutate(res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run) {
-            Ok(notes) => record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
             Err(s) => {
                 record!(self, c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
-                return self.fail(c, "mutating-admission", s);
+                Err(("mutating-admission", s))
             }
         }
-        // Name generation follows mutating admission (`BeforeCreate`).
-        if api::name(&obj).is_empty() {
-            if let Some(base) = get_str(&obj, &["metadata", "generateName"]).map(str::to_string) {
-                let base: String = base.chars().take(58).collect();
-                let mut generated = None;
-                for _ in 0..8 {
-                    let candidate = format!("{base}{}", self.rng.name_suffix(5));
-                    if self.store.get_by(rid, ns, &candidate).is_none() {
-                        generated = Some(candidate);
-                        break;
-                    }
-                }
-                let Some(n) = generated else {
-                    let mut s = Status::already_exists(res, &base);
-                    s.message.push_str(", the server was not able to generate a unique name for the object");
-                    return self.fail(c, "etcd", s);
-                };
-                api::set(&mut obj, &["metadata", "name"], json!(n));
-            }
-        }
-        let name = api::name(&obj).to_string();
-        c.object = if !self.trace.enabled {
-            String::new()
-        } else if ns.is_empty() {
-            format!("{}/{}", res.kind, name)
-        } else {
-            format!("{}/{}/{}", res.kind, ns, name)
-        };
-        let errs = crate::apiserver::validation::validate(res.kind, res.namespaced, &obj);
+    }
+
+    /// Field validation (its errors worked out by the caller), then validating admission
+    /// (policies and webhooks), each recorded as a stage.
+    fn admit_validating(
+        &mut self,
+        c: &Ctx,
+        res: &ResourceInfo,
+        operation: &str,
+        sub: &str,
+        ns: &str,
+        name: &str,
+        user: &UserInfo,
+        errs: &[crate::foundation::status::FieldError],
+        obj: &Value,
+        old: Option<&Value>,
+        dry_run: bool,
+    ) -> Staged<()> {
         if !errs.is_empty() {
-            let s = Status::invalid(res, &name, &errs);
+            let s = Status::invalid(res, name, errs);
             record!(self, c, Flow::Validation, "validation", "denied", "", s.message.clone());
-            return self.fail(c, "validation", s);
+            return Err(("validation", s));
         }
         record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
-        match self.validate_admission(res, "CREATE", "", ns, &name, user, Some(&obj), None, req.dry_run) {
+        match self.validate_admission(res, operation, sub, ns, name, user, Some(obj), old, dry_run) {
             Ok(consulted) => {
                 let msg =
                     if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
                 record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
+                Ok(())
             }
             Err(s) => {
                 record!(self, c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
-                return self.fail(c, "validating-admission", s);
+                Err(("validating-admission", s))
             }
-        }
-        if self.store.get_by(rid, ns, &name).is_some() {
-            return self.fail(c, "etcd", Status::already_exists(res, &name));
-        }
-        // Registry strategy (`PrepareForCreate`) and allocators.
-        {
-            let uid = self.rng.uuid();
-            let meta = api::entry(&mut obj, &["metadata"]);
-            meta.insert("uid", json!(uid));
-            meta.insert("creationTimestamp", json!(rfc3339(self.now)));
-            meta.remove("resourceVersion");
-            meta.remove("deletionTimestamp");
-            meta.remove("managedFields");
-            if has_generation(res.kind) {
-                meta.insert("generation", json!(1));
-            } else {
-                meta.remove("generation");
-            }
-        }
-        match res.kind {
-            "Pod" => {
-                let qos = crate::apiserver::defaults::qos_class(obj.get("spec").unwrap_or(&Value::Null));
-                let status = json!({"phase": "Pending", "qosClass": qos});
-                api::set(&mut obj, &["status"], status);
-            }
-            "Service" => {
-                if let Err(s) = self.allocate_service(&mut obj) {
-                    return self.fail(c, "validation", s);
-                }
-            }
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
-                if let Some(m) = obj.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            _ => {}
-        }
-        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
-            crate::apiserver::managed::track_update(None, &mut obj, &req.field_manager, "", &res.api_version(), res.kind, self.now);
-        }
-        if req.dry_run {
-            record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
-            self.log(c, 201, None);
-            return Ok(Object::new(obj));
-        }
-        let key = ObjectKey::new(rid, ns, &name);
-        match self.store.create(&key, Object::new(obj)) {
-            Ok(stored) => {
-                self.trace.writes += 1;
-                let rv = api::resource_version(&stored).to_string();
-                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
-                self.log(c, 201, None);
-                Ok(stored)
-            }
-            Err(_) => self.fail(c, "etcd", Status::already_exists(res, &name)),
         }
     }
 
@@ -945,265 +869,6 @@ impl ApiServer {
                 Ok(stored)
             }
             Err(_) => self.fail(c, "etcd", Status::not_found(res, &req.name)),
-        }
-    }
-
-    fn update(
-        &mut self,
-        c: &Ctx,
-        user: &UserInfo,
-        res: &ResourceInfo,
-        rid: ResourceId,
-        ns: &str,
-        req: &Request,
-        body: Option<Value>,
-    ) -> Result<Object, Status> {
-        let Some(current) = self.store.get_by(rid, ns, &req.name).cloned() else {
-            return self.fail(c, "etcd", Status::not_found(res, &req.name));
-        };
-        let Some(mut body) = body else {
-            return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
-        };
-        let sub = req.subresource.as_str();
-        // Build the proposed object.
-        let mut new = match (req.verb, sub) {
-            (_, "scale") => {
-                let mut scale = scale_of(&current, res);
-                match req.verb {
-                    Verb::Patch(PatchType::Json) => {
-                        if let Err(e) = crate::apiserver::patch::json_patch(&mut scale, &body) {
-                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
-                        }
-                    }
-                    Verb::Patch(_) => crate::apiserver::patch::merge(&mut scale, &body),
-                    _ => scale = body.clone(),
-                }
-                let Some(r) = api::get_i64(&scale, &["spec", "replicas"]) else {
-                    return self.fail(
-                        c,
-                        "validation",
-                        Status::invalid(&RESOURCES[rid], &req.name, &[crate::foundation::status::FieldError::required("spec.replicas", "")]),
-                    );
-                };
-                if r < 0 {
-                    let s = Status::new(
-                        422,
-                        "Invalid",
-                        format!("Scale.autoscaling {:?} is invalid: spec.replicas: Invalid value: {r}: must be greater than or equal to 0", req.name),
-                    );
-                    return self.fail(c, "validation", s);
-                }
-                let mut n = (*current).clone();
-                api::set(&mut n, &["spec", "replicas"], json!(r));
-                n
-            }
-            (Verb::Patch(PatchType::Apply { force }), _) => {
-                match crate::apiserver::managed::apply(Some(&current), &body, &req.field_manager, force, &res.api_version(), res.kind, sub, self.now) {
-                    Ok(n) => n,
-                    Err(s) => return self.fail(c, "conflict", s),
-                }
-            }
-            (Verb::Patch(ty), "status") => {
-                // Only status changes through the status subresource.
-                let mut n = (*current).clone();
-                let mut st = n.get_mut("status").map(Value::take).unwrap_or(json!({}));
-                let empty = json!({});
-                let patch = body.get("status").unwrap_or(&empty);
-                match ty {
-                    PatchType::Merge => crate::apiserver::patch::merge(&mut st, patch),
-                    PatchType::Strategic => crate::apiserver::patch::strategic_merge(&mut st, patch),
-                    // Applied above.
-                    PatchType::Apply { .. } => {}
-                    PatchType::Json => {
-                        let mut whole = (*current).clone();
-                        if let Err(e) = crate::apiserver::patch::json_patch(&mut whole, &body) {
-                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
-                        }
-                        st = whole.get("status").cloned().unwrap_or(json!({}));
-                    }
-                }
-                api::set(&mut n, &["status"], st);
-                n
-            }
-            (Verb::Patch(ty), _) => {
-                let mut n = (*current).clone();
-                match ty {
-                    PatchType::Merge => crate::apiserver::patch::merge(&mut n, &body),
-                    PatchType::Strategic => crate::apiserver::patch::strategic_merge(&mut n, &body),
-                    // Applied above.
-                    PatchType::Apply { .. } => {}
-                    PatchType::Json => {
-                        if let Err(e) = crate::apiserver::patch::json_patch(&mut n, &body) {
-                            return self.fail(c, "decode", Status::new(422, "Invalid", e));
-                        }
-                    }
-                }
-                n
-            }
-            (_, "status") => {
-                let mut n = (*current).clone();
-                match body.get("status") {
-                    Some(st) => api::set(&mut n, &["status"], st.clone()),
-                    None => {
-                        if let Some(m) = n.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-                n
-            }
-            // A full update: the body is the new object.
-            _ => std::mem::take(&mut body),
-        };
-        if sub == "status" {
-            let errs = if req.protobuf { Default::default() } else { crate::apiserver::schema::check_field(&res.api_version(), res.kind, "status", &new) };
-            if !errs.is_empty() {
-                let s = Status::bad_request(format!("{} in version {:?} cannot be handled as a {}: {}", res.kind, res.version, res.kind, errs.message()));
-                return self.fail(c, "schema", s);
-            }
-        } else if sub != "scale" {
-            if let Err(s) = self.decode(res, &mut new, req.protobuf, req.field_validation) {
-                return self.fail(c, "schema", s);
-            }
-        }
-        // Preconditions: a resourceVersion in the body must be the stored one.
-        let want_rv = if matches!(req.verb, Verb::Update) || get(&body, &["metadata", "resourceVersion"]).is_some() {
-            get_str(&new, &["metadata", "resourceVersion"]).unwrap_or("").to_string()
-        } else {
-            String::new()
-        };
-        if !want_rv.is_empty() && want_rv != api::resource_version(&current) {
-            return self.fail(c, "etcd", Status::optimistic_lock(res, &req.name));
-        }
-        // Immutable metadata, and the split between the main resource and status.
-        {
-            let meta_old = current.get("metadata").cloned().unwrap_or(json!({}));
-            let m = api::entry(&mut new, &["metadata"]);
-            for k in ["uid", "creationTimestamp", "name", "namespace", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
-                match meta_old.get(k) {
-                    Some(v) => {
-                        m.insert(k, v.clone());
-                    }
-                    None => {
-                        m.remove(k);
-                    }
-                }
-            }
-            api::set(&mut new, &["apiVersion"], json!(res.api_version()));
-            api::set(&mut new, &["kind"], json!(res.kind));
-        }
-        if sub == "finalize" {
-            let fins = get(&new, &["spec", "finalizers"]).cloned().unwrap_or(json!([]));
-            let mut n = (*current).clone();
-            api::set(&mut n, &["spec", "finalizers"], fins);
-            new = n;
-        } else if sub == "status" {
-            // `new` was built from the stored object: spec and labels in the body are ignored,
-            // as the status strategy does. The Deployment status strategy keeps the body's
-            // annotations (the controller records the revision that way).
-            if res.kind == "Deployment" && matches!(req.verb, Verb::Update) {
-                if let Some(a) = get(&body, &["metadata", "annotations"]) {
-                    api::set(&mut new, &["metadata", "annotations"], a.clone());
-                }
-            }
-        } else if has_status_subresource(res.kind) {
-            match current.get("status") {
-                Some(s) => api::set(&mut new, &["status"], s.clone()),
-                None => {
-                    if let Some(m) = new.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-        }
-        if sub != "status" && sub != "finalize" {
-            match self.mutate(res, "UPDATE", ns, &req.name, user, &mut new, Some(&current), req.dry_run) {
-                Ok(notes) => record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", notes.join("; ")),
-                Err(s) => {
-                    record!(self, c, Flow::MutatingAdmission, "mutating-admission", "denied", "", s.message.clone());
-                    return self.fail(c, "mutating-admission", s);
-                }
-            }
-        } else {
-            record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "status update".into());
-        }
-        // Finalizers may not be added while deleting.
-        if api::is_deleting(&current) {
-            let old_f: BTreeSet<&str> = api::get_array(&current, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).collect();
-            let new_f: Vec<String> =
-                api::get_array(&new, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).filter(|f| !old_f.contains(f)).map(str::to_string).collect();
-            if !new_f.is_empty() {
-                let list: Vec<String> = new_f.iter().map(|f| format!("{f:?}")).collect();
-                let e = crate::foundation::status::FieldError::forbidden(
-                    "metadata.finalizers",
-                    format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}", list.join(", ")),
-                );
-                return self.fail(c, "validation", Status::invalid(res, &req.name, &[e]));
-            }
-        }
-        let mut errs = if sub == "status" || sub == "finalize" { vec![] } else { crate::apiserver::validation::validate(res.kind, res.namespaced, &new) };
-        if sub.is_empty() {
-            errs.extend(crate::apiserver::validation::validate_update(res.kind, &current, &new));
-        }
-        if !errs.is_empty() {
-            let s = Status::invalid(res, &req.name, &errs);
-            record!(self, c, Flow::Validation, "validation", "denied", "", s.message.clone());
-            return self.fail(c, "validation", s);
-        }
-        record!(self, c, Flow::Validation, "validation", "ok", "", "schema (strict decoding) and field validation passed".into());
-        match self.validate_admission(res, "UPDATE", sub, ns, &req.name, user, Some(&new), Some(&current), req.dry_run) {
-            Ok(consulted) => {
-                let msg =
-                    if consulted.is_empty() { "no validating policies or webhooks match".to_string() } else { format!("allowed by {}", consulted.join(", ")) };
-                record!(self, c, Flow::Validation, "validating-admission", "ok", "", msg);
-            }
-            Err(s) => {
-                record!(self, c, Flow::Validation, "validating-admission", "denied", "", s.message.clone());
-                return self.fail(c, "validating-admission", s);
-            }
-        }
-        if has_generation(res.kind) && sub != "status" && strip_for_generation(&new) != strip_for_generation(&current) {
-            let g = api::generation(&current) + 1;
-            api::set(&mut new, &["metadata", "generation"], json!(g));
-        }
-        // A no-op update writes nothing and keeps the resourceVersion.
-        api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(&current)));
-        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
-            crate::apiserver::managed::track_update(Some(&current), &mut new, &req.field_manager, sub, &res.api_version(), res.kind, self.now);
-        }
-        let unchanged = if sub == "status" && res.kind != "Deployment" { new.get("status") == current.get("status") } else { new == *current };
-        if unchanged {
-            record!(self, c, Flow::Etcd, "etcd", "ok", api::resource_version(&current), "no change: nothing written".into());
-            self.log(c, 200, None);
-            return Ok(current);
-        }
-        if req.dry_run {
-            record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
-            self.log(c, 200, None);
-            return Ok(Object::new(new));
-        }
-        let key = ObjectKey::new(rid, ns, &req.name);
-        // The last finalizer removed from a deleting object completes its deletion.
-        let spec_finalized = res.kind != "Namespace" || api::get_array(&new, &["spec", "finalizers"]).is_empty();
-        if api::is_deleting(&new) && api::get_array(&new, &["metadata", "finalizers"]).is_empty() && spec_finalized {
-            let grace_left = res.kind == "Pod"
-                && get_str(&new, &["metadata", "deletionTimestamp"]).and_then(crate::foundation::sim::parse_rfc3339).is_some_and(|t| t > self.now);
-            if !grace_left {
-                return self.remove(c, res, &key, &new);
-            }
-        }
-        match self.store.update(&key, Object::new(new), None) {
-            Ok(stored) => {
-                self.trace.writes += 1;
-                let rv = api::resource_version(&stored).to_string();
-                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
-                self.log(c, 200, None);
-                if sub == "scale" {
-                    return Ok(Object::new(scale_of(&stored, res)));
-                }
-                Ok(stored)
-            }
-            Err(_) => self.fail(c, "etcd", Status::optimistic_lock(res, &req.name)),
         }
     }
 

@@ -1,0 +1,154 @@
+//! `POST`: a new object through the create path of `k8s.io/apiserver/pkg/endpoints/handlers/create.go`
+//! and the generic registry's `Create` — decode, mutating admission, name generation,
+//! validation, validating admission, the kind's `PrepareForCreate` and allocators, etcd.
+
+use super::*;
+
+impl ApiServer {
+    pub(super) fn create(
+        &mut self,
+        c: &mut Ctx,
+        user: &UserInfo,
+        res: &ResourceInfo,
+        rid: ResourceId,
+        ns: &str,
+        req: &Request,
+        body: Option<Value>,
+    ) -> Result<Object, Status> {
+        match self.admit_create(c, user, res, rid, ns, req, body) {
+            Ok(obj) => self.persist_create(c, res, rid, ns, req, obj),
+            Err((stage, s)) => self.fail(c, stage, s),
+        }
+    }
+
+    /// Every stage before storage; the object as it will be stored.
+    fn admit_create(
+        &mut self,
+        c: &mut Ctx,
+        user: &UserInfo,
+        res: &ResourceInfo,
+        rid: ResourceId,
+        ns: &str,
+        req: &Request,
+        body: Option<Value>,
+    ) -> Staged<Value> {
+        let mut obj = self.decode_create(res, ns, req, body)?;
+        let admission_name = match api::name(&obj) {
+            "" => get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string(),
+            n => n.to_string(),
+        };
+        self.admit_mutating(c, res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run)?;
+        // Name generation follows mutating admission (`BeforeCreate`).
+        self.generate_name(res, rid, ns, &mut obj)?;
+        let name = api::name(&obj).to_string();
+        c.object = if !self.trace.enabled {
+            String::new()
+        } else if ns.is_empty() {
+            format!("{}/{}", res.kind, name)
+        } else {
+            format!("{}/{}/{}", res.kind, ns, name)
+        };
+        let errs = validation::validate(res.kind, res.namespaced, &obj);
+        self.admit_validating(c, res, "CREATE", "", ns, &name, user, &errs, &obj, None, req.dry_run)?;
+        if self.store.get_by(rid, ns, &name).is_some() {
+            return Err(("etcd", Status::already_exists(res, &name)));
+        }
+        self.prepare_for_create(res, &mut obj)?;
+        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
+            managed::track_update(None, &mut obj, &req.field_manager, "", &res.api_version(), res.kind, self.now);
+        }
+        Ok(obj)
+    }
+
+    /// Strict decoding against the schema, the request's namespace, and the served
+    /// apiVersion and kind.
+    fn decode_create(&mut self, res: &ResourceInfo, ns: &str, req: &Request, body: Option<Value>) -> Staged<Value> {
+        let Some(mut obj) = body else {
+            return Err(("decode", Status::bad_request("the body of the request was empty")));
+        };
+        self.decode(res, &mut obj, req.protobuf, req.field_validation).map_err(|s| ("schema", s))?;
+        let body_ns = api::namespace(&obj).to_string();
+        if res.namespaced {
+            if !body_ns.is_empty() && body_ns != ns {
+                return Err(("decode", Status::bad_request("the namespace of the provided object does not match the namespace sent on the request")));
+            }
+            api::set(&mut obj, &["metadata", "namespace"], json!(ns));
+        } else if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("namespace");
+        }
+        api::set(&mut obj, &["apiVersion"], json!(res.api_version()));
+        api::set(&mut obj, &["kind"], json!(res.kind));
+        Ok(obj)
+    }
+
+    /// `metadata.generateName` plus five random characters, retried on a clash as the
+    /// registry does (`names.SimpleNameGenerator`).
+    fn generate_name(&mut self, res: &ResourceInfo, rid: ResourceId, ns: &str, obj: &mut Value) -> Staged<()> {
+        if !api::name(obj).is_empty() {
+            return Ok(());
+        }
+        let Some(base) = get_str(obj, &["metadata", "generateName"]).map(str::to_string) else { return Ok(()) };
+        let base: String = base.chars().take(58).collect();
+        for _ in 0..8 {
+            let candidate = format!("{base}{}", self.rng.name_suffix(5));
+            if self.store.get_by(rid, ns, &candidate).is_none() {
+                api::set(obj, &["metadata", "name"], json!(candidate));
+                return Ok(());
+            }
+        }
+        let mut s = Status::already_exists(res, &base);
+        s.message.push_str(", the server was not able to generate a unique name for the object");
+        Err(("etcd", s))
+    }
+
+    /// The registry strategy's `PrepareForCreate`: system metadata, a Pod's first status,
+    /// a Service's addresses, no status on workloads.
+    fn prepare_for_create(&mut self, res: &ResourceInfo, obj: &mut Value) -> Staged<()> {
+        let uid = self.rng.uuid();
+        let meta = api::entry(obj, &["metadata"]);
+        meta.insert("uid", json!(uid));
+        meta.insert("creationTimestamp", json!(rfc3339(self.now)));
+        meta.remove("resourceVersion");
+        meta.remove("deletionTimestamp");
+        meta.remove("managedFields");
+        if has_generation(res.kind) {
+            meta.insert("generation", json!(1));
+        } else {
+            meta.remove("generation");
+        }
+        match res.kind {
+            "Pod" => {
+                let qos = defaults::qos_class(obj.get("spec").unwrap_or(&Value::Null));
+                api::set(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
+            }
+            "Service" => self.allocate_service(obj).map_err(|s| ("validation", s))?,
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn persist_create(&mut self, c: &Ctx, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, obj: Value) -> Result<Object, Status> {
+        if req.dry_run {
+            record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
+            self.log(c, 201, None);
+            return Ok(Object::new(obj));
+        }
+        let name = api::name(&obj).to_string();
+        let key = ObjectKey::new(rid, ns, &name);
+        match self.store.create(&key, Object::new(obj)) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
+                self.log(c, 201, None);
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::already_exists(res, &name)),
+        }
+    }
+}
