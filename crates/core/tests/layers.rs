@@ -160,6 +160,11 @@ fn references(src: &str, module: &[&str]) -> Vec<Reference> {
                     up += 1;
                     k += 2;
                 }
+                if up == 0 {
+                    // `pub(super)`: a visibility, not a path.
+                    i += 1;
+                    continue;
+                }
                 if up >= path.len() {
                     // Climbed to the crate root: what follows names the layer.
                     out.extend(group_roots(&tokens, k).into_iter().map(|root| Reference { line: *line, root }));
@@ -332,6 +337,8 @@ fn super_paths_are_resolved_and_siblings_of_one_layer_are_not_confused() {
     assert!(violations("loops/controllers/x.rs", "use super::super::informer::Informer;").is_empty());
     let v = violations("loops/controllers/x.rs", "use super::super::super::kubectl::run;");
     assert_eq!(v.len(), 1, "{v:?}");
+    // `pub(super)` is a visibility, not a path.
+    assert!(violations("kubectl/get.rs", "pub(super) fn get() {}\npub(super) struct W;").is_empty());
     // An inline test module's `super::*` is the file itself.
     assert!(violations("kubectl/mod.rs", "mod tests { use super::*; fn t() {} }").is_empty());
     // kubectl and the loops do not know each other.
