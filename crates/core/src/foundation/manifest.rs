@@ -218,11 +218,11 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
     Ok(root.unwrap_or(Value::Null))
 }
 
-/// A scalar as the YAML 1.2 core schema resolves it; quoted and block scalars, and `!!str`,
-/// are strings.
+/// A scalar as the YAML 1.2 core schema resolves it: untagged quoted and block scalars, and
+/// `!!str`, are strings; `!!int "42"` is a number.
 fn scalar(v: &str, style: granit_parser::ScalarStyle, tag: Option<&granit_parser::Tag>) -> Result<Value, String> {
     let tag = tag.filter(|t| t.is_yaml_core_schema()).map(|t| t.suffix());
-    if style != granit_parser::ScalarStyle::Plain || tag == Some("str") {
+    if tag == Some("str") || (tag.is_none() && style != granit_parser::ScalarStyle::Plain) {
         return Ok(Value::String(v.into()));
     }
     let plain = match v {
@@ -294,7 +294,8 @@ fn number(v: &str) -> Option<Value> {
         }
         i += exp;
     }
-    (i == b.len()).then(|| v.parse::<f64>().ok().map(Value::from)).flatten()
+    // `1e999` overflows to infinity: it stays the string it was written as.
+    (i == b.len()).then(|| v.parse::<f64>().ok().filter(|f| f.is_finite()).map(Value::from)).flatten()
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -360,6 +361,12 @@ mod tests {
     }
 
     #[test]
+    fn merge_keys_merge_as_in_go_yaml() {
+        let v = parse_value("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n").unwrap();
+        assert_eq!(v["m"], crate::foundation::value::json!({"x": 1, "y": 3}));
+    }
+
+    #[test]
     fn a_block_scalar_that_ends_the_document_keeps_its_newline() {
         let docs = parse("kind: ConfigMap\ndata:\n  my.cnf: |\n    [mysqld]\n    log-bin\n---\nkind: Pod\n");
         assert_eq!(docs[0].object.as_ref().unwrap()["data"]["my.cnf"], "[mysqld]\nlog-bin\n");
@@ -367,7 +374,7 @@ mod tests {
 
     #[test]
     fn yaml_1_2_scalars_as_kubeloop_has_always_read_them() {
-        let v = parse_value("a: yes\nb: 0755\nc: 1_000\nd: 0x1F\ne: ~\nf: '42'\ng: 1e3\n").unwrap();
+        let v = parse_value("a: yes\nb: 0755\nc: 1_000\nd: 0x1F\ne: ~\nf: '42'\ng: 1e3\nh: 1e999\ni: !!int \"42\"\nj: -12\n0x1F: k\n").unwrap();
         assert_eq!(v["a"], "yes");
         assert_eq!(v["b"], "0755");
         assert_eq!(v["c"], "1_000");
@@ -375,6 +382,10 @@ mod tests {
         assert!(v["e"].is_null());
         assert_eq!(v["f"], "42");
         assert_eq!(v["g"], 1000.0);
+        assert_eq!(v["h"], "1e999");
+        assert_eq!(v["i"], 42);
+        assert_eq!(v["j"], -12);
+        assert_eq!(v["0x1F"], "k", "keys are read as written");
     }
 
     #[test]
