@@ -1,4 +1,4 @@
-//! The kube-apiserver request pipeline, one function per stage:
+//! Layer 2, the API server: the kube-apiserver request pipeline, one function per stage:
 //! authentication → authorization → (strict decoding) → mutating admission → name
 //! generation → validation → validating admission → storage.
 //!

@@ -1,5 +1,5 @@
-//! The simulated cluster: the API server, the loops around it, and the event queue that
-//! drives them.
+//! Layer 5, the composition root: the simulated cluster — the API server, the loops around
+//! it, and the event queue that drives them.
 //!
 //! Every loop is a [`Controller`]: it owns informers, reacts only to what it watches, and
 //! writes only through the API server. The engine pops tasks in time order; after each,

@@ -1,7 +1,8 @@
-//! The kubectl client side kubeloop serves to scenarios and the page's terminal: `apply`
-//! (client-side, with the `last-applied-configuration` three-way patch), `get`, `scale`,
-//! `delete`, `cordon`, `uncordon`, `label` and `annotate`, printing what kubectl prints
-//! (`k8s.io/kubectl/pkg/cmd/...`, `k8s.io/cli-runtime/pkg/printers/name.go`).
+//! Layer 4, the client: kubectl as scenarios and the page's terminal run it, one file per
+//! command family, printing what kubectl prints (`k8s.io/kubectl/pkg/cmd/...`). It reaches
+//! the cluster through the API server and knows nothing of the loops. Requests carry every
+//! write; `get -w`, Tab completion and `auth can-i` still read the API server's store and
+//! RBAC directly instead of sending a watch, a list or a SelfSubjectAccessReview.
 
 use crate::apiserver::{ApiServer, Credentials, KubeletClient, PatchType, Request, Verb};
 use crate::foundation::api::{self, get_str, resource_for_kind, resource_for_name, ResourceId, RESOURCES};

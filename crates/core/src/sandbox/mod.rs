@@ -1,4 +1,4 @@
-//! The sandbox behind the page: an editor text that is the desired state, a cluster that
+//! Layer 6, the page's model: an editor text that is the desired state, a cluster that
 //! follows it, and everything the person did, so that a link can replay it exactly.
 //!
 //! Applying the editor works like `kubectl apply --prune` over the editor's documents:
