@@ -98,6 +98,15 @@ try:
         time.sleep(0.2)
     check("foreground deletion removes the pods, then the deployment",
           not apps.list_namespaced_deployment("default").items and not core.list_namespaced_pod("default").items)
+    # What kubectl delete --wait does: list, then watch from the list's resourceVersion with
+    # a name selector. An object deleted between the two is still reported as DELETED.
+    core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="gone")))
+    listed = core.list_namespaced_config_map("default", field_selector="metadata.name=gone")
+    core.delete_namespaced_config_map("gone", "default")
+    resp = core.list_namespaced_config_map("default", field_selector="metadata.name=gone", watch=True,
+                                           resource_version=listed.metadata.resource_version, timeout_seconds=2, _preload_content=False)
+    seen = [json.loads(l)["type"] for l in resp.read().decode().splitlines() if l.strip()]
+    check("a watch from a listed resourceVersion sees a deletion that came before it started", seen == ["DELETED"], seen)
     # A watch that times out ends with a bookmark when bookmarks are allowed.
     resp = core.list_namespaced_pod("default", watch=True, allow_watch_bookmarks=True, timeout_seconds=2, _preload_content=False)
     lines = [json.loads(l) for l in resp.read().decode().splitlines() if l.strip()]

@@ -683,10 +683,22 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
     // selectors is sent as DELETED and one that starts as ADDED.
     let mut known: HashSet<(String, String)> = HashSet::new();
     let key = |o: &Value| (api::namespace(o).to_string(), api::name(o).to_string());
-    let (rid, nsf) = (spec.rid, ns_filter.clone());
-    let Ok((current, rev, now)) = sh.with(move |c| {
+    let (rid, nsf, since) = (spec.rid, ns_filter.clone(), spec.since);
+    // The objects now, and for a watch from a past revision the first event of each object
+    // changed since then: what the client knew at that revision is what it must be told
+    // about (an object deleted between its list and this watch is still sent as DELETED).
+    let Ok((current, changed, rev, now)) = sh.with(move |c| {
         let objs: Vec<Object> = c.api.store.list(rid, nsf.as_deref()).cloned().collect();
-        (objs, c.api.store.revision(), c.now)
+        let mut first: Vec<(&'static str, Object)> = Vec::new();
+        if let Some(Ok(evs)) = since.map(|x| c.api.store.events_since(rid, x)) {
+            let mut seen = HashSet::new();
+            for e in evs.filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n)) {
+                if seen.insert((api::namespace(&e.object).to_string(), api::name(&e.object).to_string())) {
+                    first.push((e.kind.as_str(), e.object.clone()));
+                }
+            }
+        }
+        (objs, first, c.api.store.revision(), c.now)
     }) else {
         return;
     };
@@ -697,6 +709,13 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
             if spec.since.is_none() {
                 out.extend(event("ADDED", o, now));
             }
+        }
+    }
+    for (ty, o) in &changed {
+        if *ty == "ADDED" {
+            known.remove(&key(o));
+        } else if selected(o, res.kind, &spec.label, &spec.field) {
+            known.insert(key(o));
         }
     }
     if spec.initial_end {

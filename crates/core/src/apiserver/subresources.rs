@@ -1,0 +1,193 @@
+//! The subresources that are not writes of the object itself: `eviction` (with
+//! PodDisruptionBudgets), `binding` (the scheduler's), `log` (read from the kubelet), and the
+//! `scale` view of a workload.
+
+use super::*;
+
+impl ApiServer {
+    /// `POST pods/NAME/eviction` (`pkg/registry/core/pod/storage/eviction.go`): a delete
+    /// that a PodDisruptionBudget may refuse with 429. kubeloop has no disruption
+    /// controller, so the budget's allowance is worked out here from the matching pods
+    /// (healthy = Ready) the way that controller would count them.
+    pub(super) fn evict(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
+        let body = req.body.clone().unwrap_or(Value::Null);
+        let body_name = get_str(&body, &["metadata", "name"]).unwrap_or("");
+        if !body_name.is_empty() && body_name != req.name {
+            return self.fail(c, "decode", Status::bad_request("name in URL does not match name in Eviction object"));
+        }
+        let Some(pod) = self.store.get_by(api::rid::POD, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        let success = || Ok(Object::new(json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})));
+        let phase = get_str(&pod, &["status", "phase"]).unwrap_or("");
+        let mut del = Request::delete(req.resource, ns, &req.name, Credentials::User(user.clone()));
+        del.dry_run = req.dry_run || api::get_array(&body, &["deleteOptions", "dryRun"]).iter().any(|d| d.as_str() == Some("All"));
+        del.grace_period = api::get_i64(&body, &["deleteOptions", "gracePeriodSeconds"]);
+        del.component = req.component.clone();
+        if api::is_deleting(&pod) {
+            return success();
+        }
+        let budget_rid = RESOURCES.iter().position(|r| r.kind == "PodDisruptionBudget");
+        let budgets: Vec<Object> = match budget_rid {
+            Some(b) if !matches!(phase, "Succeeded" | "Failed" | "Pending") => self
+                .store
+                .list(b, Some(ns))
+                .filter(|p| crate::foundation::labels::selector_matches(get(p, &["spec", "selector"]), api::labels(&pod)))
+                .cloned()
+                .collect(),
+            _ => vec![],
+        };
+        if budgets.len() > 1 {
+            return self.fail(
+                c,
+                "validation",
+                Status::internal("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."),
+            );
+        }
+        if let Some(pdb) = budgets.first() {
+            let pods: Vec<&Object> = self
+                .store
+                .list(api::rid::POD, Some(ns))
+                .filter(|p| crate::foundation::labels::selector_matches(get(pdb, &["spec", "selector"]), api::labels(p)) && !api::is_deleting(p))
+                .collect();
+            let expected = pods.len() as i64;
+            let healthy = pods
+                .iter()
+                .filter(|p| {
+                    api::get_array(p, &["status", "conditions"])
+                        .iter()
+                        .any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"))
+                })
+                .count() as i64;
+            let scaled = |v: &Value, round_up: bool| -> i64 {
+                match v {
+                    Value::String(s) if s.ends_with('%') => {
+                        let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+                        if round_up {
+                            (pct * expected + 99) / 100
+                        } else {
+                            pct * expected / 100
+                        }
+                    }
+                    v => v.as_i64().unwrap_or(0),
+                }
+            };
+            let desired = if let Some(m) = get(pdb, &["spec", "minAvailable"]) {
+                scaled(m, true)
+            } else if let Some(m) = get(pdb, &["spec", "maxUnavailable"]) {
+                expected - scaled(m, true)
+            } else {
+                expected
+            };
+            if healthy - desired <= 0 {
+                let pdb_name = api::name(pdb).to_string();
+                let msg = format!("The disruption budget {pdb_name} needs {desired} healthy pods and has {healthy} currently");
+                let s = Status::new(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
+                    .with_details(json!({"causes": [{"reason": "DisruptionBudget", "message": msg}]}));
+                return self.fail(c, "validating-admission", s);
+            }
+        }
+        record!(self, c, Flow::Validation, "eviction", "ok", "", format!("eviction allowed ({} disruption budget(s))", budgets.len()));
+        match self.delete(c, user, res, req.resource, ns, &del) {
+            Ok(_) => success(),
+            Err(s) => Err(s),
+        }
+    }
+
+    /// `POST pods/<name>/binding` (`pkg/registry/core/pod/storage/storage.go` assignPod).
+    pub(super) fn bind(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
+        let target = req.body.as_ref().and_then(|b| get_str(b, &["target", "name"])).unwrap_or("").to_string();
+        let Some(pod) = self.store.get_by(api::rid::POD, ns, &req.name).cloned() else {
+            return self.fail(c, "etcd", Status::not_found(res, &req.name));
+        };
+        if target.is_empty() {
+            return self.fail(c, "validation", Status::invalid(res, &req.name, &[crate::foundation::status::FieldError::required("target.name", "")]));
+        }
+        if let Some(n) = get_str(&pod, &["spec", "nodeName"]) {
+            let s = Status::conflict(res, &format!("{}/binding", req.name), &format!("pod {} is already assigned to node {n:?}", req.name));
+            return self.fail(c, "etcd", s);
+        }
+        if api::is_deleting(&pod) {
+            let s = Status::conflict(res, &format!("{}/binding", req.name), &format!("pod {} is being deleted, cannot be assigned to a host", req.name));
+            return self.fail(c, "etcd", s);
+        }
+        let _ = user;
+        record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "Binding admitted".into());
+        record!(self, c, Flow::Validation, "validation", "ok", "", format!("target node {target:?}"));
+        let mut p = (*pod).clone();
+        api::set(&mut p, &["spec", "nodeName"], json!(target));
+        set_condition(&mut p, "PodScheduled", "True", None, None, self.now);
+        let key = ObjectKey::new(api::rid::POD, ns, &req.name);
+        match self.store.update(&key, Object::new(p), None) {
+            Ok(stored) => {
+                self.trace.writes += 1;
+                let rv = api::resource_version(&stored).to_string();
+                record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("bound {} to {target} at resourceVersion {rv}", key.display()));
+                self.log(c, 201, None);
+                Ok(stored)
+            }
+            Err(_) => self.fail(c, "etcd", Status::not_found(res, &req.name)),
+        }
+    }
+}
+
+/// The `autoscaling/v1` Scale of a workload (`GET .../scale`).
+/// How the API server reaches a node's kubelet for `pods/log` (`pkg/kubelet/client`):
+/// the kubelet answers with what a container wrote.
+pub trait KubeletClient {
+    fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status>;
+}
+
+impl ApiServer {
+    /// `GET pods/NAME/log`: the pod is read (authorized) as the caller, the container is
+    /// chosen as the REST storage does (`pkg/registry/core/pod/strategy.go`
+    /// `LogLocation`), and the lines come from the kubelet. Without a kubelet, nothing
+    /// was written.
+    pub fn pod_logs(
+        &mut self,
+        credentials: Credentials,
+        namespace: &str,
+        pod: &str,
+        container: Option<&str>,
+        previous: bool,
+        kubelet: Option<&dyn KubeletClient>,
+    ) -> Result<String, Status> {
+        let obj = self.handle(Request::new(Verb::Get, api::rid::POD, namespace, pod, credentials).with_sub("log"))?;
+        let names = |list: &str| api::get_array(&obj, &["spec", list]).iter().filter_map(|c| get_str(c, &["name"])).collect::<Vec<_>>();
+        let (containers, inits) = (names("containers"), names("initContainers"));
+        let container = match container.filter(|c| !c.is_empty()) {
+            Some(c) => c.to_string(),
+            None if containers.len() == 1 => containers[0].to_string(),
+            None => {
+                let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
+                if !inits.is_empty() {
+                    msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
+                }
+                return Err(Status::bad_request(msg));
+            }
+        };
+        if !containers.contains(&container.as_str()) && !inits.contains(&container.as_str()) {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        }
+        if get_str(&obj, &["spec", "nodeName"]).unwrap_or("").is_empty() {
+            return Err(Status::bad_request(format!("pod {pod} does not have a host assigned")));
+        }
+        let lines = match kubelet {
+            Some(k) => k.container_logs(namespace, pod, &container, previous)?,
+            None => vec![],
+        };
+        Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+    }
+}
+
+pub fn scale_of(obj: &Value, _res: &ResourceInfo) -> Value {
+    let selector = crate::foundation::labels::selector_string(get(obj, &["spec", "selector"]));
+    json!({
+        "apiVersion": "autoscaling/v1",
+        "kind": "Scale",
+        "metadata": {"name": api::name(obj), "namespace": api::namespace(obj), "uid": api::uid(obj),
+            "resourceVersion": api::resource_version(obj), "creationTimestamp": get(obj, &["metadata", "creationTimestamp"]).cloned().unwrap_or(Value::Null)},
+        "spec": {"replicas": api::get_i64(obj, &["spec", "replicas"]).unwrap_or(0)},
+        "status": {"replicas": api::get_i64(obj, &["status", "replicas"]).unwrap_or(0), "selector": if selector == "<none>" { String::new() } else { selector }},
+    })
+}
