@@ -374,7 +374,8 @@ impl Edit {
 
     fn apply_to(&self, old: &str) -> Result<String, String> {
         let o: Vec<char> = old.chars().collect();
-        if self.p + self.s > o.len() {
+        // A damaged link may carry any numbers: their sum must not wrap.
+        if self.p.checked_add(self.s).is_none_or(|kept| kept > o.len()) {
             return Err("the link's state does not fit this page's example (it was made from another one)".into());
         }
         let mut out: String = o[..self.p].iter().collect();
@@ -786,6 +787,14 @@ mod tests {
         for (a, b) in [("", "abc"), ("abc", ""), ("héllo wörld", "héllo, wörld!"), ("same", "same")] {
             assert_eq!(Edit::between(a, b).apply_to(a).unwrap(), b);
         }
+    }
+
+    #[test]
+    fn an_edit_whose_kept_lengths_overflow_is_refused() {
+        let e = Edit { p: usize::MAX, s: 2, t: String::new() };
+        assert!(e.apply_to("abc").unwrap_err().contains("does not fit"));
+        let e = Edit { p: 1, s: 1, t: "X".into() };
+        assert_eq!(e.apply_to("abc").unwrap(), "aXc");
     }
 
     #[test]
