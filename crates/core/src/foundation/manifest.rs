@@ -103,8 +103,19 @@ pub struct YamlError {
 /// A collection being built: its anchor, the nodes under it so far, and for a mapping the
 /// key waiting for its value (with the key's line, for a duplicate's message).
 enum Open {
-    Seq { anchor: usize, items: Vec<Value>, nodes: usize },
-    Map { anchor: usize, map: crate::foundation::value::Map, lines: Vec<(String, usize)>, key: Option<(String, usize)>, nodes: usize, merges: Vec<Value> },
+    Seq {
+        anchor: usize,
+        items: Vec<Value>,
+        nodes: usize,
+    },
+    Map {
+        anchor: usize,
+        entries: Vec<(String, Value)>,
+        lines: std::collections::HashMap<String, usize>,
+        key: Option<(String, usize)>,
+        nodes: usize,
+        merges: Vec<Value>,
+    },
 }
 
 enum Kind {
@@ -147,23 +158,25 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
                 stack.push(if matches!(ev, Event::SequenceStart(..)) {
                     Open::Seq { anchor, items: Vec::new(), nodes: 1 }
                 } else {
-                    Open::Map { anchor, map: Default::default(), lines: Vec::new(), key: None, nodes: 1, merges: Vec::new() }
+                    Open::Map { anchor, entries: Vec::new(), lines: Default::default(), key: None, nodes: 1, merges: Vec::new() }
                 });
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
                 Some(Open::Seq { anchor, items, nodes }) => (Value::Array(items), anchor, nodes),
-                Some(Open::Map { anchor, mut map, nodes, merges, .. }) => {
+                Some(Open::Map { anchor, mut entries, mut lines, nodes, merges, .. }) => {
                     // Explicit keys win over merged ones; earlier merges over later ones.
                     for m in merges.iter().flat_map(|m| if let Value::Array(a) = m { a.clone() } else { vec![m.clone()] }) {
                         let Value::Object(from) = m else { return Err(err(line, col, "map merge requires map or sequence of maps as the value".into())) };
                         for (k, v) in from.iter() {
-                            if !map.contains_key(k) {
-                                map.insert(k.clone(), v.clone());
+                            if !lines.contains_key(k.as_str()) {
+                                lines.insert(k.to_string(), line);
+                                entries.push((k.to_string(), v.clone()));
                             }
                         }
                     }
-                    (Value::Object(map), anchor, nodes)
+                    // One sort for the whole mapping: inserting key by key would be quadratic.
+                    (Value::Object(entries.into_iter().collect()), anchor, nodes)
                 }
                 None => continue,
             },
@@ -190,7 +203,7 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
                 *n += nodes;
                 items.push(value);
             }
-            Some(Open::Map { map, lines, key, nodes: n, merges, .. }) => {
+            Some(Open::Map { entries, lines, key, nodes: n, merges, .. }) => {
                 *n += nodes;
                 match key.take() {
                     None => {
@@ -201,16 +214,14 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
                             Value::Number(n) => n.to_string(),
                             _ => return Err(err(line, col, "a mapping key must be a scalar".into())),
                         };
-                        if let Some((_, first)) = lines.iter().find(|(seen, _)| *seen == k) {
+                        if let Some(first) = lines.get(&k) {
                             return Err(err(line, col, format!("mapping key {k:?} already defined at line {first}")));
                         }
-                        lines.push((k.clone(), line));
+                        lines.insert(k.clone(), line);
                         *key = Some((k, line));
                     }
                     Some((k, _)) if k == "<<" => merges.push(value),
-                    Some((k, _)) => {
-                        map.insert(k, value);
-                    }
+                    Some((k, _)) => entries.push((k, value)),
                 }
             }
         }
