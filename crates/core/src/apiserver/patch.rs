@@ -2,6 +2,7 @@
 //! `x-kubernetes-patch-merge-key`, `$patch: delete` directives) and JSON patch (RFC 6902),
 //! as `k8s.io/apimachinery/pkg/util/strategicpatch` and `evanphx/json-patch` apply them.
 
+use crate::foundation::status::Status;
 use crate::foundation::value::{Map, Value};
 
 /// RFC 7386: objects merge recursively, `null` deletes, anything else replaces.
@@ -102,9 +103,139 @@ fn pointer_parts(path: &str) -> Result<Vec<String>, String> {
     Ok(rest.split('/').map(|s| s.replace("~1", "/").replace("~0", "~")).collect())
 }
 
-/// RFC 6902 JSON patch (`add`, `remove`, `replace`, `test`, `move`, `copy`).
-pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), String> {
+/// The most operations one JSON patch may hold (`maxJSONPatchOperations` in the API
+/// server's patch handler).
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+/// The most bytes a JSON patch's `copy` operations may add, together (the API server's
+/// `JSONPatchMaxCopyBytes`, 3 MiB).
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+/// How deep a patched object may nest: the depth kubeloop decodes request bodies to (the
+/// real decoder allows 10,000; kubeloop's is serde_json's 128).
+pub const MAX_PATCHED_DEPTH: usize = 128;
+
+/// Why a JSON patch was refused: too many operations (413), or an operation that does not
+/// apply (422).
+#[derive(Debug, PartialEq)]
+pub enum JsonPatchError {
+    TooManyOperations(usize),
+    Apply(String),
+}
+
+impl From<String> for JsonPatchError {
+    fn from(e: String) -> Self {
+        JsonPatchError::Apply(e)
+    }
+}
+
+impl From<&str> for JsonPatchError {
+    fn from(e: &str) -> Self {
+        JsonPatchError::Apply(e.to_string())
+    }
+}
+
+impl JsonPatchError {
+    /// The API server's answer: `RequestEntityTooLarge` for the operation count, `Invalid`
+    /// (422) for an operation that does not apply.
+    pub fn status(&self) -> Status {
+        match self {
+            JsonPatchError::TooManyOperations(n) => Status::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {n}"),
+            ),
+            JsonPatchError::Apply(e) => Status::new(422, "Invalid", e.clone()),
+        }
+    }
+}
+
+/// The length of `v` as compact JSON, or `None` once it passes `budget` (a shared tree
+/// may be far larger written out than in memory, so the count stops early).
+fn json_len_within(v: &Value, budget: usize) -> Option<usize> {
+    let mut total = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null => 4,
+            Value::Bool(b) => 4 + usize::from(!b),
+            Value::Number(n) => n.to_string().len(),
+            Value::String(s) => serde_json::to_string(s.as_str()).map_or(s.len() + 2, |q| q.len()),
+            Value::Array(a) => {
+                stack.extend(a.iter());
+                2 + a.len().saturating_sub(1)
+            }
+            Value::Object(m) => {
+                stack.extend(m.values());
+                let keys: usize = m.keys().map(|k| serde_json::to_string(k.as_str()).map_or(k.len() + 2, |q| q.len()) + 1).sum();
+                2 + keys + m.len().saturating_sub(1)
+            }
+        };
+        if total > budget {
+            return None;
+        }
+    }
+    Some(total)
+}
+
+/// Whether `v` nests deeper than `limit` (arrays and objects each count a level).
+pub fn deeper_than(v: &Value, limit: usize) -> bool {
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        if d > limit {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    false
+}
+
+/// RFC 6902 JSON patch (`add`, `remove`, `replace`, `test`, `move`, `copy`), with the API
+/// server's bounds: at most 10,000 operations, at most 3 MiB added by `copy`, and (kubeloop's
+/// decoding depth) a result nested at most 128 levels.
+///
+/// Operations may nest the object deeply on the way (each `move` into a fresh key adds a
+/// level); only the result's depth is checked, and a refused result is taken apart
+/// without recursion, so no patch can overflow the stack.
+pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), JsonPatchError> {
     let ops = ops.as_array().ok_or("json patch must be an array of operations")?;
+    if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(JsonPatchError::TooManyOperations(ops.len()));
+    }
+    let mut result = apply_ops(target, ops);
+    if result.is_ok() && deeper_than(target, MAX_PATCHED_DEPTH) {
+        result = Err(JsonPatchError::Apply(format!(
+            "the patched object nests deeper than {MAX_PATCHED_DEPTH} levels, the most kubeloop decodes (Kubernetes allows 10000)"
+        )));
+    }
+    if result.is_err() {
+        dismantle(target.take());
+    }
+    result
+}
+
+/// Drop a tree of any depth without recursion: children are moved to a stack first.
+/// (Subtrees shared with other versions only lose a reference.)
+fn dismantle(v: Value) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(a) => stack.extend(a),
+            Value::Object(m) => {
+                if let Some(entries) = m.into_unique_entries() {
+                    stack.extend(entries.into_iter().map(|(_, v)| v));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn apply_ops(target: &mut Value, ops: &[Value]) -> Result<(), JsonPatchError> {
+    let mut copied = 0usize;
     for op in ops {
         let kind = op.get("op").and_then(Value::as_str).ok_or("missing op")?;
         let path = op.get("path").and_then(Value::as_str).ok_or("missing path")?;
@@ -119,18 +250,31 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), String> {
             "test" => {
                 let want = op.get("value").cloned().unwrap_or(Value::Null);
                 if target.pointer(path) != Some(&want) {
-                    return Err(format!("testing value {path} failed"));
+                    return Err(format!("testing value {path} failed").into());
                 }
             }
             "move" | "copy" => {
                 let from = op.get("from").and_then(Value::as_str).ok_or("missing from")?;
                 let v = target.pointer(from).cloned().ok_or_else(|| format!("missing value at {from}"))?;
+                if kind == "copy" {
+                    let budget = MAX_JSON_PATCH_COPY_BYTES - copied;
+                    match json_len_within(&v, budget) {
+                        Some(n) => copied += n,
+                        None => {
+                            let size = json_len_within(&v, usize::MAX).unwrap_or(usize::MAX);
+                            return Err(JsonPatchError::Apply(format!(
+                                "Unable to complete the copy, the accumulated size increase of copy is {}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}",
+                                copied.saturating_add(size)
+                            )));
+                        }
+                    }
+                }
                 if kind == "move" {
                     remove_pointer(target, from)?;
                 }
                 set_pointer(target, path, v, true)?;
             }
-            other => return Err(format!("unexpected operation {other:?}")),
+            other => return Err(format!("unexpected operation {other:?}").into()),
         }
     }
     Ok(())
@@ -226,5 +370,65 @@ mod tests {
         json_patch(&mut t, &json!([{"op": "replace", "path": "/spec/replicas", "value": 3}, {"op": "add", "path": "/spec/l/-", "value": 2}, {"op": "remove", "path": "/spec/l/0"}])).unwrap();
         assert_eq!(t, json!({"spec": {"replicas": 3, "l": [2]}}));
         assert!(json_patch(&mut t, &json!([{"op": "replace", "path": "/nope", "value": 1}])).is_err());
+    }
+
+    fn ops(n: usize, op: Value) -> Value {
+        Value::Array(vec![op; n])
+    }
+
+    #[test]
+    fn json_patch_refuses_more_than_ten_thousand_operations() {
+        let mut t = json!({"metadata": {"name": "a"}});
+        let test = json!({"op": "test", "path": "/metadata/name", "value": "a"});
+        json_patch(&mut t, &ops(MAX_JSON_PATCH_OPERATIONS, test.clone())).unwrap();
+        let err = json_patch(&mut t, &ops(MAX_JSON_PATCH_OPERATIONS + 1, test)).unwrap_err();
+        let status = err.status();
+        assert_eq!((status.code, status.reason.as_str()), (413, "RequestEntityTooLarge"));
+        assert_eq!(status.message, "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001");
+    }
+
+    #[test]
+    fn json_patch_copies_at_most_three_mebibytes() {
+        // Each copy nests metadata in itself one level deeper, copying all of it: the budget
+        // stops it after a few hundred.
+        let mut t = json!({"metadata": {"name": "a".repeat(100)}});
+        let copy = json!({"op": "copy", "from": "/metadata", "path": "/metadata/x"});
+        let err = json_patch(&mut t, &ops(1_000, copy)).unwrap_err();
+        let JsonPatchError::Apply(msg) = &err else { panic!("{err:?}") };
+        assert!(msg.starts_with("Unable to complete the copy, the accumulated size increase of copy is "), "{msg}");
+        assert!(msg.ends_with(", exceeding the limit 3145728"), "{msg}");
+        assert_eq!(err.status().code, 422);
+        // The target is left empty, not half-patched.
+        assert_eq!(t, Value::Null);
+        // A copy within the budget applies.
+        let mut t = json!({"a": [1, 2]});
+        json_patch(&mut t, &json!([{"op": "copy", "from": "/a", "path": "/b"}])).unwrap();
+        assert_eq!(t, json!({"a": [1, 2], "b": [1, 2]}));
+    }
+
+    #[test]
+    fn json_patch_cannot_nest_past_the_decoding_depth() {
+        // `add /n {}` then `move /x -> /n/x` nests x one level deeper each pair: 9,998
+        // operations make a chain 4,999 deep, which is refused and dropped without
+        // overflowing the stack.
+        let mut list = vec![json!({"op": "add", "path": "/x", "value": {}})];
+        for _ in 0..4_999 {
+            list.push(json!({"op": "add", "path": "/n", "value": {}}));
+            list.push(json!({"op": "move", "from": "/x", "path": "/n/x"}));
+            list.push(json!({"op": "move", "from": "/n", "path": "/x"}));
+        }
+        list.truncate(MAX_JSON_PATCH_OPERATIONS);
+        let mut t = json!({});
+        let err = json_patch(&mut t, &Value::Array(list)).unwrap_err();
+        assert_eq!(err, JsonPatchError::Apply("the patched object nests deeper than 128 levels, the most kubeloop decodes (Kubernetes allows 10000)".into()));
+        // 127 levels are fine.
+        let mut deep = json!({});
+        for _ in 0..126 {
+            deep = json!({ "x": deep });
+        }
+        let mut t = json!({});
+        json_patch(&mut t, &json!([{"op": "add", "path": "/x", "value": deep}])).unwrap();
+        assert!(!deeper_than(&t, MAX_PATCHED_DEPTH));
+        assert!(deeper_than(&t, 127));
     }
 }

@@ -71,7 +71,7 @@ impl ApiServer {
     /// The object the request proposes: the scale, an applied configuration, a patched
     /// status, a patched object, a replaced status, or the body itself.
     fn proposed(&self, res: &ResourceInfo, rid: ResourceId, req: &Request, current: &Object, body: &mut Value) -> Staged<Value> {
-        let json_patch = |target: &mut Value, body: &Value| patch::json_patch(target, body).map_err(|e| ("decode", Status::new(422, "Invalid", e)));
+        let json_patch = |target: &mut Value, body: &Value| patch::json_patch(target, body).map_err(|e| ("decode", e.status()));
         let sub = req.subresource.as_str();
         Ok(match (req.verb, sub) {
             (_, "scale") => {

@@ -200,6 +200,12 @@ impl Map {
         Arc::make_mut(self.0.get_or_insert_with(Default::default))
     }
 
+    /// The entries, if no other tree shares them (for taking a tree apart without
+    /// recursion).
+    pub fn into_unique_entries(self) -> Option<Vec<(Str, Value)>> {
+        self.0.and_then(|a| Arc::try_unwrap(a).ok())
+    }
+
     /// The position of `key`, or where it would be inserted.
     fn find(&self, key: &str) -> Result<usize, usize> {
         let e = self.entries();
