@@ -7,7 +7,7 @@ The schemas come from the `kubernetes-validate` package on PyPI (the
 kubeloop serves are kept, without descriptions, in a compact form that
 crates/core/src/schema.rs reads:
 
-  "s" string, "i" integer, "n" number, "b" boolean, "q" quantity,
+  "s" string, "i" integer (int64), "i32" int32, "n" number, "b" boolean, "q" quantity,
   "io" int-or-string, "a" anything, "#<def>" a reference,
   {"o": {field: type}} an object with declared fields ("a": 1 if atomic),
   {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy,
@@ -41,7 +41,7 @@ def schema_dir():
 # group/version, kind  ->  definition name
 KINDS = {}
 here = os.path.dirname(os.path.abspath(__file__))
-kinds_file = os.path.join(here, "..", "crates", "core", "src", "api.rs")
+kinds_file = os.path.join(here, "..", "crates", "core", "src", "foundation", "api.rs")
 
 def main():
     d = schema_dir()
@@ -99,6 +99,8 @@ def main():
             if "x-kubernetes-list-map-keys" in s:
                 r["mk"] = s["x-kubernetes-list-map-keys"]
             return r
+        if t == "integer" and s.get("format") == "int32":
+            return "i32"
         return {"string": "s", "integer": "i", "number": "n", "boolean": "b"}.get(t, "a")
 
     while todo:

@@ -5,7 +5,7 @@ use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Action, Cluster, Config, NodeSpec};
 use kubeloop_core::foundation::api::{self, get_str, rid};
-use kubeloop_core::foundation::sim::{parse_duration, Millis};
+use kubeloop_core::foundation::sim::{parse_duration, Millis, MAX_RUN};
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
 use std::process::ExitCode;
@@ -128,6 +128,10 @@ fn run(args: &[String]) -> ExitCode {
         None => None,
     };
     let duration = match flag(args, "--for").map(parse_duration) {
+        Some(Some(d)) if d > MAX_RUN => {
+            eprintln!("error: --for is longer than kubeloop simulates in one run (at most 24h)");
+            return ExitCode::from(2);
+        }
         Some(Some(d)) => Some(d),
         Some(None) => {
             eprintln!("error: --for needs a duration such as 90s, 5m or 1h");
@@ -150,8 +154,11 @@ fn run(args: &[String]) -> ExitCode {
             }
         }
     }
-    for e in &sc.errors {
-        eprintln!("error: {e}");
+    if !sc.errors.is_empty() {
+        for e in &sc.errors {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::FAILURE;
     }
     let config = sc.config(seed, true);
     let seed = config.seed;
@@ -283,6 +290,10 @@ fn kubectl(args: &[String]) -> ExitCode {
     let mut sb = kubeloop_core::sandbox::Sandbox::new(&text, seed);
     match flag(opts, "--at") {
         Some(d) => match parse_duration(d) {
+            Some(ms) if ms > MAX_RUN => {
+                eprintln!("error: --at {d:?} is later than kubeloop simulates in one run (at most 24h)");
+                return ExitCode::from(2);
+            }
             Some(ms) => sb.advance(ms),
             None => {
                 eprintln!("error: --at {d:?} is not a duration (e.g. 30s, 2m)");
@@ -370,7 +381,7 @@ fn bench(args: &[String]) -> ExitCode {
         })
         .collect();
     let started = std::time::Instant::now();
-    let mut cluster = Cluster::new(Config { seed, nodes: specs, users: vec![], registry: Default::default(), trace: false });
+    let mut cluster = Cluster::new(Config { seed, nodes: specs, trace: false, ..Config::default() });
     let manifest = format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bench\nspec:\n  replicas: {pods}\n  selector:\n    matchLabels: {{app: bench}}\n  template:\n    metadata:\n      labels: {{app: bench}}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/bench:1.0\n        resources:\n          requests: {{cpu: 10m, memory: 16Mi}}\n"
     );

@@ -24,6 +24,8 @@ use yew::prelude::*;
 const DEFAULT_TEXT: &str = include_str!("../../../web/checkout.yaml");
 /// Real milliseconds between ticks while playing.
 const TICK_MS: u32 = 100;
+/// Real milliseconds of simulation per tick at most: the rest of the frame budget is the page's.
+const TICK_BUDGET_MS: f64 = 30.0;
 /// Typing pause before the editor is applied.
 const APPLY_DELAY_MS: u32 = 600;
 
@@ -128,6 +130,8 @@ struct App {
     tab: Tab,
     fault_node: String,
     notice: Option<String>,
+    /// The last tick ran out of its time budget before the clock got where the speed asks.
+    behind: bool,
     link: Option<String>,
     panes: Panes,
     _ticker: Option<Interval>,
@@ -273,6 +277,7 @@ impl Component for App {
             tab: Tab::Records,
             fault_node: String::new(),
             notice: None,
+            behind: false,
             link: None,
             panes,
             _ticker: None,
@@ -334,14 +339,18 @@ impl Component for App {
                     return false;
                 }
                 let before = self.sb.cluster.now;
+                // Run events for at most ~30 ms of real time per tick, so that the page
+                // answers however much the user's numbers give the loops to do.
+                let start = now_ms();
+                let in_budget = || now_ms() - start < TICK_BUDGET_MS;
+                let ms = u64::from(TICK_MS);
                 match self.speed {
-                    Speed::X1 => self.sb.advance(TICK_MS.into()),
-                    Speed::X10 => self.sb.advance(10 * u64::from(TICK_MS)),
-                    Speed::X100 => self.sb.advance(100 * u64::from(TICK_MS)),
+                    Speed::X1 => self.behind = !self.sb.advance_within(ms, in_budget),
+                    Speed::X10 => self.behind = !self.sb.advance_within(10 * ms, in_budget),
+                    Speed::X100 => self.behind = !self.sb.advance_within(100 * ms, in_budget),
                     Speed::Max => {
-                        // Run events for at most ~30 ms of real time per tick.
-                        let start = now_ms();
-                        while now_ms() - start < 30.0 && self.sb.step() {}
+                        self.behind = false;
+                        while in_budget() && self.sb.step() {}
                     }
                 }
                 let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records.len() != self.seen_records;
@@ -570,6 +579,9 @@ impl App {
                 <h1>{ "kubeloop" }<span class="tagline">{ " · a Kubernetes control plane you can watch" }</span></h1>
                 <div class="controls" role="toolbar" aria-label="Simulation">
                     <span class="clock" aria-live="off" title="simulated time">{ format!("t = {:.1} s", now as f64 / 1000.0) }</span>
+                    if self.behind && self.playing {
+                        <span class="behind" role="status" title="there is more to simulate than fits in real time at this speed; the page stays responsive and the clock runs slower">{ "running behind" }</span>
+                    }
                     <button onclick={link.callback(|_| Msg::TogglePlay)} aria-pressed={self.playing.to_string()}>{ if self.playing { "Pause" } else { "Play" } }</button>
                     <button onclick={link.callback(|_| Msg::StepOnce)} title="run the next event">{ "Step" }</button>
                     <label>{ "Speed " }

@@ -117,8 +117,14 @@ fn handle(sh: &Shared, req: &http::Request) -> Result<Reply, Status> {
         _ => {}
     }
     let user = authenticate(sh, req)?;
-    if user.name == "system:anonymous" && segs.first().is_none_or(|s| PUBLIC_PATHS.contains(s)) {
-        return Err(Status::new(403, "Forbidden", format!("forbidden: User \"system:anonymous\" cannot get path \"{}\"", req.path)));
+    if user.name == "system:anonymous" {
+        // Discovery is for authenticated users (`system:discovery`); everything else needs
+        // an identity before any of the request is looked at (kubeloop serves as an API
+        // server with anonymous requests limited to health and version).
+        if segs.first().is_none_or(|s| PUBLIC_PATHS.contains(s)) {
+            return Err(Status::new(403, "Forbidden", format!("forbidden: User \"system:anonymous\" cannot get path \"{}\"", req.path)));
+        }
+        return Err(Status::unauthorized());
     }
     let accept = req.header("Accept").unwrap_or("");
     match segs.as_slice() {

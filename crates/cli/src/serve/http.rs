@@ -7,7 +7,12 @@ use std::io::{self, BufRead, Read, Write};
 /// Largest request head and body accepted (the API server's default body limit is 3 MiB
 /// for most writes; manifests pasted into `kubectl apply` stay far below this).
 const MAX_HEAD: usize = 64 * 1024;
-pub const MAX_BODY: usize = 16 * 1024 * 1024;
+/// The API server's `MaxRequestBodyBytes`, 3 MiB.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+fn too_large() -> ReadError {
+    ReadError::Bad(413, format!("Request entity too large: limit is {MAX_BODY}"))
+}
 
 #[derive(Debug, Default)]
 pub struct Request {
@@ -135,8 +140,8 @@ pub fn read_request(r: &mut impl BufRead) -> Result<Request, ReadError> {
                 while !read_line(r, &mut budget)?.is_empty() {}
                 break;
             }
-            if req.body.len() + size > MAX_BODY {
-                return Err(ReadError::Bad(413, "request entity too large".into()));
+            if size > MAX_BODY - req.body.len() {
+                return Err(too_large());
             }
             let start = req.body.len();
             req.body.resize(start + size, 0);
@@ -147,7 +152,7 @@ pub fn read_request(r: &mut impl BufRead) -> Result<Request, ReadError> {
     } else if let Some(len) = req.header("Content-Length") {
         let len: usize = len.parse().map_err(|_| ReadError::Bad(400, format!("malformed Content-Length {len:?}")))?;
         if len > MAX_BODY {
-            return Err(ReadError::Bad(413, "request entity too large".into()));
+            return Err(too_large());
         }
         req.body.resize(len, 0);
         r.read_exact(&mut req.body)?;

@@ -19,8 +19,22 @@ use kubeloop_core::foundation::status::Status;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The fastest the clock may run: at 1000x a simulated day passes in under 90 s, already
+/// more than a cluster of any size simulates in that time.
+const MAX_SPEED: f64 = 1000.0;
+/// The longest the cluster thread simulates before it serves the requests waiting: when
+/// the simulation has more to do than the clock allows, it falls behind instead of
+/// keeping clients waiting.
+const SIMULATION_SLICE: Duration = Duration::from_millis(20);
+
+/// The most connections served at once (each has a thread); more are closed on accept.
+const MAX_CONNECTIONS: usize = 512;
+/// A connection that sends nothing for this long is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Work for the cluster thread: a closure run with the cluster, its answer sent back.
 type Job = Box<dyn FnOnce(&mut Cluster) + Send>;
@@ -74,18 +88,35 @@ fn cluster_thread(config: Config, steps: Vec<Step>, jobs: mpsc::Receiver<Job>, s
     let start = Instant::now();
     let tick = Duration::from_millis(10);
     let mut next_tick = Instant::now();
+    let mut behind_since: Option<Instant> = None;
+    let mut reported = Instant::now();
     loop {
         let wait = next_tick.saturating_duration_since(Instant::now());
-        match jobs.recv_timeout(wait) {
-            Ok(job) => {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut cluster)));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        let first = match jobs.recv_timeout(wait) {
+            Ok(job) => Some(job),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        };
+        // Every request waiting is served before the simulation runs on.
+        for job in first.into_iter().chain(std::iter::from_fn(|| jobs.try_recv().ok())) {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut cluster)));
+            shared.publish(cluster.api.store.revision());
         }
         if Instant::now() >= next_tick {
             let target = (start.elapsed().as_secs_f64() * 1000.0 * speed) as Millis;
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cluster.run_until(target)));
+            let deadline = Instant::now() + SIMULATION_SLICE;
+            let caught_up =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cluster.run_until_within(target, || Instant::now() < deadline))).unwrap_or(true);
+            behind_since = if caught_up { None } else { behind_since.or(Some(Instant::now())) };
+            if let Some(since) = behind_since {
+                if since.elapsed() > Duration::from_secs(5) && reported.elapsed() > Duration::from_secs(30) {
+                    reported = Instant::now();
+                    let behind = target.saturating_sub(cluster.now) / 1000;
+                    eprintln!(
+                        "kubeloop: the simulation is running {behind}s behind the clock (more work than --speed {speed} allows); requests are still served"
+                    );
+                }
+            }
             next_tick = Instant::now() + tick;
         }
         shared.publish(cluster.api.store.revision());
@@ -135,7 +166,25 @@ pub type Conn = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
 
 const USAGE: &str = "Usage: kubeloop serve [SCENARIO...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]";
 
-fn kubeconfig(address: &str, ca_pem: &str, users: &[(String, String, Vec<String>)]) -> String {
+/// A fresh admin token per start: 32 hex digits from the operating system's randomness.
+fn random_token() -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Write the kubeconfig readable by its owner only (it holds the admin token).
+fn write_private(path: &str, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    // An existing file keeps its mode on open: narrow it too.
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(text.as_bytes())
+}
+
+fn kubeconfig(address: &str, ca_pem: &str, admin_token: &str, users: &[(String, String, Vec<String>)]) -> String {
     use base64::Engine as _;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     let mut s = format!(
@@ -144,7 +193,7 @@ fn kubeconfig(address: &str, ca_pem: &str, users: &[(String, String, Vec<String>
     for (name, _, _) in users {
         s.push_str(&format!("- name: {name}@kubeloop\n  context:\n    cluster: kubeloop\n    user: {name}\n    namespace: default\n"));
     }
-    s.push_str("current-context: kubeloop\nusers:\n- name: admin\n  user:\n    token: admin-token\n");
+    s.push_str(&format!("current-context: kubeloop\nusers:\n- name: admin\n  user:\n    token: {admin_token}\n"));
     for (name, token, _) in users {
         s.push_str(&format!("- name: {name}\n  user:\n    token: {token:?}\n"));
     }
@@ -158,9 +207,9 @@ pub fn serve(args: &[String]) -> ExitCode {
     let addr = flag("--addr").unwrap_or("127.0.0.1:6443").to_string();
     let speed = match flag("--speed").map(str::parse::<f64>) {
         None => 1.0,
-        Some(Ok(s)) if s > 0.0 && s.is_finite() => s,
+        Some(Ok(s)) if s > 0.0 && s <= MAX_SPEED => s,
         Some(_) => {
-            eprintln!("error: --speed must be a positive number\n{USAGE}");
+            eprintln!("error: --speed must be a number above 0 and at most {MAX_SPEED}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -200,7 +249,14 @@ pub fn serve(args: &[String]) -> ExitCode {
     // Simulated time 0 is now, so that timestamps read as current to clients.
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     kubeloop_core::foundation::sim::set_epoch(now);
-    let config: Config = sc.config(seed, false);
+    let mut config: Config = sc.config(seed, false);
+    config.admin_token = match random_token() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot make an admin token: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let users = config.users.clone();
     let host = address.rsplit_once(':').map(|(h, _)| h.trim_matches(['[', ']'])).unwrap_or("127.0.0.1");
     let tls = match tls(host) {
@@ -210,7 +266,7 @@ pub fn serve(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = std::fs::write(&kubeconfig_path, kubeconfig(&address, &tls.ca_pem, &users)) {
+    if let Err(e) = write_private(&kubeconfig_path, &kubeconfig(&address, &tls.ca_pem, &config.admin_token, &users)) {
         eprintln!("error: cannot write {kubeconfig_path}: {e}");
         return ExitCode::FAILURE;
     }
@@ -229,14 +285,25 @@ pub fn serve(args: &[String]) -> ExitCode {
     let for_cluster = Arc::clone(&shared);
     let steps = sc.steps.clone();
     std::thread::spawn(move || cluster_thread(config, steps, rx, for_cluster, speed));
+    let open = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
+        // Past the cap a connection is closed at once: each holds a thread.
+        if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            continue;
+        }
         let shared = Arc::clone(&shared);
         let config = Arc::clone(&tls.config);
+        let open = Arc::clone(&open);
+        open.fetch_add(1, Ordering::Relaxed);
         std::thread::spawn(move || {
             let _ = stream.set_nodelay(true);
-            let Ok(conn) = rustls::ServerConnection::new(config) else { return };
-            connection(&shared, rustls::StreamOwned::new(conn, stream));
+            // An idle connection is closed (reads only: a watch stream writes).
+            let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
+            if let Ok(conn) = rustls::ServerConnection::new(config) {
+                connection(&shared, rustls::StreamOwned::new(conn, stream));
+            }
+            open.fetch_sub(1, Ordering::Relaxed);
         });
     }
     ExitCode::SUCCESS
@@ -250,7 +317,12 @@ fn connection(shared: &Shared, conn: Conn) {
             Ok(r) => r,
             Err(http::ReadError::Closed) => return,
             Err(http::ReadError::Bad(code, msg)) => {
-                let s = Status::new(code, if code == 400 { "BadRequest" } else { "" }, msg);
+                let reason = match code {
+                    400 => "BadRequest",
+                    413 => "RequestEntityTooLarge",
+                    _ => "",
+                };
+                let s = Status::new(code, reason, msg);
                 let _ = http::write_response(reader.get_mut(), &api::status_response(&s), false);
                 return;
             }
@@ -276,8 +348,25 @@ fn connection(shared: &Shared, conn: Conn) {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn the_admin_token_is_random_and_the_kubeconfig_private() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let (a, b) = (super::random_token().unwrap(), super::random_token().unwrap());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        let path = std::env::temp_dir().join(format!("kubeloop-test-{a}.kubeconfig"));
+        let p = path.to_str().unwrap();
+        std::fs::write(p, "old").unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::write_private(p, "new").unwrap();
+        assert_eq!(std::fs::metadata(p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read_to_string(p).unwrap(), "new");
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
     fn kubeconfig_has_a_context_per_user() {
-        let k = super::kubeconfig("127.0.0.1:1234", "PEM", &[("ajay".into(), "t1".into(), vec![])]);
+        let k = super::kubeconfig("127.0.0.1:1234", "PEM", "0123abcd", &[("ajay".into(), "t1".into(), vec![])]);
+        assert!(k.contains("- name: admin\n  user:\n    token: 0123abcd\n"));
         assert!(k.contains("server: https://127.0.0.1:1234"));
         assert!(k.contains("certificate-authority-data: UEVN\n"));
         assert!(k.contains("current-context: kubeloop\n"));

@@ -140,7 +140,7 @@ impl ApiServer {
         }
         let name = api::name(&obj).to_string();
         let key = ObjectKey::new(rid, ns, &name);
-        match self.store.create(&key, Object::new(obj)) {
+        match self.store_write(&key, obj, true) {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
@@ -148,7 +148,7 @@ impl ApiServer {
                 self.log(c, 201, None);
                 Ok(stored)
             }
-            Err(_) => self.fail(c, "etcd", Status::already_exists(res, &name)),
+            Err(e) => self.fail_write(c, e, Status::already_exists(res, &name)),
         }
     }
 }

@@ -116,7 +116,7 @@ impl ApiServer {
     }
 
     pub(super) fn store_update(&mut self, c: &Ctx, key: &ObjectKey, obj: Value, what: &str) -> Result<Object, Status> {
-        match self.store.update(key, Object::new(obj), None) {
+        match self.store_write(key, obj, false) {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
@@ -124,7 +124,7 @@ impl ApiServer {
                 self.log(c, 200, None);
                 Ok(stored)
             }
-            Err(_) => self.fail(c, "etcd", Status::not_found(&RESOURCES[key.resource], &key.name)),
+            Err(e) => self.fail_write(c, e, Status::not_found(&RESOURCES[key.resource], &key.name)),
         }
     }
 }

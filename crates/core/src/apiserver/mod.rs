@@ -20,7 +20,7 @@ pub mod store;
 pub mod trace;
 pub mod validation;
 
-use crate::apiserver::store::Store;
+use crate::apiserver::store::{Store, StoreError};
 use crate::apiserver::trace::{Flow, Record, RequestLog, Trace};
 use crate::foundation::api::{self, get, get_str, Object, ObjectKey, ResourceId, ResourceInfo, RESOURCES};
 use crate::foundation::sim::{rfc3339, Millis, Rng, Stream};
@@ -315,6 +315,32 @@ impl ApiServer {
             code,
             status: status.map(Status::to_json),
         });
+    }
+
+    /// Write to etcd. An object too large for etcd is tried once more without its
+    /// `managedFields`, as the API server does.
+    fn store_write(&mut self, key: &ObjectKey, obj: Value, create: bool) -> Result<Object, StoreError> {
+        let write = |store: &mut Store, obj: Value| if create { store.create(key, Object::new(obj)) } else { store.update(key, Object::new(obj), None) };
+        // A clone shares the whole tree; it is only changed if the write fails.
+        let mut retry = obj.clone();
+        match write(&mut self.store, obj) {
+            Err(StoreError::TooLarge) if get(&retry, &["metadata", "managedFields"]).is_some() => {
+                if let Some(m) = retry.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("managedFields");
+                }
+                write(&mut self.store, retry)
+            }
+            r => r,
+        }
+    }
+
+    /// A failed write as the API server answers it: etcd's own errors pass through as a
+    /// 500 with etcd's words; anything else is `otherwise`.
+    fn fail_write(&mut self, c: &Ctx, e: StoreError, otherwise: Status) -> Result<Object, Status> {
+        match e.etcd_message() {
+            Some(m) => self.fail(c, "etcd", Status::new(500, "", m)),
+            None => self.fail(c, "etcd", otherwise),
+        }
     }
 
     fn fail(&mut self, c: &Ctx, stage: &'static str, s: Status) -> Result<Object, Status> {

@@ -148,34 +148,6 @@ impl JsonPatchError {
     }
 }
 
-/// The length of `v` as compact JSON, or `None` once it passes `budget` (a shared tree
-/// may be far larger written out than in memory, so the count stops early).
-fn json_len_within(v: &Value, budget: usize) -> Option<usize> {
-    let mut total = 0usize;
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        total += match v {
-            Value::Null => 4,
-            Value::Bool(b) => 4 + usize::from(!b),
-            Value::Number(n) => n.to_string().len(),
-            Value::String(s) => serde_json::to_string(s.as_str()).map_or(s.len() + 2, |q| q.len()),
-            Value::Array(a) => {
-                stack.extend(a.iter());
-                2 + a.len().saturating_sub(1)
-            }
-            Value::Object(m) => {
-                stack.extend(m.values());
-                let keys: usize = m.keys().map(|k| serde_json::to_string(k.as_str()).map_or(k.len() + 2, |q| q.len()) + 1).sum();
-                2 + keys + m.len().saturating_sub(1)
-            }
-        };
-        if total > budget {
-            return None;
-        }
-    }
-    Some(total)
-}
-
 /// Whether `v` nests deeper than `limit` (arrays and objects each count a level).
 pub fn deeper_than(v: &Value, limit: usize) -> bool {
     let mut stack = vec![(v, 1usize)];
@@ -258,10 +230,10 @@ fn apply_ops(target: &mut Value, ops: &[Value]) -> Result<(), JsonPatchError> {
                 let v = target.pointer(from).cloned().ok_or_else(|| format!("missing value at {from}"))?;
                 if kind == "copy" {
                     let budget = MAX_JSON_PATCH_COPY_BYTES - copied;
-                    match json_len_within(&v, budget) {
+                    match v.json_len_within(budget) {
                         Some(n) => copied += n,
                         None => {
-                            let size = json_len_within(&v, usize::MAX).unwrap_or(usize::MAX);
+                            let size = v.json_len_within(usize::MAX).unwrap_or(usize::MAX);
                             return Err(JsonPatchError::Apply(format!(
                                 "Unable to complete the copy, the accumulated size increase of copy is {}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}",
                                 copied.saturating_add(size)

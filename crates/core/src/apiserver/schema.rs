@@ -13,6 +13,9 @@ use std::sync::OnceLock;
 #[derive(Debug)]
 enum Ty {
     Str,
+    /// `format: int32`.
+    Int32,
+    /// `format: int64` (and integers without a format).
     Int,
     Num,
     Bool,
@@ -55,6 +58,7 @@ fn schema() -> &'static Schema {
                 Value::String(s) => match s.as_str() {
                     "s" => Ty::Str,
                     "i" => Ty::Int,
+                    "i32" => Ty::Int32,
                     "n" => Ty::Num,
                     "b" => Ty::Bool,
                     "q" => Ty::Quantity,
@@ -143,6 +147,17 @@ impl Walker<'_> {
         }
     }
 
+    /// Go's decoder names a number it cannot store by its literal (`number 2147483648`,
+    /// `number 1.5`): it did not fit the integer type, or was not an integer.
+    fn number_error(&mut self, v: &Value, parent: &str, go: &str) {
+        match v {
+            Value::Number(n) if self.out.type_error.is_none() => {
+                self.out.type_error = Some(format!("json: cannot unmarshal number {n} into Go struct field {parent}.{} of type {go}", self.go_path));
+            }
+            _ => self.type_error(v, parent, go),
+        }
+    }
+
     fn walk(&mut self, ty: &Ty, v: &Value, parent: &str) {
         if v.is_null() {
             return;
@@ -154,9 +169,14 @@ impl Walker<'_> {
                     self.type_error(v, parent, "string");
                 }
             }
-            Ty::Int => {
-                if !(v.is_i64() || v.is_u64()) {
-                    self.type_error(v, parent, "int32");
+            Ty::Int32 | Ty::Int => {
+                let go = if matches!(ty, Ty::Int32) { "int32" } else { "int64" };
+                let fits = match v.as_i64() {
+                    Some(n) => go == "int64" || i32::try_from(n).is_ok(),
+                    None => false,
+                };
+                if !fits {
+                    self.number_error(v, parent, go);
                 }
             }
             Ty::Num => {
@@ -422,6 +442,32 @@ mod tests {
         let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": "three"}});
         let e = check("apps/v1", "Deployment", &d);
         assert_eq!(e.message(), "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32");
+    }
+
+    #[test]
+    fn integers_outside_their_go_type_are_decode_errors() {
+        // encoding/json's literalStore: `strconv.ParseInt` failing or `OverflowInt` gives
+        // an UnmarshalTypeError whose value is "number " and the literal.
+        let deploy = |r: Value| json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": r}});
+        let msg = |d: &Value| check("apps/v1", "Deployment", d).message();
+        assert!(check("apps/v1", "Deployment", &deploy(json!(2147483647))).is_empty());
+        assert!(check("apps/v1", "Deployment", &deploy(json!(-2147483648))).is_empty());
+        assert_eq!(
+            msg(&deploy(json!(2147483648u64))),
+            "json: cannot unmarshal number 2147483648 into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+        assert_eq!(
+            msg(&deploy(json!(-2147483649i64))),
+            "json: cannot unmarshal number -2147483649 into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+        assert_eq!(msg(&deploy(json!(1.5))), "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32");
+        // int64 fields take what int32 ones refuse, up to 2^63-1.
+        let pod = |v: Value| json!({"apiVersion": "v1", "kind": "Pod", "spec": {"activeDeadlineSeconds": v, "containers": []}});
+        assert!(check("v1", "Pod", &pod(json!(4_000_000_000u64))).is_empty());
+        assert_eq!(
+            check("v1", "Pod", &pod(json!(9223372036854775808u64))).message(),
+            "json: cannot unmarshal number 9223372036854775808 into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64"
+        );
     }
 
     #[test]

@@ -44,13 +44,40 @@ pub enum StoreError {
     Conflict,
     /// A watch or list from a compacted revision: `(asked, oldest held - 1)`.
     Expired(u64, u64),
+    /// The object is larger than etcd takes in one request (`--max-request-bytes`).
+    TooLarge,
+    /// The write would take the stored data past the quota (`--quota-backend-bytes`).
+    NoSpace,
 }
+
+impl StoreError {
+    /// etcd's own words, which the API server passes through
+    /// (`etcdserver: request is too large`, `etcdserver: mvcc: database space exceeded`).
+    pub fn etcd_message(&self) -> Option<&'static str> {
+        match self {
+            StoreError::TooLarge => Some("etcdserver: request is too large"),
+            StoreError::NoSpace => Some("etcdserver: mvcc: database space exceeded"),
+            _ => None,
+        }
+    }
+}
+
+/// The largest object etcd stores: its default `--max-request-bytes`, 1.5 MiB.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+/// The most the stored objects may take, measured as their JSON, before writes fail with
+/// etcd's `database space exceeded` (etcd's `--quota-backend-bytes`). etcd's default is
+/// 2 GiB; kubeloop's is 512 MiB, because a simulated object, with its history and the
+/// informers' caches, takes about ten times its JSON in memory. The page uses
+/// [`PAGE_QUOTA_BYTES`].
+pub const DEFAULT_QUOTA_BYTES: u64 = 512 << 20;
+/// The page's quota: a browser tab holds far less than a server.
+pub const PAGE_QUOTA_BYTES: u64 = 32 << 20;
 
 /// Objects of one resource, keyed by (namespace, name), and their change history.
 #[derive(Debug, Default, Clone)]
 struct Partition {
     /// namespace -> name -> object; two levels so lookups borrow `&str` keys.
-    objects: BTreeMap<String, BTreeMap<String, Object>>,
+    objects: BTreeMap<String, BTreeMap<String, Stored>>,
     count: usize,
     history: VecDeque<WatchEvent>,
     last_write: u64,
@@ -66,18 +93,29 @@ pub const MIN_HISTORY: usize = 100;
 /// lower to bound memory in large simulations).
 pub const MAX_HISTORY: usize = 10_000;
 
+/// An object and its size as JSON, counted against the quota.
+#[derive(Debug, Clone)]
+struct Stored {
+    object: Object,
+    bytes: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Store {
     revision: u64,
     compacted: u64,
     partitions: Vec<Partition>,
+    /// The JSON size of every stored object, together.
+    bytes: u64,
+    /// The most `bytes` may reach (etcd's `--quota-backend-bytes`).
+    pub quota: u64,
     /// The simulated time, set by the API server before each request.
     pub now: crate::foundation::sim::Millis,
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()], now: 0 }
+        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()], bytes: 0, quota: DEFAULT_QUOTA_BYTES, now: 0 }
     }
 }
 
@@ -101,15 +139,30 @@ impl Store {
     }
 
     pub fn get_by(&self, resource: ResourceId, namespace: &str, name: &str) -> Option<&Object> {
-        self.partitions[resource].objects.get(namespace)?.get(name)
+        self.partitions[resource].objects.get(namespace)?.get(name).map(|s| &s.object)
+    }
+
+    /// The JSON size of every stored object, together (what the quota bounds).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The size of `obj` as JSON, if etcd takes it and the quota has room for it in place
+    /// of `replacing` bytes.
+    fn admit(&self, obj: &Object, replacing: u64) -> Result<u64, StoreError> {
+        let bytes = obj.json_len_within(MAX_OBJECT_BYTES).ok_or(StoreError::TooLarge)? as u64;
+        if bytes > replacing && self.bytes - replacing + bytes > self.quota {
+            return Err(StoreError::NoSpace);
+        }
+        Ok(bytes)
     }
 
     /// Objects of a resource, in key order; all namespaces if `namespace` is `None`.
     pub fn list<'a>(&'a self, resource: ResourceId, namespace: Option<&'a str>) -> Box<dyn Iterator<Item = &'a Object> + 'a> {
         let p = &self.partitions[resource].objects;
         match namespace {
-            Some(ns) => Box::new(p.get(ns).into_iter().flat_map(|m| m.values())),
-            None => Box::new(p.values().flat_map(|m| m.values())),
+            Some(ns) => Box::new(p.get(ns).into_iter().flat_map(|m| m.values().map(|s| &s.object))),
+            None => Box::new(p.values().flat_map(|m| m.values().map(|s| &s.object))),
         }
     }
 
@@ -140,10 +193,12 @@ impl Store {
         if self.get(key).is_some() {
             return Err(StoreError::AlreadyExists);
         }
+        let obj = with_rv(obj, self.revision + 1);
+        let bytes = self.admit(&obj, 0)?;
         self.revision += 1;
-        let obj = with_rv(obj, self.revision);
+        self.bytes += bytes;
         let p = &mut self.partitions[key.resource];
-        p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), obj.clone());
+        p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), Stored { object: obj.clone(), bytes });
         p.count += 1;
         self.record(key.resource, EventType::Added, obj.clone());
         Ok(obj)
@@ -157,10 +212,13 @@ impl Store {
                 return Err(StoreError::Conflict);
             }
         }
+        let old = self.partitions[key.resource].objects.get(&key.namespace).and_then(|m| m.get(&key.name)).map_or(0, |s| s.bytes);
+        let obj = with_rv(obj, self.revision + 1);
+        let bytes = self.admit(&obj, old)?;
         self.revision += 1;
-        let obj = with_rv(obj, self.revision);
         if let Some(slot) = self.partitions[key.resource].objects.get_mut(&key.namespace).and_then(|m| m.get_mut(&key.name)) {
-            *slot = obj.clone();
+            self.bytes = self.bytes - slot.bytes + bytes;
+            *slot = Stored { object: obj.clone(), bytes };
         }
         self.record(key.resource, EventType::Modified, obj.clone());
         Ok(obj)
@@ -181,8 +239,9 @@ impl Store {
             p.objects.remove(&key.namespace);
         }
         p.count -= 1;
+        self.bytes -= old.bytes;
         self.revision += 1;
-        let obj = with_rv(old, self.revision);
+        let obj = with_rv(old.object, self.revision);
         self.record(key.resource, EventType::Deleted, obj.clone());
         Ok(obj)
     }
@@ -215,7 +274,7 @@ impl Store {
 
     /// Every stored object, resource by resource in table order, then by key.
     pub fn all(&self) -> impl Iterator<Item = &Object> {
-        self.partitions.iter().flat_map(|p| p.objects.values().flat_map(|m| m.values()))
+        self.partitions.iter().flat_map(|p| p.objects.values().flat_map(|m| m.values().map(|s| &s.object)))
     }
 }
 
@@ -246,5 +305,28 @@ mod tests {
         s.compact(3);
         assert_eq!(s.events_since(rid::CONFIGMAP, 1).err(), Some(StoreError::Expired(1, 3)));
         assert_eq!(s.events_since(rid::CONFIGMAP, 3).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn etcd_refuses_objects_over_its_request_limit_and_writes_past_the_quota() {
+        let mut s = Store::default();
+        let big = |name: &str, n: usize| Object::new(json!({"metadata": {"name": name, "namespace": "default"}, "data": {"k": "x".repeat(n)}}));
+        let k = |n: &str| ObjectKey::new(rid::CONFIGMAP, "default", n);
+        assert_eq!(s.create(&k("a"), big("a", MAX_OBJECT_BYTES)).unwrap_err(), StoreError::TooLarge);
+        assert_eq!(StoreError::TooLarge.etcd_message(), Some("etcdserver: request is too large"));
+        // A refused write takes no revision.
+        assert_eq!(s.revision(), 1);
+        s.quota = 3000;
+        s.create(&k("a"), big("a", 1000)).unwrap();
+        s.create(&k("b"), big("b", 1000)).unwrap();
+        assert_eq!(s.create(&k("c"), big("c", 1000)).unwrap_err(), StoreError::NoSpace);
+        assert_eq!(StoreError::NoSpace.etcd_message(), Some("etcdserver: mvcc: database space exceeded"));
+        // Shrinking is always allowed, and deleting frees space.
+        s.update(&k("a"), big("a", 10), None).unwrap();
+        s.create(&k("c"), big("c", 1000)).unwrap();
+        s.delete(&k("b"), None).unwrap();
+        // The count is the JSON size of what is stored, resourceVersions included.
+        let total: usize = s.all().map(|o| serde_json::to_string(&**o).unwrap().len()).sum();
+        assert_eq!(s.bytes(), total as u64);
     }
 }

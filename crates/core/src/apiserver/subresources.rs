@@ -118,7 +118,7 @@ impl ApiServer {
         api::set(&mut p, &["spec", "nodeName"], json!(target));
         set_condition(&mut p, "PodScheduled", "True", None, None, self.now);
         let key = ObjectKey::new(api::rid::POD, ns, &req.name);
-        match self.store.update(&key, Object::new(p), None) {
+        match self.store_write(&key, p, false) {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
@@ -126,7 +126,7 @@ impl ApiServer {
                 self.log(c, 201, None);
                 Ok(stored)
             }
-            Err(_) => self.fail(c, "etcd", Status::not_found(res, &req.name)),
+            Err(e) => self.fail_write(c, e, Status::not_found(res, &req.name)),
         }
     }
 }

@@ -24,6 +24,8 @@ impl ApiServer {
             return self.fail(c, "decode", Status::bad_request("the body of the request was empty"));
         };
         match self.admit_update(c, user, res, rid, ns, req, &current, body) {
+            // The scale subresource answers with a Scale, whether or not anything was written.
+            Ok(new) if req.subresource == "scale" => self.persist_update(c, res, rid, ns, req, current, new).map(|o| Object::new(scale_of(&o, res))),
             Ok(new) => self.persist_update(c, res, rid, ns, req, current, new),
             Err((stage, s)) => self.fail(c, stage, s),
         }
@@ -87,6 +89,12 @@ impl ApiServer {
                         Status::invalid(&RESOURCES[rid], &req.name, &[crate::foundation::status::FieldError::required("spec.replicas", "")]),
                     ));
                 };
+                if i32::try_from(r).is_err() {
+                    let s = Status::bad_request(format!(
+                        "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal number {r} into Go struct field ScaleSpec.spec.replicas of type int32"
+                    ));
+                    return Err(("decode", s));
+                }
                 if r < 0 {
                     let msg = format!("Scale.autoscaling {:?} is invalid: spec.replicas: Invalid value: {r}: must be greater than or equal to 0", req.name);
                     return Err(("validation", Status::new(422, "Invalid", msg)));
@@ -187,18 +195,15 @@ impl ApiServer {
                 return self.remove(c, res, &key, &new);
             }
         }
-        match self.store.update(&key, Object::new(new), None) {
+        match self.store_write(&key, new, false) {
             Ok(stored) => {
                 self.trace.writes += 1;
                 let rv = api::resource_version(&stored).to_string();
                 record!(self, c, Flow::Etcd, "etcd", "ok", &rv, format!("stored {} at resourceVersion {rv}", key.display()));
                 self.log(c, 200, None);
-                if sub == "scale" {
-                    return Ok(Object::new(scale_of(&stored, res)));
-                }
                 Ok(stored)
             }
-            Err(_) => self.fail(c, "etcd", Status::optimistic_lock(res, &req.name)),
+            Err(e) => self.fail_write(c, e, Status::optimistic_lock(res, &req.name)),
         }
     }
 }

@@ -89,11 +89,24 @@ pub struct Config {
     pub users: Vec<(String, String, Vec<String>)>,
     pub registry: Registry,
     pub trace: bool,
+    /// etcd's quota: the most the stored objects may take as JSON.
+    pub quota_bytes: u64,
+    /// The bearer token of `admin` (`system:masters`). `kubeloop serve` makes a random one
+    /// per start; the page and scenario runs use `admin-token`.
+    pub admin_token: String,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { seed: 1, nodes: default_nodes(), users: vec![], registry: Registry::default(), trace: true }
+        Config {
+            seed: 1,
+            nodes: default_nodes(),
+            users: vec![],
+            registry: Registry::default(),
+            trace: true,
+            quota_bytes: crate::apiserver::store::DEFAULT_QUOTA_BYTES,
+            admin_token: "admin-token".into(),
+        }
     }
 }
 
@@ -122,7 +135,8 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 impl Cluster {
     pub fn new(config: Config) -> Self {
         let mut api = ApiServer::new(config.seed, config.trace);
-        api.tokens.insert("admin-token".to_string(), UserInfo::admin());
+        api.store.quota = config.quota_bytes;
+        api.tokens.insert(config.admin_token.clone(), UserInfo::admin());
         for (name, token, groups) in &config.users {
             let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
             g.push("system:authenticated");
@@ -235,14 +249,27 @@ impl Cluster {
 
     /// Process every task due at or before `until`; the clock ends at `until`.
     pub fn run_until(&mut self, until: Millis) {
+        self.run_until_within(until, || true);
+    }
+
+    /// As [`Cluster::run_until`], but asking `keep_going` before each task: the caller's
+    /// wall-clock budget, so that a page or a server stays responsive however much there
+    /// is to simulate. Returns whether the clock reached `until` (if not, the rest is
+    /// still queued and the same call later carries on: the run is the same however it is
+    /// cut).
+    pub fn run_until_within(&mut self, until: Millis, mut keep_going: impl FnMut() -> bool) -> bool {
         while let Some(t) = self.queue.peek_time() {
             if t > until {
                 break;
+            }
+            if !keep_going() {
+                return false;
             }
             self.step();
         }
         self.now = self.now.max(until);
         self.api.now = self.now;
+        true
     }
 
     /// Run until quiet, or for at most `budget` of simulated time; returns the end time.

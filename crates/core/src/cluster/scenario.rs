@@ -2,6 +2,7 @@
 //! document that sets the seed, the nodes, the users, the images and timed steps
 //! (apply, kubectl, faults). Parsing reports problems with their document and line.
 
+use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::Credentials;
 use crate::cluster::{default_nodes, Action, Config, Fault, NodeSpec, Step};
 use crate::foundation::api::{get, get_array, get_str};
@@ -29,6 +30,7 @@ impl Scenario {
             users: self.users.clone(),
             registry: self.registry.clone(),
             trace,
+            ..Config::default()
         }
     }
 }
@@ -118,14 +120,14 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             Credentials::Token(t.to_string())
         } else if let Some(u) = get_str(s, &["as"]) {
             if u == "admin" {
-                Credentials::Token("admin-token".into())
+                Credentials::User(UserInfo::admin())
             } else {
                 let tok =
                     sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
                 Credentials::Token(tok)
             }
         } else {
-            Credentials::Token("admin-token".into())
+            Credentials::User(UserInfo::admin())
         };
         let action = if let Some(text) = get_str(s, &["apply"]) {
             Action::Apply { text: text.to_string(), file: format!("{file}#steps[{i}]") }
@@ -167,11 +169,7 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
     if !plain.is_empty() {
         sc.steps.insert(
             0,
-            Step {
-                at: 0,
-                credentials: Credentials::Token("admin-token".into()),
-                action: Action::Apply { text: plain.join("\n---\n"), file: file.to_string() },
-            },
+            Step { at: 0, credentials: Credentials::User(UserInfo::admin()), action: Action::Apply { text: plain.join("\n---\n"), file: file.to_string() } },
         );
     }
 }

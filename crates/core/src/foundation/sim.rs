@@ -12,6 +12,11 @@ use std::collections::BinaryHeap;
 /// Simulated milliseconds since the cluster started.
 pub type Millis = u64;
 
+/// The longest stretch of simulated time kubeloop runs in one go: `kubeloop run --for`,
+/// `kubectl --at`, and the times a share link replays to. A day of a small cluster takes a
+/// few seconds to simulate; the loops' periodic work (leases, heartbeats) grows with it.
+pub const MAX_RUN: Millis = 24 * 60 * 60 * 1000;
+
 /// Wall-clock instant of simulated time 0 by default: 2026-01-01T00:00:00Z (Unix seconds).
 pub const EPOCH_UNIX_SECS: i64 = 1_767_225_600;
 

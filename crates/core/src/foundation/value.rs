@@ -532,6 +532,48 @@ impl Value {
         std::mem::take(self)
     }
     /// The value at a JSON Pointer (RFC 6901), such as `/spec/containers/0/image`.
+    /// The length of this tree written as compact JSON, or `None` once it passes `budget`.
+    /// Without recursion, and stopping early: a shared tree may be far larger written out
+    /// than in memory.
+    pub fn json_len_within(&self, budget: usize) -> Option<usize> {
+        fn quoted(s: &str) -> usize {
+            2 + s.len()
+                + s.bytes()
+                    .map(|b| match b {
+                        b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+                        0..=0x1f => 5,
+                        _ => 0,
+                    })
+                    .sum::<usize>()
+        }
+        let mut total = 0usize;
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            total += match v {
+                Value::Null => 4,
+                Value::Bool(b) => 4 + usize::from(!b),
+                Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                    (Some(u), _) => u.checked_ilog10().map_or(1, |d| d as usize + 1),
+                    (None, Some(i)) => 1 + i.unsigned_abs().checked_ilog10().map_or(1, |d| d as usize + 1),
+                    _ => n.to_string().len(),
+                },
+                Value::String(s) => quoted(s),
+                Value::Array(a) => {
+                    stack.extend(a.iter());
+                    2 + a.len().saturating_sub(1)
+                }
+                Value::Object(m) => {
+                    stack.extend(m.values());
+                    2 + m.keys().map(|k| quoted(k) + 1).sum::<usize>() + m.len().saturating_sub(1)
+                }
+            };
+            if total > budget {
+                return None;
+            }
+        }
+        Some(total)
+    }
+
     pub fn pointer(&self, pointer: &str) -> Option<&Value> {
         if pointer.is_empty() {
             return Some(self);
@@ -946,6 +988,15 @@ pub fn to_value<T: Serialize + ?Sized>(t: &T) -> Result<Value, serde_json::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_len_is_the_length_serde_json_writes() {
+        let v = json!({"a\"b": ["x\n\u{1}y", -12, 0, 7, 18446744073709551615u64, -9223372036854775808i64, 1.5, -0.25, 1e300, null, true, false, "é"], "e": {}, "l": []});
+        let n = serde_json::to_string(&v).unwrap().len();
+        assert_eq!(v.json_len_within(usize::MAX), Some(n));
+        assert_eq!(v.json_len_within(n), Some(n));
+        assert_eq!(v.json_len_within(n - 1), None);
+    }
 
     #[test]
     fn changing_a_clone_leaves_the_original_and_shares_the_rest() {

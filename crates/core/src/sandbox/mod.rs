@@ -90,7 +90,9 @@ impl Sandbox {
         // The editor's objects are applied below, document by document; keep only the
         // Scenario's own timed steps.
         sc.steps.retain(|s| !(s.at == 0 && matches!(&s.action, Action::Apply { file, .. } if file == "editor")));
-        let config = sc.config(seed, true);
+        let mut config = sc.config(seed, true);
+        // A browser tab holds far less than a server.
+        config.quota_bytes = crate::apiserver::store::PAGE_QUOTA_BYTES;
         let seed = config.seed;
         let mut users = vec![("admin".to_string(), "admin-token".to_string())];
         users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
@@ -255,6 +257,13 @@ impl Sandbox {
     pub fn advance(&mut self, ms: Millis) {
         let until = self.cluster.now.saturating_add(ms);
         self.cluster.run_until(until);
+    }
+
+    /// As [`Sandbox::advance`], asking `keep_going` (the page's frame budget) before each
+    /// task; returns false if the clock did not get there (the rest runs on the next call).
+    pub fn advance_within(&mut self, ms: Millis, keep_going: impl FnMut() -> bool) -> bool {
+        let until = self.cluster.now.saturating_add(ms);
+        self.cluster.run_until_within(until, keep_going)
     }
 
     /// Jump to the next thing that happens, and run it.
@@ -449,6 +458,15 @@ fn decode_share(fragment: &str) -> Result<Shared, String> {
     let s: Shared = serde_json::from_slice(&json).map_err(|e| format!("the link's state is damaged: {e}"))?;
     if s.v != SHARE_VERSION {
         return Err(format!("the link's state has version {} (this page reads {SHARE_VERSION})", s.v));
+    }
+    // Replaying a link runs the cluster to its times: bound them before any work.
+    let latest = s.log.iter().map(|d| d.t).chain([s.t]).max().unwrap_or(0);
+    if latest > crate::foundation::sim::MAX_RUN {
+        return Err(format!(
+            "the link's state is at {} of simulated time; kubeloop replays links of at most {}",
+            crate::kubectl::printers::human_duration(latest),
+            crate::kubectl::printers::human_duration(crate::foundation::sim::MAX_RUN)
+        ));
     }
     Ok(s)
 }
@@ -770,6 +788,17 @@ mod tests {
         let link = format!("s=1.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&bomb, 9)));
         assert!(link.len() < 5000);
         assert!(Sandbox::open(&link).err().unwrap().contains("larger than"));
+        // A link whose time (or an action's) is far in the future is refused before any
+        // replay, instead of simulating for years.
+        let far = |t: Millis, log_t: Millis| {
+            let log = vec![WireDone { t: log_t, user: "admin".into(), what: Wire::Kubectl("get pods".into()) }];
+            let s = Shared { v: SHARE_VERSION, seed: 1, setup: Edit::between("", APP), log, t, user: "admin".into() };
+            format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&serde_json::to_vec(&s).unwrap(), 9)))
+        };
+        let msg = Sandbox::open(&far(1_000_000_000_000, 0)).err().unwrap();
+        assert!(msg.contains("kubeloop replays links of at most 24h"), "{msg}");
+        assert!(Sandbox::open(&far(0, u64::MAX)).err().unwrap().contains("at most 24h"));
+        assert!(Sandbox::open(&far(crate::foundation::sim::MAX_RUN, 0)).is_ok());
     }
 
     #[test]
