@@ -65,6 +65,29 @@ fn bad_arguments_say_what_is_wrong() {
     let (code, _, err) = kubeloop(&["frobnicate"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown command"));
+    // Numbers that would run for ever or exhaust the machine are refused up front.
+    let (code, _, err) = kubeloop(&["run", "examples/checkout.yaml", "--for", "999999999999h"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--for is longer than kubeloop simulates in one run (at most 24h)"), "{err}");
+    let (code, _, err) = kubeloop(&["serve", "--speed", "1e300", "--addr", "127.0.0.1:0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--speed must be a number above 0 and at most 1000"), "{err}");
+    let (code, _, err) = kubeloop(&["kubectl", "examples/checkout.yaml", "--at", "48h", "--", "get", "pods"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("later than kubeloop simulates in one run"), "{err}");
+}
+
+#[test]
+fn a_scenario_error_stops_the_run() {
+    let dir = std::env::temp_dir().join(format!("kubeloop-cli-bad-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.yaml");
+    std::fs::write(&file, "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: soon\n    kubectl: get pods\n").unwrap();
+    let (code, out, err) = kubeloop(&["run", file.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("invalid duration"), "{err}");
+    assert!(out.is_empty(), "nothing runs after a Scenario error: {out}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

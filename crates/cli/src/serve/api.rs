@@ -121,7 +121,13 @@ fn handle(sh: &Shared, req: &http::Request) -> Result<Reply, Status> {
         // Discovery is for authenticated users (`system:discovery`); everything else needs
         // an identity before any of the request is looked at (kubeloop serves as an API
         // server with anonymous requests limited to health and version).
-        if segs.first().is_none_or(|s| PUBLIC_PATHS.contains(s)) {
+        let discovery = match segs.as_slice() {
+            [] | ["openapi", ..] => true,
+            ["api", rest @ ..] => rest.len() <= 1,
+            ["apis", rest @ ..] => rest.len() <= 2,
+            _ => false,
+        };
+        if discovery {
             return Err(Status::new(403, "Forbidden", format!("forbidden: User \"system:anonymous\" cannot get path \"{}\"", req.path)));
         }
         return Err(Status::unauthorized());
@@ -184,6 +190,19 @@ fn terminal(sh: &Shared, req: &http::Request, user: UserInfo) -> Result<Reply, S
 /// SelfSubjectAccessReview, SubjectAccessReview and SelfSubjectRulesReview.
 fn access_review(sh: &Shared, req: &http::Request, caller: &UserInfo, review: &str) -> Result<Reply, Status> {
     let body = body_value(req)?;
+    if !body.is_object() {
+        // What the universal decoder says when it looks for apiVersion and kind.
+        let what = match &body {
+            Value::Array(_) => "array",
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            Value::Bool(_) => "bool",
+            _ => "null",
+        };
+        return Err(Status::bad_request(format!(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal {what} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+        )));
+    }
     let (caller, review) = (caller.clone(), review.to_string());
     sh.with(move |c| review_answer(c, &body, &caller, &review))?
 }
