@@ -195,6 +195,18 @@ try:
     for s in idle:
         s.close()
 
+    # 8. Many documents in one file: ten times the documents, about ten times the time.
+    def run_docs(n):
+        path = os.path.join(tmp, f"docs-{n}.yaml")
+        with open(path, "w") as f:
+            f.write("---\n".join(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\ndata:\n  k: v\n" for i in range(n)))
+        t = time.perf_counter()
+        out = subprocess.run([binary, "run", path, "--for", "1s"], capture_output=True, text=True)
+        return out.returncode, time.perf_counter() - t
+    (c1, t1), (c2, t2) = run_docs(400), run_docs(4000)
+    growth = t2 / t1
+    check(f"kubeloop run: 4,000 documents take {growth:.1f}x the time of 400 (linear: 10x)", c1 == 0 and c2 == 0 and growth < 30, f"{t1:.2f} s, {t2:.2f} s")
+
     worst = max(ratios)
     print(f"{len(ratios)} timed cases; worst ratio to a trivial request: {worst[0]:.1f}x ({worst[1]})")
 finally:

@@ -147,6 +147,7 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
 pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
     let docs = crate::foundation::manifest::parse(text);
     let mut plain = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
     for d in &docs {
         for diag in &d.diagnostics {
             sc.errors.push(format!("{file}:{}:{}: {}", diag.line, diag.column, diag.message));
@@ -160,7 +161,6 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
                 sc.errors.push(format!("{file}:{}: {e}", d.start_line));
             }
         } else {
-            let lines: Vec<&str> = text.lines().collect();
             let start = d.start_line.saturating_sub(1).min(lines.len());
             let end = d.end_line.min(lines.len());
             plain.push(lines[start..end].join("\n"));
