@@ -7,45 +7,64 @@ use crate::foundation::api::{get, get_array, get_i64, get_str};
 use crate::foundation::status::{render_value, FieldError};
 use crate::foundation::value::{json, Map, Value};
 
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+use crate::foundation::labels::{label_key_errors, label_value_errors, matches_dns1123_label, matches_dns1123_subdomain, DNS1123_SUBDOMAIN_MSG};
+
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
-const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+/// `apimachineryvalidation.IsNegativeErrorMsg` (`api/validation/generic.go`).
+const IS_NEGATIVE_MSG: &str = "must be greater than or equal to 0";
 
-fn is_alnum_lower(c: char) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit()
+fn matches_dns1035_label(s: &str) -> bool {
+    matches_dns1123_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
 }
 
+/// `validation.IsDNS1123Label` finds nothing to say.
 pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 63 && s.chars().all(|c| is_alnum_lower(c) || c == '-') && s.starts_with(is_alnum_lower) && s.ends_with(is_alnum_lower)
+    s.len() <= 63 && matches_dns1123_label(s)
 }
 
+/// `validation.IsDNS1123Subdomain` finds nothing to say: 253 bytes at most, each
+/// dot-separated part of any length (63 is a label's limit, not a subdomain part's).
 pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+    s.len() <= 253 && matches_dns1123_subdomain(s)
 }
 
 pub fn is_dns1035_label(s: &str) -> bool {
-    is_dns1123_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+    s.len() <= 63 && matches_dns1035_label(s)
 }
 
+/// The messages of `IsDNS1123Subdomain`, `IsDNS1123Label` and `IsDNS1035Label`
+/// (`pkg/util/validation/validation.go`), each an Invalid error on `field`: the length
+/// error and the format error are independent, so a long but well-formed name gets one.
 fn dns_errors(field: &str, value: &str, kind: NameKind) -> Vec<FieldError> {
     let v = json!(value);
-    let (ok, max, msg) = match kind {
-        NameKind::Subdomain => (is_dns1123_subdomain(value), 253, DNS1123_SUBDOMAIN_MSG),
-        NameKind::Label => (is_dns1123_label(value), 63, DNS1123_LABEL_MSG),
-        NameKind::Dns1035 => (is_dns1035_label(value), 63, DNS1035_LABEL_MSG),
+    let (max, msg) = match kind {
+        NameKind::Subdomain => (253, (!matches_dns1123_subdomain(value)).then_some(DNS1123_SUBDOMAIN_MSG)),
+        NameKind::Label => (
+            63,
+            match (matches_dns1123_label(value), matches_dns1123_subdomain(value)) {
+                (true, _) => None,
+                // A valid subdomain but not a label: "since we already checked length, it
+                // must be dots".
+                (false, true) => Some("must not contain dots"),
+                (false, false) => Some(DNS1123_LABEL_MSG),
+            },
+        ),
+        NameKind::Dns1035 => (63, (!matches_dns1035_label(value)).then_some(DNS1035_LABEL_MSG)),
     };
     let mut errs = Vec::new();
     if value.len() > max {
         errs.push(FieldError::invalid(field, &v, format!("must be no more than {max} characters")));
     }
-    if !ok {
+    if let Some(msg) = msg {
         errs.push(FieldError::invalid(field, &v, msg));
     }
     errs
 }
 
+/// Which `ValidateNameFunc` a kind's `metadata.name` gets: `NameIsDNSSubdomain` for most
+/// (`ValidateConfigMapName`, `ValidatePodName`, `ValidateDeploymentName`, ...),
+/// `NameIsDNSLabel` for namespaces, `NameIsDNS1035Label` for services.
 #[derive(Clone, Copy)]
 enum NameKind {
     Subdomain,
@@ -53,48 +72,15 @@ enum NameKind {
     Dns1035,
 }
 
-fn is_label_value(s: &str) -> bool {
-    s.is_empty()
-        || (s.len() <= 63
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-            && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && s.ends_with(|c: char| c.is_ascii_alphanumeric()))
-}
-
-fn qualified_name_errors(field: &str, key: &str) -> Vec<FieldError> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    let mut errs = Vec::new();
-    let v = json!(key);
-    if let Some(p) = prefix {
-        if !is_dns1123_subdomain(p) {
-            errs.push(FieldError::invalid(field, &v, format!("prefix part {DNS1123_SUBDOMAIN_MSG}")));
-        }
-    }
-    if name.is_empty() {
-        errs.push(FieldError::invalid(field, &v, "name part must be non-empty"));
-    } else if name.len() > 63 {
-        errs.push(FieldError::invalid(field, &v, "name part must be no more than 63 characters"));
-    } else if !(name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric()))
-    {
-        errs.push(FieldError::invalid(field, &v, QUALIFIED_NAME_MSG));
-    }
-    errs
-}
-
+/// `ValidateLabels` (`apis/meta/v1/validation`): `IsQualifiedName` on each key and
+/// `IsValidLabelValue` on each value, both from the `content` package.
 fn validate_labels(field: &str, labels: Option<&Map>, errs: &mut Vec<FieldError>) {
     for (k, v) in labels.into_iter().flatten() {
-        errs.extend(qualified_name_errors(field, k));
-        let s = v.as_str().unwrap_or("");
-        if s.len() > 63 {
-            errs.push(FieldError::invalid(field, v, "must be no more than 63 characters"));
+        for msg in label_key_errors(k) {
+            errs.push(FieldError::invalid(field, &json!(k), msg));
         }
-        if !is_label_value(s) {
-            errs.push(FieldError::invalid(field, v, LABEL_VALUE_MSG));
+        for msg in label_value_errors(v.as_str().unwrap_or("")) {
+            errs.push(FieldError::invalid(field, v, msg));
         }
     }
 }
@@ -117,8 +103,11 @@ fn validate_meta(obj: &Value, namespaced: bool, name_kind: NameKind, errs: &mut 
         errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
     }
     validate_labels("metadata.labels", get(obj, &["metadata", "labels"]).and_then(Value::as_object), errs);
+    // ValidateAnnotations: "QualifiedName except that case doesn't matter".
     for k in get(obj, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k) {
-        errs.extend(qualified_name_errors("metadata.annotations", k));
+        for msg in label_key_errors(&k.to_lowercase()) {
+            errs.push(FieldError::invalid("metadata.annotations", &json!(k), msg));
+        }
     }
 }
 
@@ -173,20 +162,85 @@ fn validate_container(path: &str, c: &Value, volumes: &[String], errs: &mut Vec<
             errs.push(FieldError::required(format!("{path}.volumeMounts[{i}].mountPath"), ""));
         }
     }
-    let req = get(c, &["resources", "requests"]).and_then(Value::as_object);
-    let lim = get(c, &["resources", "limits"]).and_then(Value::as_object);
-    if let (Some(req), Some(lim)) = (req, lim) {
-        for (r, rv) in req {
-            if let Some(lv) = lim.get(r) {
-                if let (Some(a), Some(b)) = (crate::foundation::quantity::value_milli(rv), crate::foundation::quantity::value_milli(lv)) {
-                    if a > b {
-                        errs.push(FieldError::invalid(
-                            format!("{path}.resources.requests"),
-                            &json!(rv.as_str().map(str::to_string).unwrap_or_else(|| rv.to_string())),
-                            format!("must be less than or equal to {r} limit of {}", lv.as_str().map(str::to_string).unwrap_or_else(|| lv.to_string())),
-                        ));
-                    }
-                }
+    validate_resource_requirements(&format!("{path}.resources"), get(c, &["resources"]), errs);
+}
+
+/// A quantity's text: a string as written, a number as its JSON text (what
+/// `Quantity.UnmarshalJSON` reads).
+fn quantity_text(v: &Value) -> String {
+    v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
+}
+
+/// `Quantity.String()`: the canonical form upstream puts in its messages.
+fn quantity_string(v: &Value) -> String {
+    crate::foundation::quantity::canonical(quantity_text(v).trim())
+}
+
+fn quantity_of(v: &Value) -> Option<crate::foundation::quantity::Quantity> {
+    crate::foundation::quantity::parse(quantity_text(v).trim()).ok()
+}
+
+/// `ValidateResourceQuantityValue` -> `ValidateNonnegativeQuantity`: a negative quantity
+/// is `Invalid value: "-8": must be greater than or equal to 0`.
+fn validate_nonnegative_quantity(field: &str, v: &Value, errs: &mut Vec<FieldError>) {
+    if quantity_of(v).is_some_and(|q| q.is_negative()) {
+        errs.push(FieldError::invalid(field, &json!(quantity_string(v)), IS_NEGATIVE_MSG));
+    }
+}
+
+/// `validateResourceRequirements` (container `resources`, and the pod-level
+/// `spec.resources`): each limit, then each request, must be non-negative, and a
+/// request may not exceed its limit.
+fn validate_resource_requirements(path: &str, resources: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let req = resources.and_then(|r| r.get("requests")).and_then(Value::as_object);
+    let lim = resources.and_then(|r| r.get("limits")).and_then(Value::as_object);
+    for (r, lv) in lim.into_iter().flatten() {
+        validate_nonnegative_quantity(&format!("{path}.limits[{r}]"), lv, errs);
+    }
+    for (r, rv) in req.into_iter().flatten() {
+        validate_nonnegative_quantity(&format!("{path}.requests[{r}]"), rv, errs);
+        let Some(lv) = lim.and_then(|l| l.get(r)) else { continue };
+        if let (Some(a), Some(b)) = (quantity_of(rv), quantity_of(lv)) {
+            if a.milli > b.milli {
+                errs.push(FieldError::invalid(
+                    format!("{path}.requests"),
+                    &json!(quantity_string(rv)),
+                    format!("must be less than or equal to {r} limit of {}", quantity_string(lv)),
+                ));
+            }
+        }
+    }
+}
+
+/// `ValidateNonnegativeField` (`api/validation/generic.go`).
+fn validate_nonnegative_field(field: &str, v: Option<i64>, errs: &mut Vec<FieldError>) {
+    if let Some(n) = v.filter(|n| *n < 0) {
+        errs.push(FieldError::invalid(field, &json!(n), IS_NEGATIVE_MSG));
+    }
+}
+
+/// `validateLivenessProbe`, `validateReadinessProbe`, `validateStartupProbe` and the
+/// numeric checks of their shared `validateProbe` (`pkg/apis/core/validation`).
+fn validate_probes(path: &str, c: &Value, errs: &mut Vec<FieldError>) {
+    for kind in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let Some(probe) = get(c, &[kind]).filter(|p| !p.is_null()) else { continue };
+        let p = format!("{path}.{kind}");
+        for f in ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] {
+            validate_nonnegative_field(&format!("{p}.{f}"), get_i64(probe, &[f]), errs);
+        }
+        let grace = get_i64(probe, &["terminationGracePeriodSeconds"]);
+        if let Some(g) = grace.filter(|g| *g <= 0) {
+            errs.push(FieldError::invalid(format!("{p}.terminationGracePeriodSeconds"), &json!(g), "must be greater than 0"));
+        }
+        if kind == "readinessProbe" {
+            if let Some(g) = grace {
+                errs.push(FieldError::invalid(format!("{p}.terminationGracePeriodSeconds"), &json!(g), "must not be set for readinessProbes"));
+            }
+        } else {
+            // SetDefaults_Probe turns an unset or zero successThreshold into 1.
+            let st = get_i64(probe, &["successThreshold"]).filter(|s| *s != 0).unwrap_or(1);
+            if st != 1 {
+                errs.push(FieldError::invalid(format!("{p}.successThreshold"), &json!(st), "must be 1"));
             }
         }
     }
@@ -228,7 +282,22 @@ pub fn validate_pod_spec_with(path: &str, spec: &Value, extra: &[String], errs: 
                 }
                 names.push(n);
             }
+            // validateContainers / validateInitContainers: probes are checked on regular
+            // containers and restartable (sidecar) init containers, forbidden on others.
+            if list == "containers" || get_str(c, &["restartPolicy"]) == Some("Always") {
+                validate_probes(&p, c, errs);
+            } else {
+                for kind in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                    if get(c, &[kind]).is_some_and(|v| !v.is_null()) {
+                        errs.push(FieldError::forbidden(format!("{p}.{kind}"), "may not be set for init containers without restartPolicy=Always"));
+                    }
+                }
+            }
         }
+    }
+    // validatePodResources (PodLevelResources, on by default since 1.34).
+    if let Some(r) = get(spec, &["resources"]).filter(|r| !r.is_null()) {
+        validate_resource_requirements(&format!("{path}.resources"), Some(r), errs);
     }
     if let Some(rp) = get(spec, &["restartPolicy"]) {
         if !["Always", "OnFailure", "Never"].contains(&rp.as_str().unwrap_or("")) {
@@ -243,6 +312,13 @@ pub fn validate_pod_spec_with(path: &str, spec: &Value, extra: &[String], errs: 
     if let Some(g) = get_i64(spec, &["terminationGracePeriodSeconds"]) {
         if g < 0 {
             errs.push(FieldError::invalid(format!("{path}.terminationGracePeriodSeconds"), &json!(g), "must be greater than or equal to 0"));
+        }
+    }
+    // ValidatePodSpec: `value < 1 || value > math.MaxInt32` ->
+    // validation.InclusiveRangeError(1, math.MaxInt32).
+    if let Some(a) = get_i64(spec, &["activeDeadlineSeconds"]) {
+        if !(1..=i64::from(i32::MAX)).contains(&a) {
+            errs.push(FieldError::invalid(format!("{path}.activeDeadlineSeconds"), &json!(a), "must be between 1 and 2147483647, inclusive"));
         }
     }
     for (i, t) in get_array(spec, &["tolerations"]).iter().enumerate() {
@@ -467,6 +543,12 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
             validate_workload_template(kind, obj, &mut errs);
         }
         "DaemonSet" => validate_workload_template(kind, obj, &mut errs),
+        // ValidateResourceQuotaSpec: ValidateResourceQuantityValue on each hard limit.
+        "ResourceQuota" => {
+            for (r, q) in get(obj, &["spec", "hard"]).and_then(Value::as_object).into_iter().flatten() {
+                validate_nonnegative_quantity(&format!("spec.hard[{r}]"), q, &mut errs);
+            }
+        }
         "Service" => validate_service(obj, &mut errs),
         "RoleBinding" | "ClusterRoleBinding" => {
             if get_str(obj, &["roleRef", "name"]).unwrap_or("").is_empty() {
@@ -626,5 +708,134 @@ mod tests {
         let s = json!({"metadata": {"name": "1web", "namespace": "default"}, "spec": {"ports": [{"port": 80}]}});
         let e = validate("Service", true, &s);
         assert!(e[0].detail.starts_with("a DNS-1035 label"));
+    }
+
+    fn pod_errors(spec: Value) -> Vec<String> {
+        let p = json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec});
+        validate("Pod", true, &p).iter().map(|e| e.to_string()).collect()
+    }
+
+    /// `ValidateResourceQuantityValue` -> `ValidateNonnegativeQuantity`
+    /// (pkg/apis/core/validation/validation.go), reached from `validateResourceRequirements`
+    /// for limits then requests, on containers, init containers and pod-level resources.
+    #[test]
+    fn negative_quantities_fail_validate_nonnegative_quantity() {
+        let e = pod_errors(json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "-8"}}}]}));
+        assert_eq!(e, vec!["spec.containers[0].resources.requests[cpu]: Invalid value: \"-8\": must be greater than or equal to 0"]);
+        let e = pod_errors(json!({
+            "initContainers": [{"name": "init", "image": "i", "resources": {"limits": {"memory": "-1024Mi"}}}],
+            "containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": -2}, "requests": {"cpu": "-0.5"}}}],
+            "resources": {"requests": {"memory": "-1"}}
+        }));
+        assert_eq!(
+            e,
+            vec![
+                "spec.initContainers[0].resources.limits[memory]: Invalid value: \"-1Gi\": must be greater than or equal to 0",
+                "spec.containers[0].resources.limits[cpu]: Invalid value: \"-2\": must be greater than or equal to 0",
+                "spec.containers[0].resources.requests[cpu]: Invalid value: \"-500m\": must be greater than or equal to 0",
+                // Upstream still compares the two negative values.
+                "spec.containers[0].resources.requests: Invalid value: \"-500m\": must be less than or equal to cpu limit of -2",
+                "spec.resources.requests[memory]: Invalid value: \"-1\": must be greater than or equal to 0",
+            ]
+        );
+        // Quantities print as Quantity.String() does, in the request/limit message too.
+        let e =
+            pod_errors(json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"memory": "2048Mi"}, "limits": {"memory": "1024Mi"}}}]}));
+        assert_eq!(e, vec!["spec.containers[0].resources.requests: Invalid value: \"2Gi\": must be less than or equal to memory limit of 1Gi"]);
+        // Huge but valid quantities are fine (they saturate, they do not wrap negative).
+        assert!(
+            pod_errors(json!({"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1E"}, "limits": {"cpu": "1e18"}}}]})).is_empty()
+        );
+        let q = json!({"metadata": {"name": "q", "namespace": "default"}, "spec": {"hard": {"pods": "-1", "cpu": "2"}}});
+        let e: Vec<String> = validate("ResourceQuota", true, &q).iter().map(|e| e.to_string()).collect();
+        assert_eq!(e, vec!["spec.hard[pods]: Invalid value: \"-1\": must be greater than or equal to 0"]);
+    }
+
+    /// `NameIsDNSSubdomain` / `IsDNS1123Subdomain` (util/validation/validation.go): 253
+    /// bytes, no per-part limit, and the length and format errors are independent;
+    /// `NameIsDNSLabel` (namespaces) and `NameIsDNS1035Label` (services) keep 63.
+    #[test]
+    fn names_follow_is_dns1123_subdomain_and_label() {
+        let cm = |name: &str| -> Vec<String> {
+            let o = json!({"metadata": {"name": name, "namespace": "default"}});
+            validate("ConfigMap", true, &o).iter().map(|e| e.to_string()).collect()
+        };
+        assert!(cm(&"a".repeat(64)).is_empty(), "ValidateConfigMapName is NameIsDNSSubdomain");
+        assert!(cm(&format!("{}.b", "a".repeat(200))).is_empty());
+        let long = "a".repeat(254);
+        assert_eq!(cm(&long), vec![format!("metadata.name: Invalid value: {long:?}: must be no more than 253 characters")]);
+        let long_bad = format!("-{}", "a".repeat(253));
+        let e = cm(&long_bad);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].ends_with("must be no more than 253 characters") && e[1].contains("a lowercase RFC 1123 subdomain"));
+        let ns = |name: &str| -> Vec<String> { validate("Namespace", false, &json!({"metadata": {"name": name}})).iter().map(|e| e.to_string()).collect() };
+        assert_eq!(ns("a.b"), vec!["metadata.name: Invalid value: \"a.b\": must not contain dots"]);
+        assert_eq!(ns(&"a".repeat(64)), vec![format!("metadata.name: Invalid value: {:?}: must be no more than 63 characters", "a".repeat(64))]);
+        let svc = json!({"metadata": {"name": "a".repeat(64), "namespace": "default"}, "spec": {"ports": [{"port": 80}]}});
+        let e = validate("Service", true, &svc);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].detail, "must be no more than 63 characters");
+    }
+
+    /// `ValidateLabels` / `ValidateAnnotations` use the `content` package, whose length
+    /// errors say "bytes" (api/validate/content/kube.go), and annotation keys are
+    /// checked lower-cased.
+    #[test]
+    fn labels_use_content_is_label_key_and_value() {
+        let o = json!({"metadata": {"name": "c", "namespace": "default", "labels": {"app": "v".repeat(64)}, "annotations": {"Example.COM/Key": "x", "a/b/c": "y"}}});
+        let e: Vec<String> = validate("ConfigMap", true, &o).iter().map(|e| e.to_string()).collect();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].starts_with("metadata.labels: Invalid value: \"vvvv") && e[0].ends_with(": must be no more than 63 bytes"), "{e:?}");
+        assert!(e[1].starts_with("metadata.annotations: Invalid value: \"a/b/c\": a valid label key must consist"), "{e:?}");
+    }
+
+    /// `ValidatePodSpec`: activeDeadlineSeconds outside [1, MaxInt32] gets
+    /// `validation.InclusiveRangeError(1, math.MaxInt32)`; `validateProbe` applies
+    /// `ValidateNonnegativeField` to each probe count and period, and requires a positive
+    /// terminationGracePeriodSeconds; liveness/startup successThreshold must be 1.
+    #[test]
+    fn active_deadline_and_probe_fields_match_validate_pod_spec_and_validate_probe() {
+        let c = |probes: Value| {
+            let mut c = json!({"name": "c", "image": "i"});
+            for (k, v) in probes.as_object().unwrap() {
+                c[k.as_str()] = v.clone();
+            }
+            c
+        };
+        assert_eq!(
+            pod_errors(json!({"containers": [c(json!({}))], "activeDeadlineSeconds": -5})),
+            vec!["spec.activeDeadlineSeconds: Invalid value: -5: must be between 1 and 2147483647, inclusive"]
+        );
+        assert_eq!(pod_errors(json!({"containers": [c(json!({}))], "activeDeadlineSeconds": 0})).len(), 1);
+        assert!(pod_errors(json!({"containers": [c(json!({}))], "activeDeadlineSeconds": 1})).is_empty());
+        let probe = json!({"exec": {"command": ["true"]}, "initialDelaySeconds": -1, "timeoutSeconds": -2, "periodSeconds": -3, "successThreshold": -4, "failureThreshold": -5, "terminationGracePeriodSeconds": 0});
+        let e = pod_errors(
+            json!({"containers": [c(json!({"livenessProbe": probe, "readinessProbe": {"tcpSocket": {"port": 80}, "terminationGracePeriodSeconds": 5}}))]}),
+        );
+        assert_eq!(
+            e,
+            vec![
+                "spec.containers[0].livenessProbe.initialDelaySeconds: Invalid value: -1: must be greater than or equal to 0",
+                "spec.containers[0].livenessProbe.timeoutSeconds: Invalid value: -2: must be greater than or equal to 0",
+                "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -3: must be greater than or equal to 0",
+                "spec.containers[0].livenessProbe.successThreshold: Invalid value: -4: must be greater than or equal to 0",
+                "spec.containers[0].livenessProbe.failureThreshold: Invalid value: -5: must be greater than or equal to 0",
+                "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 0: must be greater than 0",
+                "spec.containers[0].livenessProbe.successThreshold: Invalid value: -4: must be 1",
+                "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes",
+            ]
+        );
+        // validateInitContainers: probes only on restartable (sidecar) init containers.
+        let init = json!({"name": "init", "image": "i", "startupProbe": {"exec": {"command": ["true"]}, "timeoutSeconds": -1}});
+        assert_eq!(
+            pod_errors(json!({"initContainers": [init], "containers": [c(json!({}))]})),
+            vec!["spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers without restartPolicy=Always"]
+        );
+        let mut sidecar = init.clone();
+        sidecar["restartPolicy"] = json!("Always");
+        assert_eq!(
+            pod_errors(json!({"initContainers": [sidecar], "containers": [c(json!({}))]})),
+            vec!["spec.initContainers[0].startupProbe.timeoutSeconds: Invalid value: -1: must be greater than or equal to 0"]
+        );
     }
 }

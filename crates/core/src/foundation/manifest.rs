@@ -65,10 +65,12 @@ pub fn parse(text: &str) -> Vec<Document> {
         });
         let end_line = start + lines.len().saturating_sub(1);
         let mut doc = Document { index: docs.len(), start_line: start + first_content.unwrap_or(0), end_line, object: None, diagnostics: vec![] };
-        match parse_value(&body) {
-            Ok(Value::Object(m)) => doc.object = Some(Value::Object(m)),
-            Ok(Value::Null) => continue,
-            Ok(other) => doc.diagnostics.push(Diagnostic {
+        match build(&body) {
+            // YAMLToJSON fails in json.Marshal before anything looks at the shape.
+            Ok((_, Some(nf))) => doc.diagnostics.push(Diagnostic { line: start + nf.line - 1, column: nf.column, message: nf.message() }),
+            Ok((Value::Object(m), None)) => doc.object = Some(Value::Object(m)),
+            Ok((Value::Null, None)) => continue,
+            Ok((other, None)) => doc.diagnostics.push(Diagnostic {
                 line: doc.start_line,
                 column: 1,
                 message: format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_type(&other)),
@@ -129,7 +131,50 @@ enum Kind {
 /// resolve as kubeloop has always read YAML — the 1.2 core schema: `yes`, `0755` and `1_000`
 /// are strings, `0x1F` and `0o17` numbers. As go-yaml does for `kubectl apply`, a repeated
 /// key is an error and `<<` merges the mappings it names.
+///
+/// `.nan` and `.inf` have no JSON form: `sigs.k8s.io/yaml`'s YAMLToJSON reads them as Go
+/// floats and `json.Marshal` refuses them, so such a document is an error
+/// (`json: unsupported value: NaN`), not a value with a null in it.
 pub fn parse_value(text: &str) -> Result<Value, YamlError> {
+    match build(text)? {
+        (_, Some(nf)) => Err(YamlError { line: nf.line, column: nf.column, message: nf.message() }),
+        (v, None) => Ok(v),
+    }
+}
+
+/// The first `.nan`/`.inf` scalar of a document, as `strconv.FormatFloat` spells the
+/// value in Go's `json: unsupported value` error.
+struct NonFinite {
+    value: &'static str,
+    line: usize,
+    column: usize,
+}
+
+impl NonFinite {
+    fn message(&self) -> String {
+        format!("json: unsupported value: {}", self.value)
+    }
+}
+
+/// The value of a plain (or `!!float`-tagged) scalar that the core schema reads as a
+/// non-finite float.
+fn non_finite(v: &str, style: granit_parser::ScalarStyle, tag: Option<&granit_parser::Tag>) -> Option<&'static str> {
+    let tag = tag.filter(|t| t.is_yaml_core_schema()).map(|t| t.suffix());
+    if !(tag.is_none() && style == granit_parser::ScalarStyle::Plain || tag == Some("float")) {
+        return None;
+    }
+    match v {
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Some("+Inf"),
+        "-.inf" | "-.Inf" | "-.INF" => Some("-Inf"),
+        ".nan" | ".NaN" | ".NAN" => Some("NaN"),
+        _ => None,
+    }
+}
+
+/// [`parse_value`]'s work: the value (non-finite floats as null) and the first non-finite
+/// float met, if any.
+fn build(text: &str) -> Result<(Value, Option<NonFinite>), YamlError> {
+    let mut non_finite_seen: Option<NonFinite> = None;
     let mut options = granit_parser::Options::default();
     options.flow_nesting_limit = MAX_DEPTH;
     options.block_nesting_limit = MAX_DEPTH;
@@ -149,7 +194,12 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
             // A key is its text as written (`0x1F: a` has the key "0x1F"), as go-yaml reads
             // keys into a `map[string]interface{}`.
             Event::Scalar(v, _, anchor, _) if awaiting_key => (Value::String(v.as_ref().into()), anchor, 1),
-            Event::Scalar(v, style, anchor, tag) => (scalar(&v, style, tag.as_deref()).map_err(|m| err(line, col, m))?, anchor, 1),
+            Event::Scalar(v, style, anchor, tag) => {
+                if non_finite_seen.is_none() {
+                    non_finite_seen = non_finite(&v, style, tag.as_deref()).map(|value| NonFinite { value, line: line.max(1), column: col + 1 });
+                }
+                (scalar(&v, style, tag.as_deref()).map_err(|m| err(line, col, m))?, anchor, 1)
+            }
             Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
                 total += 1;
                 if stack.len() >= MAX_DEPTH {
@@ -226,7 +276,7 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
             }
         }
     }
-    Ok(root.unwrap_or(Value::Null))
+    Ok((root.unwrap_or(Value::Null), non_finite_seen))
 }
 
 /// A scalar as the YAML 1.2 core schema resolves it: untagged quoted and block scalars, and
@@ -247,6 +297,8 @@ fn scalar(v: &str, style: granit_parser::ScalarStyle, tag: Option<&granit_parser
     };
     match (tag, plain) {
         (Some("int" | "float"), Some(n @ Value::Number(_))) | (Some("bool"), Some(n @ Value::Bool(_))) | (Some("null"), Some(n @ Value::Null)) => Ok(n),
+        // `!!float .nan`: a float with no JSON form, reported by the caller.
+        (Some("float"), Some(Value::Null)) if non_finite(v, granit_parser::ScalarStyle::Plain, None).is_some() => Ok(Value::Null),
         (Some(t @ ("int" | "float" | "bool" | "null")), _) => Err(format!("invalid value {v:?} for tag !!{t}")),
         (_, Some(p)) => Ok(p),
         (_, None) => Ok(Value::String(v.into())),
@@ -417,5 +469,24 @@ mod tests {
         // Many nodes: a million is the ceiling (this is 1.25 million).
         let wide = "- {a: 1, b: 2}\n".repeat(250_000);
         assert!(parse_value(&wide).is_err());
+    }
+
+    /// sigs.k8s.io/yaml `YAMLToJSON` (yaml.go): go-yaml reads `.nan`/`.inf` as Go floats
+    /// and `json.Marshal` refuses them (`UnsupportedValueError`, the value spelled by
+    /// `strconv.FormatFloat`), so `kubectl apply` reports "error converting YAML to JSON:
+    /// json: unsupported value: NaN" instead of sending `replicas: null`.
+    #[test]
+    fn nan_and_inf_fail_as_yaml_to_json_does() {
+        let docs = parse("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: .nan\n");
+        assert!(docs[0].object.is_none());
+        assert_eq!(docs[0].diagnostics, vec![Diagnostic { line: 6, column: 13, message: "json: unsupported value: NaN".into() }]);
+        for (text, want) in [("a: .inf\n", "+Inf"), ("a: [-.Inf]\n", "-Inf"), ("a: !!float .NaN\n", "NaN"), ("a: 1\nb: +.INF\n", "+Inf")] {
+            assert_eq!(parse(text)[0].diagnostics[0].message, format!("json: unsupported value: {want}"), "{text:?}");
+            assert_eq!(parse_value(text).unwrap_err().message, format!("json: unsupported value: {want}"), "{text:?}");
+        }
+        // Quoted, or as a key, it is a string.
+        assert_eq!(parse_value("a: \".nan\"\n.inf: x\n").unwrap(), crate::foundation::value::json!({"a": ".nan", ".inf": "x"}));
+        // A YAML error still wins: YAMLToJSON fails before json.Marshal.
+        assert!(parse("a: .nan\nb: [oops\n")[0].diagnostics[0].message.starts_with("yaml: line "));
     }
 }

@@ -526,8 +526,8 @@ mod tests {
         // Go's int32(parsed) truncation of the exponent.
         assert_eq!(parse_milli("1e4294967296"), Some(1000));
         assert_eq!(parse_milli("9223372036854775807m"), Some(i64::MAX));
-        assert_eq!(parse("9223372036854775807m").unwrap().saturated, false);
-        assert_eq!(parse("9223372036854775808m").unwrap().saturated, true);
+        assert!(!parse("9223372036854775807m").unwrap().saturated);
+        assert!(parse("9223372036854775808m").unwrap().saturated);
         let long = "1".repeat(1 << 20);
         assert_eq!(parse_milli(&long), Some(i64::MAX));
         let small = format!("0.{}1", "0".repeat(1 << 20));
