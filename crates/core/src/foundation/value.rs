@@ -14,6 +14,7 @@
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 pub use crate::json;
@@ -181,7 +182,29 @@ pub enum Value {
 
 /// A JSON object: entries sorted by key, behind one reference count.
 #[derive(Clone, Default)]
-pub struct Map(Option<Arc<Vec<(Str, Value)>>>);
+pub struct Map(Option<Arc<Node>>);
+
+/// A map's entries and, once counted, its length as compact JSON (0 until then: no JSON
+/// object is shorter than `{}`). Versions share unchanged maps, so a stored object's size
+/// is counted again only along the paths a write changed.
+#[derive(Default)]
+struct Node {
+    entries: Vec<(Str, Value)>,
+    json_len: AtomicUsize,
+}
+
+impl Node {
+    fn new(entries: Vec<(Str, Value)>) -> Node {
+        Node { entries, json_len: AtomicUsize::new(0) }
+    }
+}
+
+impl Clone for Node {
+    /// A copy is made to be changed: its length is counted again.
+    fn clone(&self) -> Node {
+        Node::new(self.entries.clone())
+    }
+}
 
 /// Keys and strings: up to 24 bytes are stored inline, without an allocation of their own.
 pub type Str = compact_str::CompactString;
@@ -192,18 +215,20 @@ impl Map {
     }
 
     fn entries(&self) -> &[(Str, Value)] {
-        self.0.as_deref().map_or(&[], Vec::as_slice)
+        self.0.as_deref().map_or(&[], |n| n.entries.as_slice())
     }
 
     /// The entries, copied first if another tree shares them.
     fn entries_mut(&mut self) -> &mut Vec<(Str, Value)> {
-        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+        let node = Arc::make_mut(self.0.get_or_insert_with(Default::default));
+        *node.json_len.get_mut() = 0;
+        &mut node.entries
     }
 
     /// The entries, if no other tree shares them (for taking a tree apart without
     /// recursion).
     pub fn into_unique_entries(self) -> Option<Vec<(Str, Value)>> {
-        self.0.and_then(|a| Arc::try_unwrap(a).ok())
+        self.0.and_then(|a| Arc::try_unwrap(a).ok()).map(|n| n.entries)
     }
 
     /// The position of `key`, or where it would be inserted.
@@ -370,7 +395,7 @@ impl IntoIterator for Map {
     type IntoIter = std::vec::IntoIter<(Str, Value)>;
     fn into_iter(self) -> Self::IntoIter {
         match self.0 {
-            Some(a) => Arc::unwrap_or_clone(a).into_iter(),
+            Some(a) => Arc::unwrap_or_clone(a).entries.into_iter(),
             None => Vec::new().into_iter(),
         }
     }
@@ -394,7 +419,7 @@ impl<K: Into<Str>> FromIterator<(K, Value)> for Map {
             }
             v = out;
         }
-        Map(Some(Arc::new(v)))
+        Map(Some(Arc::new(Node::new(v))))
     }
 }
 
@@ -534,7 +559,8 @@ impl Value {
     /// The value at a JSON Pointer (RFC 6901), such as `/spec/containers/0/image`.
     /// The length of this tree written as compact JSON, or `None` once it passes `budget`.
     /// Without recursion, and stopping early: a shared tree may be far larger written out
-    /// than in memory.
+    /// than in memory. Each map keeps its length once counted in full, so a new version of
+    /// an object costs only the maps the change copied.
     pub fn json_len_within(&self, budget: usize) -> Option<usize> {
         fn quoted(s: &str) -> usize {
             2 + s.len()
@@ -546,9 +572,21 @@ impl Value {
                     })
                     .sum::<usize>()
         }
+        enum Step<'a> {
+            Count(&'a Value),
+            /// Every entry of this map is counted: keep its length (the total since `from`).
+            Keep(&'a Node, usize),
+        }
         let mut total = 0usize;
-        let mut stack = vec![self];
-        while let Some(v) = stack.pop() {
+        let mut stack = vec![Step::Count(self)];
+        while let Some(step) = stack.pop() {
+            let v = match step {
+                Step::Count(v) => v,
+                Step::Keep(node, from) => {
+                    node.json_len.store(total - from, Ordering::Relaxed);
+                    continue;
+                }
+            };
             total += match v {
                 Value::Null => 4,
                 Value::Bool(b) => 4 + usize::from(!b),
@@ -559,13 +597,18 @@ impl Value {
                 },
                 Value::String(s) => quoted(s),
                 Value::Array(a) => {
-                    stack.extend(a.iter());
+                    stack.extend(a.iter().map(Step::Count));
                     2 + a.len().saturating_sub(1)
                 }
-                Value::Object(m) => {
-                    stack.extend(m.values());
-                    2 + m.keys().map(|k| quoted(k) + 1).sum::<usize>() + m.len().saturating_sub(1)
-                }
+                Value::Object(Map(None)) => 2,
+                Value::Object(Map(Some(node))) => match node.json_len.load(Ordering::Relaxed) {
+                    0 => {
+                        stack.push(Step::Keep(node, total));
+                        stack.extend(node.entries.iter().map(|(_, v)| Step::Count(v)));
+                        2 + node.entries.iter().map(|(k, _)| quoted(k) + 1).sum::<usize>() + node.entries.len().saturating_sub(1)
+                    }
+                    known => known,
+                },
             };
             if total > budget {
                 return None;
@@ -723,7 +766,7 @@ impl From<serde_json::Value> for Value {
             // `serde_json`'s map iterates in key order: the entries are already sorted.
             serde_json::Value::Object(m) => {
                 let entries: Vec<(Str, Value)> = m.into_iter().map(|(k, v)| (k.into(), Value::from(v))).collect();
-                Value::Object(if entries.is_empty() { Map::new() } else { Map(Some(Arc::new(entries))) })
+                Value::Object(if entries.is_empty() { Map::new() } else { Map(Some(Arc::new(Node::new(entries)))) })
             }
         }
     }
@@ -996,6 +1039,31 @@ mod tests {
         assert_eq!(v.json_len_within(usize::MAX), Some(n));
         assert_eq!(v.json_len_within(n), Some(n));
         assert_eq!(v.json_len_within(n - 1), None);
+    }
+
+    #[test]
+    fn json_len_kept_by_maps_follows_changes() {
+        let len = |v: &Value| (v.json_len_within(usize::MAX).unwrap(), serde_json::to_string(v).unwrap().len());
+        let mut a = json!({"spec": {"replicas": 1, "template": {"x": [1, {"y": "z"}]}}, "status": {"ready": 0}});
+        let (got, want) = len(&a);
+        assert_eq!(got, want);
+        // A clone shares the counted maps; changing it counts the copied ones again and
+        // leaves the original's lengths alone.
+        let mut b = a.clone();
+        b["spec"]["template"]["x"][1]["y"] = json!("a longer value");
+        b["status"].as_object_mut().unwrap().insert("extra", json!([true, null]));
+        let (got, want) = len(&b);
+        assert_eq!(got, want);
+        let (got, want) = len(&a);
+        assert_eq!(got, want);
+        a["spec"].as_object_mut().unwrap().retain(|k, _| k == "replicas");
+        let (got, want) = len(&a);
+        assert_eq!(got, want);
+        // A count cut short by its budget keeps nothing half-counted.
+        let c = json!({"a": {"b": "x".repeat(100)}, "c": {"d": 1}});
+        assert_eq!(c.json_len_within(20), None);
+        let (got, want) = len(&c);
+        assert_eq!(got, want);
     }
 
     #[test]
