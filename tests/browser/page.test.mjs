@@ -230,6 +230,42 @@ await test('embed mode shows only the requested panes', async (page) => {
   await page.screenshot({ path: 'target/browser-embed-800x500.png' });
 });
 
+await test('a long manifest stays highlighted when scrolled to its end', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.locator('.editor').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+  // The highlighted text (the textarea's own is transparent) must cover every line.
+  const [pre, ta] = await page.evaluate(() => [document.querySelector('.code pre').clientHeight, document.querySelector('.code textarea').clientHeight]);
+  if (pre < ta) throw new Error(`the highlight layer is ${pre}px tall, the text ${ta}px: lines past the first screen show blank`);
+  const last = await page.locator('.code pre .hl').nth(-2).boundingBox();
+  const box = await page.locator('.editor').boundingBox();
+  if (!last || last.y > box.y + box.height || last.y < box.y) throw new Error('the last line is not in view after scrolling');
+});
+
+await test('absurd replicas keep the page answering and say it runs behind', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const text = await editorText(page);
+  await setEditor(page, text.replace(/replicas: 2\b/, 'replicas: 2147483647'));
+  await page.locator('header select').first().selectOption({ label: '100×' });
+  await page.locator('.behind', { hasText: 'running behind' }).waitFor({ timeout: 30000 });
+  await page.screenshot({ path: 'target/browser-running-behind.png' });
+  // Thousands of pods are summarised, not drawn one by one.
+  await page.locator('.more', { hasText: /^\+\d+ more$/ }).first().waitFor({ timeout: 10000 });
+  if ((await page.locator('.unscheduled .chip').count()) > 60) throw new Error('more than 60 unscheduled pods drawn');
+  // The page still answers: Pause takes effect, and the terminal runs a command.
+  const t0 = Date.now();
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: 'Play' }).waitFor({ timeout: 5000 });
+  results.pause_while_behind_ms = Date.now() - t0;
+  if (await page.locator('.behind').count()) throw new Error('"running behind" stays shown while paused');
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  await input.fill('get deployment checkout');
+  await input.press('Enter');
+  await page.locator('.term-out').getByText(/^checkout\s+\d+\/2147483647\s/).waitFor({ timeout: 5000 });
+});
+
 await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

@@ -26,6 +26,8 @@ const DEFAULT_TEXT: &str = include_str!("../../../web/checkout.yaml");
 const TICK_MS: u32 = 100;
 /// Real milliseconds of simulation per tick at most: the rest of the frame budget is the page's.
 const TICK_BUDGET_MS: f64 = 30.0;
+/// The most pod chips drawn per node (and for unscheduled pods).
+const MAX_CHIPS: usize = 60;
 /// Typing pause before the editor is applied.
 const APPLY_DELAY_MS: u32 = 600;
 
@@ -717,7 +719,7 @@ impl App {
                     <div class="node-meta">{ format!("{zone} · {} pods", on_node.len()) }</div>
                     <div class="node-meta" title="requested / allocatable">{ format!("{cpu} · {mem}") }</div>
                     if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
-                    <div class="chips">{ for on_node.iter().map(|p| self.pod_chip(ctx, p, now)) }</div>
+                    <div class="chips">{ self.pod_chips(ctx, &on_node, now) }</div>
                 </div>
             }
         });
@@ -737,11 +739,25 @@ impl App {
                 <h2>{ "Cluster" }</h2>
                 <div class="nodes">{ for nodes }</div>
                 if !pending.is_empty() {
-                    <div class="unscheduled"><strong>{ "Not scheduled: " }</strong>{ for pending.iter().map(|p| self.pod_chip(ctx, p, now)) }</div>
+                    <div class="unscheduled"><strong>{ format!("Not scheduled ({}): ", pending.len()) }</strong>{ self.pod_chips(ctx, &pending, now) }</div>
                 }
                 <ul class="services">{ for services }</ul>
                 { self.faults(ctx) }
             </div>
+        }
+    }
+
+    /// At most [`MAX_CHIPS`] pods, then how many more: thousands of chips would be neither
+    /// readable nor quick to draw on every tick.
+    fn pod_chips(&self, ctx: &Context<Self>, pods: &[&Object], now: u64) -> Html {
+        let more = pods.len().saturating_sub(MAX_CHIPS);
+        html! {
+            <>
+                { for pods.iter().take(MAX_CHIPS).map(|p| self.pod_chip(ctx, p, now)) }
+                if more > 0 {
+                    <span class="more" title="the Objects tab and `kubectl get pods` list them all">{ format!("+{more} more") }</span>
+                }
+            </>
         }
     }
 
