@@ -152,15 +152,12 @@ impl JsonPatchError {
 pub fn deeper_than(v: &Value, limit: usize) -> bool {
     let mut stack = vec![(v, 1usize)];
     while let Some((v, d)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(a) => Box::new(a.iter()),
-            Value::Object(m) => Box::new(m.values()),
-            _ => continue,
-        };
-        if d > limit {
-            return true;
+        match v {
+            Value::Array(_) | Value::Object(_) if d > limit => return true,
+            Value::Array(a) => stack.extend(a.iter().map(|c| (c, d + 1))),
+            Value::Object(m) => stack.extend(m.values().map(|c| (c, d + 1))),
+            _ => {}
         }
-        stack.extend(children.map(|c| (c, d + 1)));
     }
     false
 }
