@@ -6,22 +6,147 @@
 //! this crate as a separate WebAssembly module only when a policy first needs it (the
 //! `wasm` feature exports `check` and `evaluate` through wasm-bindgen).
 
-use kube_cel::cel::{objects::Key, Context, Program, Value as CelValue};
+use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue};
+use kube_cel::cel::common::types::CelInt;
+use kube_cel::cel::{objects::Key, Context, ExecutionError, FunctionContext, IdedExpr, Program, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde::Serialize;
 use serde_json::Value as Json;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// Compiled programs by source text.
+/// The most one expression may cost at run time: the API server's `celconfig.PerCallLimit`
+/// (cel-go's cost units, about a tenth of a second).
+pub const PER_CALL_LIMIT: u64 = 1_000_000;
+/// cel-go's error when an evaluation passes its cost limit.
+pub const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// The function each macro loop's condition is wrapped in: it adds the cost of one
+/// iteration to the evaluation's running cost and stops the loop past the limit.
+const METER: &str = "@kubeloop_cost";
+
+thread_local! {
+    /// The running cost of the evaluation in progress.
+    static COST: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Compiled expressions by source text, with their cost meters in place.
 #[derive(Default)]
 pub struct Engine {
-    programs: HashMap<String, Result<Rc<Program>, String>>,
+    programs: HashMap<String, Result<Rc<Metered>, String>>,
+    last_cost: u64,
+}
+
+/// An expression whose macro loops count their iterations, and the cost of the rest of it.
+struct Metered {
+    expr: IdedExpr,
+    base: u64,
+}
+
+/// Put a meter on every comprehension (the loops of `all`, `exists`, `exists_one`, `map`
+/// and `filter`: nothing else in CEL repeats). One iteration costs about what cel-go
+/// charges for it: one per call, select and identifier in the loop's condition and step.
+/// Returns the cost of the nodes outside loops.
+fn meter(e: &mut IdedExpr, next_id: &mut u64) -> u64 {
+    let own = match &e.expr {
+        Expr::Call(_) | Expr::Select(_) | Expr::Ident(_) | Expr::List(_) | Expr::Map(_) | Expr::Struct(_) => 1,
+        _ => 0,
+    };
+    match &mut e.expr {
+        Expr::Call(c) => own + c.target.as_deref_mut().map_or(0, |t| meter(t, next_id)) + c.args.iter_mut().map(|a| meter(a, next_id)).sum::<u64>(),
+        Expr::Select(s) => own + meter(&mut s.operand, next_id),
+        Expr::List(l) => own + l.elements.iter_mut().map(|x| meter(x, next_id)).sum::<u64>(),
+        Expr::Map(m) => own + m.entries.iter_mut().map(|x| entry(&mut x.expr, next_id)).sum::<u64>(),
+        Expr::Struct(st) => own + st.entries.iter_mut().map(|x| entry(&mut x.expr, next_id)).sum::<u64>(),
+        Expr::Comprehension(c) => {
+            let outside = meter(&mut c.iter_range, next_id) + meter(&mut c.accu_init, next_id) + meter(&mut c.result, next_id);
+            let per_iteration = 1 + meter(&mut c.loop_cond, next_id) + meter(&mut c.loop_step, next_id);
+            let cond = std::mem::take(&mut c.loop_cond);
+            let mut id = || {
+                *next_id += 1;
+                *next_id
+            };
+            let k = IdedExpr { id: id(), expr: Expr::Literal(LiteralValue::Int(CelInt::from(per_iteration as i64))) };
+            c.loop_cond = IdedExpr { id: id(), expr: Expr::Call(CallExpr { func_name: METER.to_string(), target: None, args: vec![k, cond] }) };
+            outside
+        }
+        _ => own,
+    }
+}
+
+fn entry(e: &mut EntryExpr, next_id: &mut u64) -> u64 {
+    match e {
+        EntryExpr::StructField(f) => meter(&mut f.value, next_id),
+        EntryExpr::MapEntry(m) => meter(&mut m.key, next_id) + meter(&mut m.value, next_id),
+    }
+}
+
+/// The meter: add one iteration's cost, stop past the limit, else answer the condition.
+fn metered_condition(ftx: &FunctionContext) -> Result<CelValue, ExecutionError> {
+    let k = match ftx.args.first().map(|a| &a.expr) {
+        Some(Expr::Literal(LiteralValue::Int(k))) => u64::try_from(*k.inner()).unwrap_or(0),
+        _ => 0,
+    };
+    let total = COST.with(|c| {
+        let t = c.get().saturating_add(k);
+        c.set(t);
+        t
+    });
+    if total > PER_CALL_LIMIT {
+        return Err(ftx.error(COST_LIMIT_EXCEEDED));
+    }
+    match ftx.args.get(1) {
+        Some(cond) => ftx.resolve(cond.clone()),
+        None => Ok(CelValue::Bool(true)),
+    }
+}
+
+fn max_id(e: &IdedExpr) -> u64 {
+    let children: Vec<&IdedExpr> = match &e.expr {
+        Expr::Call(c) => c.target.as_deref().into_iter().chain(c.args.iter()).collect(),
+        Expr::Select(s) => vec![&s.operand],
+        Expr::List(l) => l.elements.iter().collect(),
+        Expr::Map(m) => m
+            .entries
+            .iter()
+            .flat_map(|x| match &x.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Struct(st) => st
+            .entries
+            .iter()
+            .filter_map(|x| match &x.expr {
+                EntryExpr::StructField(f) => Some(&f.value),
+                EntryExpr::MapEntry(_) => None,
+            })
+            .collect(),
+        Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
+        _ => vec![],
+    };
+    children.into_iter().map(max_id).fold(e.id, u64::max)
 }
 
 impl Engine {
-    fn program(&mut self, expr: &str) -> Result<Rc<Program>, String> {
-        self.programs.entry(expr.to_string()).or_insert_with(|| Program::compile(expr).map(Rc::new).map_err(|e| e.to_string().trim().to_string())).clone()
+    fn program(&mut self, expr: &str) -> Result<Rc<Metered>, String> {
+        self.programs
+            .entry(expr.to_string())
+            .or_insert_with(|| {
+                let program = Program::compile(expr).map_err(|e| e.to_string().trim().to_string())?;
+                let mut e = program.expression().clone();
+                let mut next_id = max_id(&e);
+                let base = meter(&mut e, &mut next_id);
+                Ok(Rc::new(Metered { expr: e, base }))
+            })
+            .clone()
+    }
+
+    /// The cost of the last evaluation, in cel-go's units (approximately: one per call,
+    /// select and identifier evaluated), for the API server's per-binding budget.
+    pub fn last_cost(&self) -> u64 {
+        self.last_cost
     }
 
     /// Whether `expr` compiles; the error is the parser's, on one line.
@@ -29,14 +154,26 @@ impl Engine {
         self.program(expr).map(|_| ()).map_err(|e| e.replace('\n', " "))
     }
 
-    /// Evaluate `expr` with the given variables (any serialisable values).
+    /// Evaluate `expr` with the given variables (any serialisable values). Past
+    /// [`PER_CALL_LIMIT`] the evaluation stops with cel-go's [`COST_LIMIT_EXCEEDED`].
     pub fn eval<V: Serialize>(&mut self, expr: &str, vars: &[(&str, &V)]) -> Result<Json, String> {
+        self.last_cost = 0;
         let program = self.program(expr)?;
         let mut ctx = Context::default().with_all();
+        ctx.add_function(METER, metered_condition);
         for (name, v) in vars {
             ctx.add_variable_from_value(*name, kube_cel::cel::to_value(v).unwrap_or(CelValue::Null));
         }
-        program.execute(&ctx).map(|v| to_json(&v)).map_err(|e| e.to_string())
+        COST.with(|c| c.set(program.base));
+        let out = CelValue::resolve(&program.expr, &ctx);
+        let cost = COST.with(Cell::get);
+        self.last_cost = cost;
+        // `||`, `&&` and the loops of `all` and `exists` may swallow the meter's error:
+        // the running cost decides.
+        if cost > PER_CALL_LIMIT {
+            return Err(COST_LIMIT_EXCEEDED.to_string());
+        }
+        out.map(|v| to_json(&v)).map_err(|e| e.to_string())
     }
 }
 
@@ -89,7 +226,8 @@ mod exports {
         ENGINE.with(|e| e.borrow_mut().check(expr).err().unwrap_or_default())
     }
 
-    /// `vars` is a JSON object of variables; the answer is `{"ok": value}` or `{"err": message}`.
+    /// `vars` is a JSON object of variables; the answer is `{"ok": value, "cost": n}` or
+    /// `{"err": message, "cost": n}`.
     #[wasm_bindgen]
     pub fn evaluate(expr: &str, vars: &str) -> String {
         let vars: serde_json::Map<String, serde_json::Value> = match serde_json::from_str(vars) {
@@ -97,10 +235,13 @@ mod exports {
             Err(e) => return serde_json::json!({"err": format!("bad variables: {e}")}).to_string(),
         };
         let list: Vec<(&str, &serde_json::Value)> = vars.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let out = ENGINE.with(|e| e.borrow_mut().eval(expr, &list));
+        let (out, cost) = ENGINE.with(|e| {
+            let mut e = e.borrow_mut();
+            (e.eval(expr, &list), e.last_cost())
+        });
         match out {
-            Ok(v) => serde_json::json!({"ok": v}).to_string(),
-            Err(e) => serde_json::json!({"err": e}).to_string(),
+            Ok(v) => serde_json::json!({"ok": v, "cost": cost}).to_string(),
+            Err(e) => serde_json::json!({"err": e, "cost": cost}).to_string(),
         }
     }
 }
@@ -120,5 +261,29 @@ mod tests {
         assert_eq!(e.eval("'abc'.matches('^a.c$')", &[] as &[(&str, &Json)]).unwrap(), json!(true));
         assert!(e.check("object.spec.").is_err());
         assert!(e.eval("object.missing", &[("object", &json!({}))]).is_err());
+    }
+
+    #[test]
+    fn evaluation_stops_at_the_per_call_cost_limit() {
+        let mut e = Engine::default();
+        let l: Vec<i64> = (0..20).collect();
+        let vars = [("l", &json!(l))];
+        // Six nested `all` over 20 items: 64 million iterations without a limit.
+        let six = "l.all(a, l.all(b, l.all(c, l.all(d, l.all(e, l.all(f, a + b + c + d + e + f >= 0))))))";
+        assert_eq!(e.eval(six, &vars), Err(COST_LIMIT_EXCEEDED.to_string()));
+        assert!(e.last_cost() > PER_CALL_LIMIT);
+        // Swallowing the error with `||` does not get past it.
+        assert_eq!(e.eval(&format!("{six} || true"), &vars), Err(COST_LIMIT_EXCEEDED.to_string()));
+        // Two levels cost a few thousand and evaluate.
+        assert_eq!(e.eval("l.all(a, l.all(b, a + b >= 0))", &vars), Ok(json!(true)));
+        let two = e.last_cost();
+        assert!((400..50_000).contains(&two), "{two}");
+        // Each macro is metered: map and filter, exists_one.
+        assert_eq!(e.eval("l.map(x, x + x).filter(y, y > 30).size()", &vars), Ok(json!(4)));
+        assert_eq!(e.eval("l.exists_one(x, x >= 19)", &vars), Ok(json!(true)));
+        assert!(e.last_cost() >= 20);
+        // Without loops, the cost is the expression's size.
+        assert_eq!(e.eval("1 + 2 == 3", &vars), Ok(json!(true)));
+        assert!(e.last_cost() < 10);
     }
 }

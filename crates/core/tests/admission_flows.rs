@@ -89,3 +89,44 @@ fn a_mutating_webhook_injects_a_sidecar() {
     assert_eq!(statuses.len(), 2);
     assert!(statuses.iter().all(|s| s["ready"] == true), "both containers run");
 }
+
+/// A policy over a list literal of `n` numbers, with these validations.
+fn costly_policy(n: usize, validations: &[&str]) -> String {
+    let list: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    let mut p = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: costly}}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules:\n    - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}}\n  variables:\n  - {{name: l, expression: \"[{}]\"}}\n  validations:\n",
+        list.join(", ")
+    );
+    for v in validations {
+        p.push_str(&format!("  - expression: \"{v}\"\n"));
+    }
+    p + "---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: costly}\nspec:\n  policyName: costly\n  validationActions: [Deny]\n"
+}
+
+#[test]
+fn cel_stops_at_the_per_expression_limit_and_the_binding_budget() {
+    // Six nested `all` over 20 numbers: 64 million iterations, stopped at cel-go's
+    // per-call limit with its message (upstream took 12 s here before the limit).
+    let six =
+        "variables.l.all(a, variables.l.all(b, variables.l.all(c, variables.l.all(d, variables.l.all(e, variables.l.all(f, a + b + c + d + e + f >= 0))))))";
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &costly_policy(20, &[six]));
+    let out = apply(&mut c, &deployment(1));
+    assert_eq!(
+        out,
+        vec![format!("error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: expression '{six}' resulted in error: operation cancelled: actual cost limit exceeded")]
+    );
+    // Three nested over 40 stay under the per-call limit, but fourteen of them pass the
+    // binding's budget of 10,000,000: one decision for the policy.
+    let three = "variables.l.all(a, variables.l.all(b, variables.l.all(c, a + b + c >= 0)))";
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &costly_policy(40, &[three]));
+    assert_eq!(apply(&mut c, &deployment(1)), vec!["deployment.apps/web created"]);
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &costly_policy(40, &[three; 14]));
+    let out = apply(&mut c, &deployment(1));
+    assert_eq!(
+        out,
+        vec!["error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: validation failed due to running out of cost budget, no further validation rules will be run"]
+    );
+}

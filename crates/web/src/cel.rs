@@ -45,8 +45,11 @@ pub fn needed_by(text: &str) -> bool {
     ["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "WebhookConfiguration", "matchConditions"].iter().any(|k| text.contains(k))
 }
 
-/// The engine the core uses in the page.
-pub struct JsCel;
+/// The engine the core uses in the page, and the cost of its last evaluation.
+#[derive(Default)]
+pub struct JsCel {
+    last_cost: u64,
+}
 
 impl CelEngine for JsCel {
     fn check(&mut self, expr: &str) -> Result<(), String> {
@@ -62,10 +65,15 @@ impl CelEngine for JsCel {
         let obj: Map = vars.iter().map(|(k, v)| (*k, (*v).clone())).collect();
         let json = serde_json::to_string(&Value::Object(obj)).map_err(|e| e.to_string())?;
         let answer: Value = serde_json::from_str(&cel_eval(expr, &json)).map_err(|e| e.to_string())?;
+        self.last_cost = answer.get("cost").and_then(Value::as_u64).unwrap_or(0);
         match (answer.get("ok"), answer.get("err")) {
             (Some(v), _) => Ok(v.clone()),
             (None, Some(e)) => Err(e.as_str().unwrap_or("CEL evaluation failed").to_string()),
             _ => Err("the CEL module gave no answer".into()),
         }
+    }
+
+    fn last_cost(&self) -> u64 {
+        self.last_cost
     }
 }

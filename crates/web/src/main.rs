@@ -1001,6 +1001,6 @@ fn object_key(o: &Object) -> String {
 }
 
 fn main() {
-    kubeloop_core::apiserver::cel::install(|| Box::new(cel::JsCel));
+    kubeloop_core::apiserver::cel::install(|| Box::new(cel::JsCel::default()));
     yew::Renderer::<App>::new().render();
 }

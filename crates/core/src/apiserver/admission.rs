@@ -53,13 +53,23 @@ impl Request<'_> {
 }
 
 /// The CEL engine behind admission (see [`crate::apiserver::cel`]).
-pub struct CelCache(Box<dyn crate::apiserver::cel::CelEngine>);
+pub struct CelCache {
+    engine: Box<dyn crate::apiserver::cel::CelEngine>,
+    /// What the expressions evaluated since the last reset cost together.
+    spent: u64,
+}
 
 impl Default for CelCache {
     fn default() -> Self {
-        CelCache(crate::apiserver::cel::engine())
+        CelCache { engine: crate::apiserver::cel::engine(), spent: 0 }
     }
 }
+
+/// The most one policy binding's expressions may cost together at run time (the API
+/// server's `celconfig.RuntimeCELCostBudget`).
+pub const RUNTIME_CEL_COST_BUDGET: u64 = 10_000_000;
+/// The API server's words when a binding's budget runs out (`plugin/cel/condition.go`).
+const OUT_OF_BUDGET: &str = "validation failed due to running out of cost budget, no further validation rules will be run";
 
 /// Whether an expression compiles (used by ValidatingAdmissionPolicy validation).
 pub fn compile_check(expr: &str) -> Result<(), String> {
@@ -67,7 +77,9 @@ pub fn compile_check(expr: &str) -> Result<(), String> {
 }
 
 fn eval(cache: &mut CelCache, expr: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
-    cache.0.eval(expr, vars)
+    let out = cache.engine.eval(expr, vars);
+    cache.spent = cache.spent.saturating_add(cache.engine.last_cost());
+    out
 }
 
 /// A CEL result's type, for messages about a result of the wrong type.
@@ -421,6 +433,7 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
                 }
             }
         };
+        cache.spent = 0;
         // Variables are evaluated in order; each sees the earlier ones.
         let mut variables = crate::foundation::value::Map::new();
         let mut base: Vec<(&str, &Value)> =
@@ -456,6 +469,16 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
         for v in get_array(policy, &["spec", "validations"]) {
             let expr = get_str(v, &["expression"]).unwrap_or("true");
             let outcome = eval(cache, expr, &base);
+            if cache.spent > RUNTIME_CEL_COST_BUDGET {
+                // One decision for the whole policy, as its failurePolicy says.
+                if !fail_closed {
+                    break;
+                }
+                match policy_denial(req, policy_name, bname, OUT_OF_BUDGET, "", &actions) {
+                    Some(s) => return Err(s),
+                    None => break,
+                }
+            }
             let msg = match outcome {
                 Ok(Value::Bool(true)) => continue,
                 Ok(Value::Bool(false)) => {

@@ -11,6 +11,10 @@ pub trait CelEngine {
     fn check(&mut self, expr: &str) -> Result<(), String>;
     /// Evaluate `expr` with these variables.
     fn eval(&mut self, expr: &str, vars: &[(&str, &Value)]) -> Result<Value, String>;
+    /// What the last evaluation cost, in cel-go's units.
+    fn last_cost(&self) -> u64 {
+        0
+    }
 }
 
 /// The engine every new API server gets: the one installed with [`install`], else the
@@ -54,6 +58,9 @@ impl CelEngine for Native {
     }
     fn eval(&mut self, expr: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
         self.0.eval(expr, vars).map(Value::from)
+    }
+    fn last_cost(&self) -> u64 {
+        self.0.last_cost()
     }
 }
 
