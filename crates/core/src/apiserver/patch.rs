@@ -113,6 +113,11 @@ pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 /// real decoder allows 10,000; kubeloop's is serde_json's 128).
 pub const MAX_PATCHED_DEPTH: usize = 128;
 
+/// How deep a value `copy` may clone: far past [`MAX_PATCHED_DEPTH`], so that the
+/// operations Kubernetes refuses for their copied bytes are refused for those here too,
+/// yet shallow enough to clone on any thread's stack.
+const MAX_COPIED_DEPTH: usize = 1_000;
+
 /// Why a JSON patch was refused: too many operations (413), or an operation that does not
 /// apply (422).
 #[derive(Debug, PartialEq)]
@@ -167,8 +172,9 @@ pub fn deeper_than(v: &Value, limit: usize) -> bool {
 /// decoding depth) a result nested at most 128 levels.
 ///
 /// Operations may nest the object deeply on the way (each `move` into a fresh key adds a
-/// level); only the result's depth is checked, and a refused result is taken apart
-/// without recursion, so no patch can overflow the stack.
+/// level); only the result's depth is checked. Every value a patch removes or replaces,
+/// and a refused result, is taken apart without recursion, so no patch can overflow the
+/// stack.
 pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), JsonPatchError> {
     let ops = ops.as_array().ok_or("json patch must be an array of operations")?;
     if ops.len() > MAX_JSON_PATCH_OPERATIONS {
@@ -176,14 +182,16 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), JsonPatchError>
     }
     let mut result = apply_ops(target, ops);
     if result.is_ok() && deeper_than(target, MAX_PATCHED_DEPTH) {
-        result = Err(JsonPatchError::Apply(format!(
-            "the patched object nests deeper than {MAX_PATCHED_DEPTH} levels, the most kubeloop decodes (Kubernetes allows 10000)"
-        )));
+        result = Err(too_deep());
     }
     if result.is_err() {
         dismantle(target.take());
     }
     result
+}
+
+fn too_deep() -> JsonPatchError {
+    JsonPatchError::Apply(format!("the patched object nests deeper than {MAX_PATCHED_DEPTH} levels, the most kubeloop decodes (Kubernetes allows 10000)"))
 }
 
 /// Drop a tree of any depth without recursion: children are moved to a stack first.
@@ -214,7 +222,7 @@ fn apply_ops(target: &mut Value, ops: &[Value]) -> Result<(), JsonPatchError> {
                 set_pointer(target, path, v, kind == "add")?;
             }
             "remove" => {
-                remove_pointer(target, path)?;
+                dismantle(take_pointer(target, path)?);
             }
             "test" => {
                 let want = op.get("value").cloned().unwrap_or(Value::Null);
@@ -224,23 +232,30 @@ fn apply_ops(target: &mut Value, ops: &[Value]) -> Result<(), JsonPatchError> {
             }
             "move" | "copy" => {
                 let from = op.get("from").and_then(Value::as_str).ok_or("missing from")?;
-                let v = target.pointer(from).cloned().ok_or_else(|| format!("missing value at {from}"))?;
-                if kind == "copy" {
+                let v = if kind == "move" {
+                    // Taken out, not copied: a moved value may be nested deeper than a copy
+                    // would be allowed.
+                    take_pointer(target, from).map_err(|_| format!("missing value at {from}"))?
+                } else {
+                    let src = target.pointer(from).ok_or_else(|| format!("missing value at {from}"))?;
                     let budget = MAX_JSON_PATCH_COPY_BYTES - copied;
-                    match v.json_len_within(budget) {
+                    match src.json_len_within(budget) {
                         Some(n) => copied += n,
                         None => {
-                            let size = v.json_len_within(usize::MAX).unwrap_or(usize::MAX);
+                            let size = src.json_len_within(usize::MAX).unwrap_or(usize::MAX);
                             return Err(JsonPatchError::Apply(format!(
                                 "Unable to complete the copy, the accumulated size increase of copy is {}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}",
                                 copied.saturating_add(size)
                             )));
                         }
                     }
-                }
-                if kind == "move" {
-                    remove_pointer(target, from)?;
-                }
+                    // Copying clones nested arrays level by level (objects are shared): a
+                    // value nested far deeper than any result may be is refused before that.
+                    if deeper_than(src, MAX_COPIED_DEPTH) {
+                        return Err(too_deep());
+                    }
+                    src.clone()
+                };
                 set_pointer(target, path, v, true)?;
             }
             other => return Err(format!("unexpected operation {other:?}").into()),
@@ -249,10 +264,24 @@ fn apply_ops(target: &mut Value, ops: &[Value]) -> Result<(), JsonPatchError> {
     Ok(())
 }
 
+/// Put `v` at `path` (inserting into an array if `insert`); on failure `v` is taken apart
+/// without recursion, since it may be a deeply nested value moved out of the document.
 fn set_pointer(target: &mut Value, path: &str, v: Value, insert: bool) -> Result<(), String> {
+    let mut slot = Some(v);
+    let r = put(target, path, &mut slot, insert);
+    if let Some(v) = slot {
+        dismantle(v);
+    }
+    r
+}
+
+/// [`set_pointer`]'s work: `v` is taken from its slot only once the place is found.
+fn put(target: &mut Value, path: &str, v: &mut Option<Value>, insert: bool) -> Result<(), String> {
     let parts = pointer_parts(path)?;
     let Some((last, parents)) = parts.split_last() else {
-        *target = v;
+        if let Some(v) = v.take() {
+            dismantle(std::mem::replace(target, v));
+        }
         return Ok(());
     };
     let mut cur = target;
@@ -270,17 +299,23 @@ fn set_pointer(target: &mut Value, path: &str, v: Value, insert: bool) -> Result
             if !insert && !m.contains_key(last) {
                 return Err(format!("replace operation does not apply: doc is missing key: {path}"));
             }
-            m.insert(last.clone(), v);
+            if let Some(old) = v.take().and_then(|v| m.insert(last.clone(), v)) {
+                dismantle(old);
+            }
         }
         Value::Array(a) => {
             if last == "-" {
-                a.push(v);
+                a.extend(v.take());
             } else {
                 let i: usize = last.parse().map_err(|_| format!("invalid index {last}"))?;
                 if insert && i <= a.len() {
-                    a.insert(i, v);
+                    if let Some(v) = v.take() {
+                        a.insert(i, v);
+                    }
                 } else if !insert && i < a.len() {
-                    a[i] = v;
+                    if let Some(v) = v.take() {
+                        dismantle(std::mem::replace(&mut a[i], v));
+                    }
                 } else {
                     return Err(format!("index out of range: {path}"));
                 }
@@ -291,18 +326,18 @@ fn set_pointer(target: &mut Value, path: &str, v: Value, insert: bool) -> Result
     Ok(())
 }
 
-fn remove_pointer(target: &mut Value, path: &str) -> Result<(), String> {
+/// Take the value at `path` out of the document.
+fn take_pointer(target: &mut Value, path: &str) -> Result<Value, String> {
     let parts = pointer_parts(path)?;
     let Some((last, parents)) = parts.split_last() else { return Err("cannot remove the root".into()) };
     let parent_path: String = parents.iter().map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1"))).collect();
     let parent = target.pointer_mut(&parent_path).ok_or_else(|| format!("doc is missing path: {path}"))?;
     match parent {
-        Value::Object(m) => m.remove(last).map(|_| ()).ok_or_else(|| format!("remove operation does not apply: doc is missing path: {path}")),
+        Value::Object(m) => m.remove(last).ok_or_else(|| format!("remove operation does not apply: doc is missing path: {path}")),
         Value::Array(a) => {
             let i: usize = last.parse().map_err(|_| format!("invalid index {last}"))?;
             if i < a.len() {
-                a.remove(i);
-                Ok(())
+                Ok(a.remove(i))
             } else {
                 Err(format!("index out of range: {path}"))
             }
