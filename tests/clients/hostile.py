@@ -181,12 +181,18 @@ try:
     large = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "large"}, "data": {"k": "x" * (1600 * 1024)}})
     case("a 1.6 MiB ConfigMap", lambda: request("POST", "/api/v1/namespaces/default/configmaps", large, "admin"), 500, "etcdserver: request is too large")
     chunked = (f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tokens['admin']}\r\n"
-               "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{}  \r\nffffffffffffffff\r\n").encode()
-    case("a chunk size of 2^64-1", lambda: raw_request(chunked), 413, "Request entity too large: limit is 3145728")
+               "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{}  \r\nffffffffffffffff\r\n").encode() + b"x" * (3 * 1024 * 1024 + 10)
+    case("a chunk size of 2^64-1 and more than 3 MiB of it", lambda: raw_request(chunked), 413, "Request entity too large: limit is 3145728")
 
     # 6. An access review whose body is not an object.
     case("an access review with an array body", lambda: request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "[1,2]", "admin"), 400,
          "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct")
+
+    # HTTP/2 is offered (client-go prefers it), HTTP/1.1 still served.
+    ctx2 = ssl.create_default_context(cafile=ca)
+    ctx2.set_alpn_protocols(["h2", "http/1.1"])
+    with ctx2.wrap_socket(socket.create_connection((host, port)), server_hostname="localhost") as s2:
+        check("TLS offers HTTP/2 by ALPN", s2.selected_alpn_protocol() == "h2", s2.selected_alpn_protocol())
 
     # 7. Idle connections do not stop anyone else.
     idle = [connect() for _ in range(100)]

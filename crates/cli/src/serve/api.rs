@@ -6,7 +6,7 @@
 //! gives; the core's pipeline (`ApiServer::handle`) does the authorization, admission,
 //! validation and storage exactly as it does for the page.
 
-use super::{discovery, http, Conn, Shared};
+use super::{discovery, http, Shared};
 use kubeloop_core::apiserver::fields::FieldSelector;
 use kubeloop_core::apiserver::rbac::{self, Attributes, Decision, UserInfo};
 use kubeloop_core::apiserver::{Credentials, FieldValidation, PatchType, Request, Verb};
@@ -18,15 +18,15 @@ use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
 use kubeloop_core::kubectl::printers::{server_table, IncludeObject};
 use std::collections::HashSet;
-use std::io::Write;
 use std::time::{Duration, Instant};
 
-type StreamFn = Box<dyn FnOnce(&Shared, &mut Conn) + Send>;
+type StreamFn = Box<dyn FnOnce(&Shared, &mut http::Stream) + Send>;
 
 pub enum Reply {
     Whole(http::Response),
-    /// A response that streams (a watch): it owns the connection until it ends.
-    Stream(StreamFn),
+    /// A response that streams (a watch, a followed log), of this content type: the
+    /// function sends its chunks until it returns.
+    Stream(&'static str, StreamFn),
 }
 
 fn json_response(code: u16, v: &Value) -> http::Response {
@@ -586,37 +586,37 @@ fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
     }
     // `-f`: what the container writes next, until it is replaced or gone or the client
     // hangs up.
-    Ok(Reply::Stream(Box::new(move |sh: &Shared, w: &mut Conn| {
-        if http::start_chunked(w, "text/plain").is_err() || http::write_chunk(w, &out).is_err() {
-            return;
-        }
-        let mut seen = text;
-        // Logs only change when the store does (a container starts or stops).
-        let mut rev = sh.wait_change(0, Duration::ZERO);
-        loop {
-            let next = sh.wait_change(rev, Duration::from_millis(500));
-            if hung_up(w) {
+    Ok(Reply::Stream(
+        "text/plain",
+        Box::new(move |sh: &Shared, w: &mut http::Stream| {
+            if w.send(&out).is_err() {
                 return;
             }
-            if next == rev {
-                continue;
-            }
-            rev = next;
-            match fetch(sh) {
-                Ok(now) if now == seen => {}
-                Ok(now) if now.starts_with(&seen) => {
-                    if http::write_chunk(w, &now.as_bytes()[seen.len()..]).is_err() {
-                        return;
-                    }
-                    seen = now;
-                }
-                _ => {
-                    let _ = http::end_chunked(w);
+            let mut seen = text;
+            // Logs only change when the store does (a container starts or stops).
+            let mut rev = sh.wait_change(0, Duration::ZERO);
+            loop {
+                let next = sh.wait_change(rev, Duration::from_millis(500));
+                if w.closed() {
                     return;
                 }
+                if next == rev {
+                    continue;
+                }
+                rev = next;
+                match fetch(sh) {
+                    Ok(now) if now == seen => {}
+                    Ok(now) if now.starts_with(&seen) => {
+                        if w.send(&now.as_bytes()[seen.len()..]).is_err() {
+                            return;
+                        }
+                        seen = now;
+                    }
+                    _ => return,
+                }
             }
-        }
-    })))
+        }),
+    ))
 }
 
 /// What a watch sends and how.
@@ -656,34 +656,15 @@ fn watch(sh: &Shared, req: &http::Request, user: &UserInfo, rid: ResourceId, ns:
     let timeout = req.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).map(Duration::from_secs).unwrap_or(Duration::from_secs(1800));
     let table = if wants_table(req) { Some(include_object(req)?) } else { None };
     let spec = WatchSpec { rid, ns: ns.to_string(), label, field, since, bookmarks: req.flag("allowWatchBookmarks"), initial_end: initial, table, timeout };
-    Ok(Reply::Stream(Box::new(move |sh: &Shared, w: &mut Conn| stream_watch(sh, spec, w))))
-}
-
-/// Whether the client has hung up during a watch: the socket is at end-of-file, or the
-/// client sent something (a TLS close_notify; HTTP/1.1 clients send nothing mid-stream).
-fn hung_up(c: &Conn) -> bool {
-    let s = &c.sock;
-    if s.set_nonblocking(true).is_err() {
-        return true;
-    }
-    let mut b = [0u8; 1];
-    let gone = match s.peek(&mut b) {
-        Ok(_) => true,
-        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
-    };
-    let _ = s.set_nonblocking(false);
-    gone
+    Ok(Reply::Stream("application/json", Box::new(move |sh: &Shared, w: &mut http::Stream| stream_watch(sh, spec, w))))
 }
 
 /// What the cluster thread hands a watch: the events after a revision (with the new
 /// revision and the simulated time), or the oldest revision still kept if that one is gone.
 type Batch = Result<(Vec<(&'static str, Object)>, u64, u64), u64>;
 
-fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
+fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
     let res: &ResourceInfo = &RESOURCES[spec.rid];
-    if http::start_chunked(w, "application/json").is_err() {
-        return;
-    }
     let line = |v: Value| -> Vec<u8> {
         let mut l = serde_json::to_vec(&v).unwrap_or_default();
         l.push(b'\n');
@@ -751,7 +732,7 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
     let mut last_bookmark = Instant::now();
     loop {
         if !out.is_empty() {
-            if http::write_chunk(w, &out).is_err() {
+            if w.send(&out).is_err() {
                 return;
             }
             out.clear();
@@ -759,9 +740,8 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
         if started.elapsed() >= spec.timeout {
             // A bookmark before the watch ends lets the client resume from here.
             if spec.bookmarks {
-                let _ = http::write_chunk(w, &bookmark(last, false));
+                let _ = w.send(&bookmark(last, false));
             }
-            let _ = http::end_chunked(w);
             return;
         }
         let nsf = ns_filter.clone();
@@ -777,15 +757,14 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
             Ok(b) => b,
             Err(oldest) => {
                 let s = Status::expired(format!("too old resource version: {last} ({oldest})"));
-                let _ = http::write_chunk(w, &line(json!({"type": "ERROR", "object": s.to_json()})));
-                let _ = http::end_chunked(w);
+                let _ = w.send(&line(json!({"type": "ERROR", "object": s.to_json()})));
                 return;
             }
         };
         if events.is_empty() {
             last = rev;
             sh.wait_change(rev, Duration::from_millis(500));
-            if hung_up(w) {
+            if w.closed() {
                 return;
             }
             if spec.bookmarks && last_bookmark.elapsed() >= Duration::from_secs(60) {
@@ -815,6 +794,5 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut Conn) {
             }
         }
         last = rev;
-        let _ = w.flush();
     }
 }

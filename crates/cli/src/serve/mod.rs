@@ -1,14 +1,15 @@
 //! `kubeloop serve`: the engine behind a Kubernetes API that real clients can use.
 //!
 //! The cluster runs in wall-clock time (scaled by `--speed`) on its own thread, which
-//! advances the simulation to "now" every 10 ms and runs requests in arrival order. Every
-//! HTTP connection has a thread that parses requests and hands each to the cluster thread
-//! as a closure. Watch streams wait on a condition variable that the cluster thread
-//! signals whenever the store's revision moves. The core stays deterministic and
-//! single-threaded; the clock and the threads live only here.
+//! advances the simulation toward "now" in short slices and runs requests in arrival
+//! order. Connections are served by hyper on a small tokio runtime (`front.rs`); each
+//! request is handed to the cluster thread as a closure. Watch streams wait on a condition
+//! variable that the cluster thread signals whenever the store's revision moves. The core
+//! stays deterministic and single-threaded; the clock and the threads live only here.
 
 mod api;
 mod discovery;
+mod front;
 mod http;
 mod protobuf;
 
@@ -16,10 +17,9 @@ use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Cluster, Config, Step};
 use kubeloop_core::foundation::sim::Millis;
 use kubeloop_core::foundation::status::Status;
-use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
+use std::net::TcpListener;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -30,11 +30,6 @@ const MAX_SPEED: f64 = 1000.0;
 /// the simulation has more to do than the clock allows, it falls behind instead of
 /// keeping clients waiting.
 const SIMULATION_SLICE: Duration = Duration::from_millis(20);
-
-/// The most connections served at once (each has a thread); more are closed on accept.
-const MAX_CONNECTIONS: usize = 512;
-/// A connection that sends nothing for this long is closed.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Work for the cluster thread: a closure run with the cluster, its answer sent back.
 type Job = Box<dyn FnOnce(&mut Cluster) + Send>;
@@ -157,12 +152,9 @@ fn tls(host: &str) -> Result<Tls, String> {
         .with_no_client_auth()
         .with_single_cert(vec![leaf_cert.der().clone()], key)
         .map_err(|e| e.to_string())?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Tls { config: Arc::new(config), ca_pem: ca_cert.pem() })
 }
-
-/// One client connection over TLS.
-pub type Conn = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
 
 const USAGE: &str = "Usage: kubeloop serve [SCENARIO...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]";
 
@@ -285,64 +277,11 @@ pub fn serve(args: &[String]) -> ExitCode {
     let for_cluster = Arc::clone(&shared);
     let steps = sc.steps.clone();
     std::thread::spawn(move || cluster_thread(config, steps, rx, for_cluster, speed));
-    let open = Arc::new(AtomicUsize::new(0));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        // Past the cap a connection is closed at once: each holds a thread.
-        if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
-            continue;
-        }
-        let shared = Arc::clone(&shared);
-        let config = Arc::clone(&tls.config);
-        let open = Arc::clone(&open);
-        open.fetch_add(1, Ordering::Relaxed);
-        std::thread::spawn(move || {
-            let _ = stream.set_nodelay(true);
-            // An idle connection is closed (reads only: a watch stream writes).
-            let _ = stream.set_read_timeout(Some(IDLE_TIMEOUT));
-            if let Ok(conn) = rustls::ServerConnection::new(config) {
-                connection(&shared, rustls::StreamOwned::new(conn, stream));
-            }
-            open.fetch_sub(1, Ordering::Relaxed);
-        });
+    if let Err(e) = front::run(listener, tls.config, shared) {
+        eprintln!("error: cannot serve: {e}");
+        return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-/// Serve one client connection: requests in order, until it closes or a watch ends it.
-fn connection(shared: &Shared, conn: Conn) {
-    let mut reader = BufReader::new(conn);
-    loop {
-        let req = match http::read_request(&mut reader) {
-            Ok(r) => r,
-            Err(http::ReadError::Closed) => return,
-            Err(http::ReadError::Bad(code, msg)) => {
-                let reason = match code {
-                    400 => "BadRequest",
-                    413 => "RequestEntityTooLarge",
-                    _ => "",
-                };
-                let s = Status::new(code, reason, msg);
-                let _ = http::write_response(reader.get_mut(), &api::status_response(&s), false);
-                return;
-            }
-        };
-        let keep = req.keep_alive;
-        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::route(shared, &req))).unwrap_or_else(|_| {
-            api::Reply::Whole(api::status_response(&Status::internal("the request could not be served (a kubeloop bug); the server is still running")))
-        });
-        match reply {
-            api::Reply::Whole(resp) => {
-                if http::write_response(reader.get_mut(), &resp, keep).is_err() || !keep {
-                    return;
-                }
-            }
-            api::Reply::Stream(stream_fn) => {
-                stream_fn(shared, reader.get_mut());
-                return;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,182 @@
+//! Connections: TLS (rustls) and HTTP/1.1 or HTTP/2 (hyper, chosen by ALPN) on a small
+//! tokio runtime, with a cap on connections and timeouts for handshakes, request heads and
+//! idle connections. Each request is read whole (at most 3 MiB) and answered by the API
+//! layer on a blocking thread, since that waits for the cluster thread.
+
+use super::{api, http, Shared};
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
+use hyper::body::{Body, Frame, Incoming};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use kubeloop_core::foundation::status::Status;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// The most connections served at once; more are closed on accept.
+const MAX_CONNECTIONS: usize = 512;
+/// A TLS handshake must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request head must arrive within this once it has begun.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection with no request in progress for this long is closed (HTTP/2 connections
+/// are also pinged at this interval).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Chunks of a stream waiting for a slow client, at most.
+const STREAM_BACKLOG: usize = 64;
+
+type ResponseBody = BoxBody<Bytes, Infallible>;
+
+/// Serve connections from `listener` until the process ends.
+pub fn run(listener: std::net::TcpListener, tls: Arc<rustls::ServerConfig>, shared: Arc<Shared>) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
+            let _ = tcp.set_nodelay(true);
+            let (acceptor, shared) = (acceptor.clone(), Arc::clone(&shared));
+            tokio::spawn(async move {
+                let _slot = slot;
+                let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else { return };
+                let activity = Arc::new(Activity { open: AtomicUsize::new(0), since: Mutex::new(Instant::now()) });
+                let watched = Arc::clone(&activity);
+                let service = hyper::service::service_fn(move |req| answer(Arc::clone(&shared), Arc::clone(&activity), req));
+                // The protocol is the one TLS agreed on (ALPN), so nothing waits on sniffing
+                // the first bytes without a timeout.
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+                builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(IDLE_TIMEOUT));
+                let builder = if h2 { builder.http2_only() } else { builder.http1_only() };
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                let idle = async {
+                    loop {
+                        tokio::time::sleep(IDLE_CHECK).await;
+                        if watched.idle_for().is_some_and(|d| d >= IDLE_TIMEOUT) {
+                            return;
+                        }
+                    }
+                };
+                // Whichever ends first: the connection, or its idleness (which closes it).
+                tokio::select! {
+                    _ = connection => {}
+                    _ = idle => {}
+                }
+            });
+        }
+    })
+}
+
+fn whole(r: http::Response) -> hyper::Response<ResponseBody> {
+    let mut b = hyper::Response::builder().status(r.code).header("Content-Type", r.content_type).header("Cache-Control", "no-cache, private");
+    for (k, v) in r.headers {
+        b = b.header(k, v);
+    }
+    b.body(Full::new(Bytes::from(r.body)).boxed()).unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+fn status(s: &Status) -> hyper::Response<ResponseBody> {
+    whole(api::status_response(s))
+}
+
+/// One request: its body read whole, then the API layer's answer.
+async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Request<Incoming>) -> Result<hyper::Response<ResponseBody>, Infallible> {
+    // The connection is busy until the answer is made, or for a stream until it ends.
+    let busy = Busy::new(activity);
+    let (parts, body) = req.into_parts();
+    let too_large = || status(&Status::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {}", http::MAX_BODY)));
+    // A declared length over the limit is refused before any of the body is read.
+    if body.size_hint().lower() > http::MAX_BODY as u64 {
+        return Ok(too_large());
+    }
+    let body = match Limited::new(body, http::MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes().to_vec(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Ok(too_large()),
+        Err(e) => return Ok(status(&Status::bad_request(format!("the body of the request could not be read: {e}")))),
+    };
+    let headers = parts.headers.iter().map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let request = http::Request::new(parts.method.as_str(), target, headers, body);
+    let for_route = Arc::clone(&shared);
+    let reply = tokio::task::spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| api::route(&for_route, &request)))).await;
+    let reply = match reply {
+        Ok(Ok(r)) => r,
+        _ => return Ok(status(&Status::internal("the request could not be served (a kubeloop bug); the server is still running"))),
+    };
+    Ok(match reply {
+        api::Reply::Whole(r) => whole(r),
+        api::Reply::Stream(content_type, send) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BACKLOG);
+            tokio::task::spawn_blocking(move || {
+                let mut stream = http::Stream::new(tx);
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| send(&shared, &mut stream)));
+            });
+            let body = Chunks { rx, _busy: busy }.boxed();
+            hyper::Response::builder()
+                .status(200)
+                .header("Content-Type", content_type)
+                .header("Cache-Control", "no-cache, private")
+                .body(body)
+                .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+        }
+    })
+}
+
+/// How often a connection's idleness is looked at.
+const IDLE_CHECK: Duration = Duration::from_secs(5);
+
+/// A connection's requests in progress, and since when it has had none.
+struct Activity {
+    open: AtomicUsize,
+    since: Mutex<Instant>,
+}
+
+impl Activity {
+    /// How long the connection has been idle, if it is.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.open.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        Some(self.since.lock().unwrap_or_else(|e| e.into_inner()).elapsed())
+    }
+}
+
+/// One request in progress on a connection, until dropped.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: Arc<Activity>) -> Busy {
+        activity.open.fetch_add(1, Ordering::SeqCst);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *self.0.since.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A streamed body: the chunks a blocking thread sends, until it drops its sender; the
+/// connection counts as busy while it lasts.
+struct Chunks {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    _busy: Busy,
+}
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b))))
+    }
+}
