@@ -67,6 +67,15 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
         let mut out = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
             let name = get_str(n, &["name"]).ok_or_else(|| format!("spec.nodes[{i}].name is required"))?;
+            // What the API server would say of the Node this makes (`ValidateNodeName`).
+            if !crate::apiserver::validation::is_dns1123_subdomain(name) {
+                return Err(format!(
+                    "spec.nodes[{i}].name: Invalid value: {name:?}: a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"
+                ));
+            }
+            if out.iter().any(|o: &NodeSpec| o.name == name) {
+                return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
+            }
             let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
             ns.labels.clear();
             if let Some(c) = get(n, &["capacity"]).and_then(Value::as_object) {
@@ -75,8 +84,10 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
                         Value::String(s) => s.to_string(),
                         other => other.to_string(),
                     };
-                    if crate::foundation::quantity::parse_milli(&q).is_none() {
-                        return Err(format!("spec.nodes[{i}].capacity.{k}: invalid quantity {q:?}"));
+                    match crate::foundation::quantity::parse_milli(&q) {
+                        None => return Err(format!("spec.nodes[{i}].capacity.{k}: invalid quantity {q:?}")),
+                        Some(m) if m < 0 => return Err(format!("spec.nodes[{i}].capacity.{k}: Invalid value: {q:?}: must be greater than or equal to 0")),
+                        Some(_) => {}
                     }
                     ns.capacity.insert(k.clone(), json!(q));
                 }
@@ -177,6 +188,25 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_names_are_unique_subdomains_and_capacities_not_negative() {
+        let errors = |nodes: &str| {
+            let mut sc = Scenario::default();
+            add_file(&mut sc, "s.yaml", &format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  nodes: {nodes}\n"));
+            sc.errors
+        };
+        assert_eq!(errors("[{name: a}, {name: a}]"), vec!["s.yaml:1: spec.nodes[1].name: Duplicate value: \"a\""]);
+        assert_eq!(
+            errors("[{name: Node_1}]"),
+            vec!["s.yaml:1: spec.nodes[0].name: Invalid value: \"Node_1\": a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"]
+        );
+        assert_eq!(
+            errors("[{name: a, capacity: {cpu: \"-8\"}}]"),
+            vec!["s.yaml:1: spec.nodes[0].capacity.cpu: Invalid value: \"-8\": must be greater than or equal to 0"]
+        );
+        assert!(errors("[{name: node-1.zone-a, capacity: {cpu: \"8\", memory: 16Gi}}]").is_empty());
+    }
 
     #[test]
     fn scenario_documents_and_plain_manifests() {
