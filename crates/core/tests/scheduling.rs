@@ -106,3 +106,26 @@ fn large_clusters_score_a_sample_of_nodes_and_spread_replicas() {
     let p = placement(&c, "wide-");
     assert!(p.values().all(|n| *n == 1), "default spreading puts one replica per node: {p:?}");
 }
+
+#[test]
+fn petabyte_requests_neither_overflow_nor_wrap_into_a_fit() {
+    // 8Ei of memory is past what i64 milli-bytes hold (about 8Pi): the node's allocatable
+    // saturates, and the scheduler's scores and sums and describe's totals must neither
+    // overflow (a panic) nor wrap (a pod that does not fit placed anyway).
+    // Two nodes, so that the scheduler scores them (one feasible node is not scored).
+    let nodes = ["big", "big2"].map(|n| kubeloop_core::cluster::NodeSpec::worker(n, "zone-a", "8", "8Ei")).to_vec();
+    let mut c = Cluster::new(Config { nodes, ..Config::default() });
+    let spec = "      containers:\n      - name: app\n        image: nginx:1.27\n        resources: {requests: {memory: 3Pi}}\n";
+    let d = deployment("huge", 5, "").replace("      containers:\n      - name: app\n        image: nginx:1.27\n", spec);
+    run(&mut c, Action::Apply { text: d, file: "d.yaml".into() });
+    assert_eq!(
+        placement(&c, "huge-"),
+        BTreeMap::from([("<none>".to_string(), 1), ("big".to_string(), 2), ("big2".to_string(), 2)]),
+        "{:?}",
+        pending_message(&c, "huge-")
+    );
+    let msg = pending_message(&c, "huge-").unwrap();
+    assert!(msg.contains("Insufficient memory"), "{msg}");
+    let out = run(&mut c, Action::Kubectl("describe node big".into())).join("\n");
+    assert!(out.contains("Allocated resources:"), "{out}");
+}

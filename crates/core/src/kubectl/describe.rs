@@ -459,7 +459,10 @@ pub fn node(n: &Value, pods: &[&Value], lease: Option<&Value>, events: &[&Value]
     let alloc = |k: &str| get(n, &["status", "allocatable", k]).and_then(crate::foundation::quantity::value_milli).unwrap_or(0);
     let pct = |v: i64, total: i64| if total == 0 { 0 } else { (v as i128 * 100 / total as i128) as i64 };
     let sum = |p: &Value, kind: &str, res: &str| -> i64 {
-        get_array(p, &["spec", "containers"]).iter().filter_map(|c| get(c, &["resources", kind, res]).and_then(crate::foundation::quantity::value_milli)).sum()
+        get_array(p, &["spec", "containers"])
+            .iter()
+            .filter_map(|c| get(c, &["resources", kind, res]).and_then(crate::foundation::quantity::value_milli))
+            .fold(0i64, i64::saturating_add)
     };
     let fmt = |res: &str, v: i64| if res == "cpu" { crate::foundation::quantity::format_cpu(v) } else { crate::foundation::quantity::format_bytes(v) };
     o.push_str(&format!("Non-terminated Pods:\t({} in total)\n", pods.len()));
@@ -485,8 +488,8 @@ pub fn node(n: &Value, pods: &[&Value], lease: Option<&Value>, events: &[&Value]
         "Allocated resources:\n  (Total limits may be over 100 percent, i.e., overcommitted.)\n  Resource\tRequests\tLimits\n  --------\t--------\t------\n",
     );
     for res in ["cpu", "memory", "ephemeral-storage", "hugepages-1Gi", "hugepages-2Mi"] {
-        let req: i64 = pods.iter().map(|p| sum(p, "requests", res)).sum();
-        let lim: i64 = pods.iter().map(|p| sum(p, "limits", res)).sum();
+        let req: i64 = pods.iter().map(|p| sum(p, "requests", res)).fold(0i64, i64::saturating_add);
+        let lim: i64 = pods.iter().map(|p| sum(p, "limits", res)).fold(0i64, i64::saturating_add);
         o.push_str(&format!("  {res}\t{} ({}%)\t{} ({}%)\n", fmt(res, req), pct(req, alloc(res)), fmt(res, lim), pct(lim, alloc(res))));
     }
     events_section(&mut o, events, now);

@@ -29,14 +29,18 @@ type Key = (String, String);
 
 /// What a pod asks of a node.
 #[derive(Debug, Clone, Default, PartialEq)]
+///
+/// Milli-units in `i128`: a quantity may be as large as `i64` holds (`8Ei` of memory is
+/// 9.2e21 milli-bytes, saturated to `i64::MAX`), and sums of such must neither overflow
+/// nor wrap into a pod that fits.
 pub struct Requests {
-    pub cpu: i64,
-    pub memory: i64,
+    pub cpu: i128,
+    pub memory: i128,
     /// Extended resources (`nvidia.com/gpu`, ...), milli-units.
-    pub other: BTreeMap<String, i64>,
+    pub other: BTreeMap<String, i128>,
     /// With the scoring defaults for request-less containers (100m, 200Mi).
-    pub nonzero_cpu: i64,
-    pub nonzero_memory: i64,
+    pub nonzero_cpu: i128,
+    pub nonzero_memory: i128,
 }
 
 /// Sum of container requests, max'ed with each init container (`resourcehelper.PodRequests`).
@@ -44,7 +48,7 @@ pub fn pod_requests(pod: &Value) -> Requests {
     let mut r = Requests::default();
     let add = |r: &mut Requests, c: &Value, into: bool| {
         let req = get(c, &["resources", "requests"]).and_then(Value::as_object);
-        let q = |k: &str| req.and_then(|m| m.get(k)).and_then(value_milli);
+        let q = |k: &str| req.and_then(|m| m.get(k)).and_then(value_milli).map(i128::from);
         let cpu = q("cpu").unwrap_or(0);
         let mem = q("memory").unwrap_or(0);
         if into {
@@ -54,7 +58,7 @@ pub fn pod_requests(pod: &Value) -> Requests {
             r.nonzero_memory += q("memory").unwrap_or(200 * 1024 * 1024 * 1000);
             for (k, v) in req.into_iter().flatten() {
                 if k != "cpu" && k != "memory" {
-                    *r.other.entry(k.to_string()).or_default() += value_milli(v).unwrap_or(0);
+                    *r.other.entry(k.to_string()).or_default() += i128::from(value_milli(v).unwrap_or(0));
                 }
             }
         } else {
@@ -96,10 +100,10 @@ pub fn tolerates(tolerations: &[Value], taint: &Value) -> bool {
 struct NodeInfo {
     name: String,
     obj: Object,
-    alloc_cpu: i64,
-    alloc_mem: i64,
-    alloc_pods: i64,
-    alloc_other: BTreeMap<String, i64>,
+    alloc_cpu: i128,
+    alloc_mem: i128,
+    alloc_pods: i128,
+    alloc_other: BTreeMap<String, i128>,
     req: Requests,
     pods: BTreeSet<Key>,
     ports: BTreeSet<(String, i64)>,
@@ -112,11 +116,11 @@ struct NodeInfo {
 
 impl NodeInfo {
     fn new(obj: Object) -> Self {
-        let q = |k: &str| get(&obj, &["status", "allocatable", k]).and_then(value_milli).unwrap_or(0);
+        let q = |k: &str| i128::from(get(&obj, &["status", "allocatable", k]).and_then(value_milli).unwrap_or(0));
         let mut other = BTreeMap::new();
         for (k, v) in get(&obj, &["status", "allocatable"]).and_then(Value::as_object).into_iter().flatten() {
             if !["cpu", "memory", "pods", "ephemeral-storage"].contains(&k.as_str()) && !k.starts_with("hugepages-") {
-                other.insert(k.to_string(), value_milli(v).unwrap_or(0));
+                other.insert(k.to_string(), i128::from(value_milli(v).unwrap_or(0)));
             }
         }
         NodeInfo {
@@ -456,7 +460,7 @@ impl Scheduler {
         // NodeResourcesFit
         let mut reasons = Vec::new();
         let mut resolvable = true;
-        if info.pods.len() as i64 + 1 > info.alloc_pods {
+        if info.pods.len() as i128 + 1 > info.alloc_pods {
             reasons.push("Too many pods".to_string());
         }
         if req.cpu > 0 && req.cpu > info.alloc_cpu - info.req.cpu {
@@ -618,7 +622,7 @@ impl Scheduler {
             let info = &self.infos[ni];
             let cpu = info.req.nonzero_cpu + req.nonzero_cpu;
             let mem = info.req.nonzero_memory + req.nonzero_memory;
-            let least = |used: i64, cap: i64| if cap == 0 || used > cap { 0 } else { (cap - used) * 100 / cap };
+            let least = |used: i128, cap: i128| if cap == 0 || used > cap { 0 } else { ((cap - used) * 100 / cap) as i64 };
             total[i] += (least(cpu, info.alloc_cpu) + least(mem, info.alloc_mem)) / 2;
             let fc = if info.alloc_cpu > 0 { (cpu as f64 / info.alloc_cpu as f64).min(1.0) } else { 1.0 };
             let fm = if info.alloc_mem > 0 { (mem as f64 / info.alloc_mem as f64).min(1.0) } else { 1.0 };
@@ -839,9 +843,9 @@ impl Scheduler {
             let mut victims: Vec<(i64, Key)> =
                 info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
             victims.sort();
-            let freed_cpu: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
-            let freed_mem: i64 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
-            let fits = (info.pods.len() as i64 - victims.len() as i64) < info.alloc_pods
+            let freed_cpu: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
+            let freed_mem: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
+            let fits = (info.pods.len() as i128 - victims.len() as i128) < info.alloc_pods
                 && req.cpu <= info.alloc_cpu - info.req.cpu + freed_cpu
                 && req.memory <= info.alloc_mem - info.req.memory + freed_mem;
             if victims.is_empty() || !fits {
@@ -850,7 +854,7 @@ impl Scheduler {
             }
             // Reprieve the highest-priority victims that are not needed.
             let mut needed: Vec<Key> = Vec::new();
-            let (mut cpu, mut mem, mut pods) = (info.alloc_cpu - info.req.cpu, info.alloc_mem - info.req.memory, info.alloc_pods - info.pods.len() as i64);
+            let (mut cpu, mut mem, mut pods) = (info.alloc_cpu - info.req.cpu, info.alloc_mem - info.req.memory, info.alloc_pods - info.pods.len() as i128);
             for (_, k) in &victims {
                 if req.cpu <= cpu && req.memory <= mem && pods >= 1 {
                     break;
