@@ -72,7 +72,7 @@ pub fn parse_rfc3339(s: &str) -> Option<Millis> {
 }
 
 // Howard Hinnant's civil-date algorithms.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

@@ -15,6 +15,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 pub mod node;
 pub mod registry;
+pub mod shell;
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::EventType;
