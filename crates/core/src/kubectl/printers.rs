@@ -14,6 +14,10 @@ pub struct PodRow {
     pub restarts: String,
 }
 
+fn api_bool(c: &Value, key: &str) -> bool {
+    c.get(key) == Some(&Value::Bool(true))
+}
+
 fn container_reason(c: &Value) -> Option<String> {
     if let Some(r) = get_str(c, &["state", "waiting", "reason"]).filter(|r| !r.is_empty()) {
         return Some(r.to_string());
@@ -43,18 +47,34 @@ pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
     let mut restarts = 0i64;
     let mut ready = 0usize;
     let mut last_restart: Option<Millis> = None;
-    let mut note_restart = |c: &Value, restarts: &mut i64| {
-        *restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
-        if let Some(t) = get_str(c, &["lastState", "terminated", "finishedAt"]).and_then(parse_rfc3339) {
-            last_restart = Some(last_restart.map_or(t, |l: Millis| l.max(t)));
-        }
-    };
+    let finished = |c: &Value| get_str(c, &["lastState", "terminated", "finishedAt"]).and_then(parse_rfc3339);
+    // Sidecars (init containers with `restartPolicy: Always`) count among the containers.
+    let spec_inits = get_array(pod, &["spec", "initContainers"]);
+    let restartable = |name: &str| spec_inits.iter().any(|c| get_str(c, &["name"]) == Some(name) && get_str(c, &["restartPolicy"]) == Some("Always"));
+    let mut total = containers + spec_inits.iter().filter(|c| get_str(c, &["restartPolicy"]) == Some("Always")).count();
+    let (mut sidecar_restarts, mut sidecar_last): (i64, Option<Millis>) = (0, None);
     // Init containers, in order, until one is not done.
     let inits = get_array(pod, &["status", "initContainerStatuses"]);
-    let init_total = get_array(pod, &["spec", "initContainers"]).len();
+    let init_total = spec_inits.len();
     let mut initializing = false;
     for (i, c) in inits.iter().enumerate() {
-        note_restart(c, &mut restarts);
+        restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
+        if let Some(t) = finished(c) {
+            last_restart = Some(last_restart.map_or(t, |l: Millis| l.max(t)));
+        }
+        let name = get_str(c, &["name"]).unwrap_or("");
+        if restartable(name) {
+            sidecar_restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
+            if let Some(t) = finished(c) {
+                sidecar_last = Some(sidecar_last.map_or(t, |l: Millis| l.max(t)));
+            }
+            if api_bool(c, "started") {
+                if api_bool(c, "ready") {
+                    ready += 1;
+                }
+                continue;
+            }
+        }
         if get_i64(c, &["state", "terminated", "exitCode"]) == Some(0) {
             continue;
         }
@@ -72,11 +92,16 @@ pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
         initializing = true;
         break;
     }
-    if !initializing {
-        restarts = 0;
+    let initialized = get_array(pod, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Initialized") && get_str(c, &["status"]) == Some("True"));
+    if !initializing || initialized {
+        restarts = sidecar_restarts;
+        last_restart = sidecar_last;
         let mut has_running = false;
         for c in get_array(pod, &["status", "containerStatuses"]).iter().rev() {
-            note_restart(c, &mut restarts);
+            restarts += get_i64(c, &["restartCount"]).unwrap_or(0);
+            if let Some(t) = finished(c) {
+                last_restart = Some(last_restart.map_or(t, |l: Millis| l.max(t)));
+            }
             let running = c.get("state").and_then(|s| s.get("running")).is_some();
             if let Some(r) = container_reason(c) {
                 reason = r;
@@ -91,6 +116,7 @@ pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
             reason = if pod_ready { "Running".into() } else { "NotReady".into() };
         }
     }
+    total = total.max(containers);
     if is_deleting(pod) {
         reason = if get_str(pod, &["status", "reason"]) == Some("NodeLost") { "Unknown".into() } else { "Terminating".into() };
     }
@@ -98,7 +124,7 @@ pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
         Some(t) if restarts > 0 => format!("{restarts} ({} ago)", human_duration(now.saturating_sub(t))),
         _ => restarts.to_string(),
     };
-    PodRow { ready: format!("{ready}/{containers}"), status: reason, restarts }
+    PodRow { ready: format!("{ready}/{total}"), status: reason, restarts }
 }
 
 /// Align rows as kubectl's tabwriter does: each column is as wide as its widest cell plus

@@ -15,6 +15,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 pub mod node;
 pub mod registry;
+pub mod runtime;
 pub mod shell;
 
 use crate::apiserver::rbac::UserInfo;
@@ -27,6 +28,9 @@ use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::kubelet::registry::{Behaviour, Pull, Reference, Registry};
+use runtime::{argv, environment, mounts, root_tree, serve_http, start, CtrHost, Net, Sources, Start};
+use shell::fs::{Mount, ReadView, Tree, View};
+use shell::{Daemon, Host, Outcome, Process};
 use crate::loops::{req_as, Controller, Cx, Fault};
 use node::{lease_object, pod_cidr, NodeSpec};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -60,26 +64,6 @@ pub fn go_duration(ms: Millis) -> String {
 }
 
 /// Whichever of two versions of a pod has the higher resourceVersion.
-/// What a container's command line would print with `echo`: the `echo` commands of a
-/// `sh -c` script (`echo Hello && sleep 3600`), quotes removed. Anything else a process
-/// prints is not simulated.
-fn echo_lines(container: &Value) -> Vec<String> {
-    let words: Vec<&str> = get_array(container, &["command"]).iter().chain(get_array(container, &["args"])).filter_map(Value::as_str).collect();
-    let Some(i) = words.iter().position(|w| *w == "-c") else { return vec![] };
-    let Some(script) = words.get(i + 1) else { return vec![] };
-    let mut out = Vec::new();
-    for part in script.split(['\n', ';']).flat_map(|p| p.split("&&")) {
-        let Some(rest) = part.trim().strip_prefix("echo ") else { continue };
-        let rest = rest.trim();
-        let unquoted = match rest.as_bytes().first() {
-            Some(q @ (b'"' | b'\'')) if rest.len() >= 2 && rest.as_bytes()[rest.len() - 1] == *q => &rest[1..rest.len() - 1],
-            _ => rest,
-        };
-        out.push(unquoted.to_string());
-    }
-    out
-}
-
 fn fresher<'a>(a: &'a Value, b: Option<&'a Object>) -> &'a Value {
     let rv = |o: &Value| api::resource_version(o).parse::<u64>().unwrap_or(0);
     match b {
@@ -92,7 +76,46 @@ fn fresher<'a>(a: &'a Value, b: Option<&'a Object>) -> &'a Value {
 enum CState {
     Waiting { reason: String, message: Option<String> },
     Running { started: Millis },
-    Terminated { exit: i64, reason: String, started: Millis, finished: Millis },
+    Terminated { exit: i64, reason: String, message: Option<String>, started: Millis, finished: Millis },
+}
+
+/// The three probes, in the order the kubelet gates them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeKind {
+    Startup,
+    Liveness,
+    Readiness,
+}
+
+impl ProbeKind {
+    const ALL: [ProbeKind; 3] = [ProbeKind::Startup, ProbeKind::Liveness, ProbeKind::Readiness];
+    fn field(self) -> &'static str {
+        match self {
+            ProbeKind::Startup => "startupProbe",
+            ProbeKind::Liveness => "livenessProbe",
+            ProbeKind::Readiness => "readinessProbe",
+        }
+    }
+    fn title(self) -> &'static str {
+        match self {
+            ProbeKind::Startup => "Startup",
+            ProbeKind::Liveness => "Liveness",
+            ProbeKind::Readiness => "Readiness",
+        }
+    }
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn parse(s: &str) -> Option<ProbeKind> {
+        ProbeKind::ALL.into_iter().find(|k| k.field() == s)
+    }
+}
+
+/// A probe worker's memory (`prober/worker.go`): the last result and how many times in a row.
+#[derive(Debug, Clone, Copy, Default)]
+struct ProbeRun {
+    last: Option<bool>,
+    run: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -100,20 +123,32 @@ struct Ctr {
     name: String,
     image: String,
     init: bool,
+    /// An init container with `restartPolicy: Always`.
+    sidecar: bool,
+    spec: Value,
     state: CState,
     last: Option<CState>,
     restarts: u32,
     ready: bool,
+    /// The startup probe has passed (or there is none).
+    started: bool,
     behaviour: Option<Behaviour>,
     image_id: String,
     container_id: String,
     pull_failures: u32,
     crash_backoff: Millis,
-    probe_failures: u32,
-    has_command: bool,
-    readiness: Option<Value>,
-    /// What the command line prints with `echo` (see [`echo_lines`]).
-    echoes: Vec<String>,
+    /// Bumped at each start; timers of an earlier instance are ignored.
+    instance: u64,
+    /// Its main process, and the server it became.
+    proc: Option<Box<Process>>,
+    daemon: Option<Daemon>,
+    /// Servers alive in the container, for signals (`nginx -s quit`, `killall -0`).
+    alive: BTreeSet<String>,
+    root: Tree,
+    mounts: Vec<Mount>,
+    probes: [ProbeRun; 3],
+    /// Being stopped (liveness failure, deletion): probes no longer count.
+    stopping: bool,
     /// What the running (or last) instance wrote, and the instance before it.
     logs: Vec<String>,
     previous_logs: Option<Vec<String>>,
@@ -135,6 +170,10 @@ struct PodRt {
     ip_offset: Option<u32>,
     started: Millis,
     ctrs: Vec<Ctr>,
+    /// The pod's volumes' files, by the index of `spec.volumes`.
+    volumes: Vec<Tree>,
+    volume_ro: Vec<bool>,
+    volume_names: Vec<String>,
     mount_fail_since: Option<Millis>,
     mount_backoff: Millis,
     long_mount_reported: bool,
@@ -160,7 +199,11 @@ struct Node {
     fetched: BTreeMap<String, Millis>,
     pods: BTreeMap<Key, PodRt>,
     uid: String,
+    allocatable: Value,
 }
+
+/// Lines a container's log keeps (the kubelet rotates at 10 MiB).
+const MAX_LOG_LINES: usize = 10_000;
 
 pub struct Kubelets {
     nodes: Vec<Node>,
@@ -170,7 +213,11 @@ pub struct Kubelets {
     pods: Informer,
     configmaps: Informer,
     secrets: Informer,
+    services: Informer,
+    slices: Informer,
     node_objs: Informer,
+    /// Pod IPs to the node and pod that hold them.
+    by_ip: BTreeMap<String, (usize, Key)>,
     user: UserInfo,
     started: bool,
     epoch: u64,
@@ -197,6 +244,7 @@ impl Kubelets {
                     fetched: BTreeMap::new(),
                     pods: BTreeMap::new(),
                     uid: String::new(),
+                    allocatable: Value::Object(s.capacity.clone()),
                 }
             })
             .collect();
@@ -209,7 +257,10 @@ impl Kubelets {
             pods: Informer::new(rid::POD),
             configmaps: Informer::new(rid::CONFIGMAP),
             secrets: Informer::new(rid::SECRET),
+            services: Informer::new(rid::SERVICE),
+            slices: Informer::new(rid::ENDPOINTSLICE),
             node_objs: Informer::new(rid::NODE),
+            by_ip: BTreeMap::new(),
             user: UserInfo::new("system:node:*", &["system:nodes"]),
             started: false,
             epoch: 0,
@@ -225,6 +276,8 @@ impl Kubelets {
         let cm = self.configmaps.sync(&cx.api.store);
         let sec = self.secrets.sync(&cx.api.store);
         self.node_objs.sync(&cx.api.store);
+        self.services.sync(&cx.api.store);
+        self.slices.sync(&cx.api.store);
         let volumes_changed = cm.deltas.iter().chain(sec.deltas.iter()).any(|d| d.kind == EventType::Added);
         let r = self.pods.sync(&cx.api.store);
         let mut touched: BTreeSet<(usize, Key)> = BTreeSet::new();
@@ -308,32 +361,36 @@ impl Kubelets {
     fn admit(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
         self.epoch += 1;
         let mut ctrs = Vec::new();
+        let has_inits = !get_array(pod, &["spec", "initContainers"]).is_empty();
         for (list, init) in [("initContainers", true), ("containers", false)] {
             for c in get_array(pod, &["spec", list]) {
                 ctrs.push(Ctr {
                     name: get_str(c, &["name"]).unwrap_or("").to_string(),
                     image: get_str(c, &["image"]).unwrap_or("").to_string(),
                     init,
+                    sidecar: init && get_str(c, &["restartPolicy"]) == Some("Always"),
+                    spec: c.clone(),
                     state: CState::Waiting {
-                        reason: if get_array(pod, &["spec", "initContainers"]).is_empty() || init {
-                            "ContainerCreating".into()
-                        } else {
-                            "PodInitializing".into()
-                        },
+                        reason: if !has_inits || init { "ContainerCreating".into() } else { "PodInitializing".into() },
                         message: None,
                     },
                     last: None,
                     restarts: 0,
                     ready: false,
+                    started: false,
                     behaviour: None,
                     image_id: String::new(),
                     container_id: String::new(),
                     pull_failures: 0,
                     crash_backoff: 0,
-                    probe_failures: 0,
-                    has_command: !get_array(c, &["command"]).is_empty() || !get_array(c, &["args"]).is_empty(),
-                    readiness: get(c, &["readinessProbe"]).cloned(),
-                    echoes: echo_lines(c),
+                    instance: 0,
+                    proc: None,
+                    daemon: None,
+                    alive: BTreeSet::new(),
+                    root: Tree::default(),
+                    mounts: vec![],
+                    probes: [ProbeRun::default(); 3],
+                    stopping: false,
                     logs: vec![],
                     previous_logs: None,
                 });
@@ -346,6 +403,9 @@ impl Kubelets {
             ip_offset: None,
             started: cx.now,
             ctrs,
+            volumes: vec![],
+            volume_ro: vec![],
+            volume_names: vec![],
             mount_fail_since: None,
             mount_backoff: 500,
             long_mount_reported: false,
@@ -463,6 +523,11 @@ impl Kubelets {
         if let Some(o) = rt.ip_offset {
             self.nodes[ni].free_ips.insert(o);
         }
+        if let Some(ip) = &rt.ip {
+            if self.by_ip.get(ip).is_some_and(|(n, _)| *n == ni) {
+                self.by_ip.remove(ip);
+            }
+        }
     }
 
     /// Advance a pod as far as it can go now.
@@ -499,7 +564,17 @@ impl Kubelets {
                     cx.every(backoff, Self::timer_key(&node_name, key, epoch, "progress"));
                     return;
                 }
+                let host_ip = host_ip(self.nodes[ni].index);
+                let sources = Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: "", node_alloc: &self.nodes[ni].allocatable };
+                let mut trees = Vec::new();
+                for v in get_array(&pod, &["spec", "volumes"]) {
+                    let (tree, ro) = sources.volume(&pod, v);
+                    trees.push((get_str(v, &["name"]).unwrap_or("").to_string(), tree, ro));
+                }
                 let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
+                rt.volume_names = trees.iter().map(|(n, _, _)| n.clone()).collect();
+                rt.volume_ro = trees.iter().map(|(_, _, ro)| *ro).collect();
+                rt.volumes = trees.into_iter().map(|(_, t, _)| t).collect();
                 rt.stage = Stage::Sandbox;
                 cx.after(300, Self::timer_key(&node_name, key, epoch, "sandbox"));
                 cx.trace(Flow::Runtime, "volumes", obj, "ok", "", format!("{} volume(s) mounted", get_array(&pod, &["spec", "volumes"]).len()));
@@ -526,6 +601,7 @@ impl Kubelets {
         };
         let ip = crate::apiserver::ip_string(node.cidr_base + offset);
         rt.ip = Some(ip.clone());
+        self.by_ip.insert(ip.clone(), (ni, key.clone()));
         rt.ip_offset = Some(offset);
         rt.stage = Stage::Containers;
         let name = node.name.clone();
@@ -543,32 +619,118 @@ impl Kubelets {
         }
     }
 
-    /// Start whatever container is next: init containers one by one, then the rest.
+    /// Start whatever container is next (`computePodActions`): init containers one by one
+    /// (a sidecar must have started before the next one begins), then all the others.
     fn run_containers(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
-        let node_name = self.nodes[ni].name.clone();
         let Some(rt) = self.nodes[ni].pods.get(key) else { return };
-        let epoch = rt.epoch;
+        if rt.stage != Stage::Containers || self.pod_terminal(ni, key, pod) {
+            return;
+        }
         let n = rt.ctrs.len();
         for i in 0..n {
-            let (init, waiting_fresh, state) = {
-                let c = &self.nodes[ni].pods[key].ctrs[i];
-                (c.init, matches!(&c.state, CState::Waiting { reason, .. } if reason == "ContainerCreating" || reason == "PodInitializing"), c.state.clone())
-            };
-            if init {
-                match state {
+            let c = &self.nodes[ni].pods[key].ctrs[i];
+            let fresh = matches!(&c.state, CState::Waiting { reason, .. } if reason == "ContainerCreating" || reason == "PodInitializing");
+            if c.init {
+                if c.sidecar {
+                    match &c.state {
+                        CState::Running { .. } if c.started => continue,
+                        _ if fresh => {
+                            self.start_container(cx, ni, key, i, pod);
+                            return;
+                        }
+                        // Restarting after a crash: the next ones already went ahead.
+                        _ if c.restarts > 0 || c.last.is_some() => continue,
+                        _ => return,
+                    }
+                }
+                match c.state {
                     CState::Terminated { exit: 0, .. } => continue,
-                    CState::Waiting { .. } if waiting_fresh => {
+                    _ if fresh => {
                         self.start_container(cx, ni, key, i, pod);
                         return;
                     }
                     _ => return,
                 }
             }
-            if waiting_fresh {
+            if fresh {
+                let c = self.nodes[ni].pods.get_mut(key).expect("exists");
+                if let CState::Waiting { reason, .. } = &mut c.ctrs[i].state {
+                    *reason = "ContainerCreating".into();
+                }
                 self.start_container(cx, ni, key, i, pod);
             }
         }
-        let _ = (node_name, epoch);
+    }
+
+    /// Whether the pod has reached Succeeded or Failed (its containers will not run again).
+    fn pod_terminal(&self, ni: usize, key: &Key, pod: &Value) -> bool {
+        self.nodes[ni].pods.get(key).is_some_and(|rt| matches!(phase(pod, rt), "Succeeded" | "Failed"))
+    }
+
+    /// The memory a container may use: its limit, else the node's.
+    fn memory_limit(&self, ni: usize, spec: &Value) -> Option<u64> {
+        let q = get_str(spec, &["resources", "limits", "memory"]).or_else(|| get_str(&self.nodes[ni].allocatable, &["memory"]))?;
+        crate::foundation::quantity::parse_milli(q).map(|m| (m / 1000).max(0) as u64)
+    }
+
+    /// Run `f` in container `i`'s world: its files, its servers, the network. The pod's
+    /// runtime is taken out of its node meanwhile so that the network can read the others.
+    /// Output goes to `capture` if given, else to the container's log.
+    fn in_container<R>(
+        &mut self,
+        now: Millis,
+        ni: usize,
+        key: &Key,
+        i: usize,
+        capture: Option<&mut Vec<String>>,
+        f: impl FnOnce(&mut CtrHost, &mut Option<Box<Process>>) -> R,
+    ) -> Option<R> {
+        let mut rt = self.nodes[ni].pods.remove(key)?;
+        if i >= rt.ctrs.len() {
+            self.nodes[ni].pods.insert(key.clone(), rt);
+            return None;
+        }
+        let pod = self.pods.get(&key.0, &key.1).cloned();
+        let hostname = pod.as_ref().and_then(|p| get_str(p, &["spec", "hostname"]).map(str::to_string)).unwrap_or_else(|| key.1.clone());
+        let limit = self.memory_limit(ni, &rt.ctrs[i].spec);
+        let out = {
+            let PodRt { volumes, volume_ro, ctrs, .. } = &mut rt;
+            let Ctr { mounts, root, logs, alive, proc, behaviour, .. } = &mut ctrs[i];
+            let b = behaviour.clone().unwrap_or_default();
+            let this = &*self;
+            let backend = |ip: &str, port: u16, path: &str| this.backend(now, ip, port, path);
+            let net = Net { namespace: &key.0, services: &self.services, slices: &self.slices, backend: &backend };
+            let mut host = CtrHost {
+                now,
+                hostname,
+                view: View { volumes, volume_read_only: volume_ro, mounts, root },
+                out: capture.unwrap_or(logs),
+                alive,
+                net: &net,
+                image: &b,
+                limit,
+                max_lines: MAX_LOG_LINES,
+            };
+            f(&mut host, proc)
+        };
+        self.nodes[ni].pods.insert(key.clone(), rt);
+        Some(out)
+    }
+
+    /// What a pod IP answers on a port: the server of whichever container listens there.
+    fn backend(&self, now: Millis, ip: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        let Some((ni, key)) = self.by_ip.get(ip) else { return Err("No route to host".into()) };
+        let Some(rt) = self.nodes.get(*ni).and_then(|n| n.pods.get(key)) else { return Err("Connection refused".into()) };
+        for c in &rt.ctrs {
+            let (Some(d), CState::Running { started }) = (&c.daemon, &c.state) else { continue };
+            if !(d.ports.is_empty() || d.ports.contains(&port)) {
+                continue;
+            }
+            let view = ReadView { volumes: &rt.volumes, volume_read_only: &rt.volume_ro, mounts: &c.mounts, root: &c.root };
+            let b = c.behaviour.clone().unwrap_or_default();
+            return serve_http(d, &b, &view, now.saturating_sub(*started), port, path);
+        }
+        Err("Connection refused".into())
     }
 
     /// Pull (if needed), then create and start container `i`.
@@ -734,7 +896,7 @@ impl Kubelets {
         let obj = format!("Pod/{}/{}", key.0, key.1);
         let c = self.nodes[ni].pods[key].ctrs[i].clone();
         let epoch = self.nodes[ni].pods[key].epoch;
-        let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
+        let field = ctr_field(&c);
         if let Some(err) = self.missing_env(&pod, &c.name) {
             self.set_state(ni, key, i, CState::Waiting { reason: "CreateContainerConfigError".into(), message: Some(err.clone()) });
             cx.event(&src, &pod, Some(&field), "Warning", "Failed", &format!("Error: {err}"), None);
@@ -745,167 +907,445 @@ impl Kubelets {
         }
         let id = format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64());
         let b = c.behaviour.clone().unwrap_or_default();
+        let host_ip = host_ip(self.nodes[ni].index);
+        let rt = &self.nodes[ni].pods[key];
+        let pod_ip = rt.ip.clone().unwrap_or_default();
+        let sources = Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: &pod_ip, node_alloc: &self.nodes[ni].allocatable };
+        let env = environment(&pod, &c.spec, &self.services, &sources, &self.nodes[ni].allocatable);
+        let mounts = mounts(&c.spec, &rt.volume_names);
+        let root = root_tree(&pod, rt.ip.as_deref(), &b);
+        let argv = argv(&c.spec, &b);
+        let start = start(&argv, &env, &b);
         let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
         let ctr = &mut rt.ctrs[i];
         if !ctr.container_id.is_empty() {
             ctr.previous_logs = Some(std::mem::take(&mut ctr.logs));
         }
         ctr.container_id = format!("containerd://{id}");
+        ctr.instance += 1;
+        ctr.ready = false;
+        ctr.started = false;
+        ctr.stopping = false;
+        ctr.probes = [ProbeRun::default(); 3];
+        ctr.daemon = None;
+        ctr.alive.clear();
+        ctr.root = root;
+        ctr.mounts = mounts;
+        ctr.logs.clear();
+        cx.event(&src, &pod, Some(&field), "Normal", "Created", "Container created", None);
+        let process = match start {
+            Start::NotFound(msg) => {
+                ctr.proc = None;
+                cx.event(&src, &pod, Some(&field), "Warning", "Failed", &format!("Error: {msg}"), None);
+                cx.trace(Flow::NodeError, "start", obj, "error", "", format!("StartError: {msg}"));
+                ctr.state = CState::Running { started: cx.now };
+                self.exited(cx, ni, key, i, 128, "StartError", Some(msg));
+                return;
+            }
+            Start::Run(p) => p,
+        };
+        ctr.proc = Some(process);
         ctr.state = CState::Running { started: cx.now };
+        let instance = ctr.instance;
+        cx.event(&src, &pod, Some(&field), "Normal", "Started", "Container started", None);
+        cx.trace(Flow::Runtime, "start", obj.clone(), "ok", "", if argv.is_empty() { format!("CRI started container {} ({})", c.name, c.image) } else { format!("CRI started container {} ({}): {}", c.name, c.image, shell_words(&argv)) });
+        // The image's own start-up lines (scenario images declare theirs).
         let t = rfc3339(cx.now);
         let (date, time) = (&t[..10], &t[11..19]);
         const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
         let month = MONTHS[t[5..7].parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
         let nginx = format!("{} {time}", date.replace('-', "/"));
         let redis = format!("{} {month} {} {time}.{:03}", &t[8..10], &t[..4], cx.now % 1000);
-        ctr.logs = b.logs.iter().map(|l| l.replace("{nginx-time}", &nginx).replace("{redis-time}", &redis)).chain(ctr.echoes.iter().cloned()).collect();
-        ctr.ready = false;
-        ctr.probe_failures = 0;
-        cx.event(&src, &pod, Some(&field), "Normal", "Created", "Container created", None);
-        cx.event(&src, &pod, Some(&field), "Normal", "Started", "Container started", None);
-        cx.trace(Flow::Runtime, "start", obj.clone(), "ok", "", format!("CRI started container {} ({})", c.name, c.image));
-        // What the process does next.
-        let exits_now = (b.needs_command && !c.has_command) || c.init;
-        if exits_now {
-            let code = 0;
-            cx.after(if c.init { 1000 } else { 100 }, Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:{code}")));
-        } else if let Some(after) = b.crash_after_ms {
-            cx.after(after, Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:1")));
+        let boot: Vec<String> = b.logs.iter().map(|l| l.replace("{nginx-time}", &nginx).replace("{redis-time}", &redis)).collect();
+        // postStart runs before the container counts as started (`startContainer`).
+        if let Some(hook) = get(&c.spec, &["lifecycle", "postStart"]).cloned() {
+            if let Err(msg) = self.run_hook(cx, ni, key, i, &hook) {
+                cx.event(&src, &pod, Some(&field), "Warning", "FailedPostStartHook", &msg, None);
+                cx.trace(Flow::NodeError, "start", obj.clone(), "error", "", format!("postStart hook of {} failed: {msg}", c.name));
+                let grace = get_i64(&pod, &["spec", "terminationGracePeriodSeconds"]).unwrap_or(30).max(0) as Millis * 1000;
+                self.kill_container(cx, ni, key, i, &format!("Container {} failed post start hook", c.name), "FailedPostStartHook", grace);
+                return;
+            }
         }
-        if !c.init {
-            // Readiness: without a probe the container is ready once started.
-            match &c.readiness {
-                None if !b.never_ready => {
-                    let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
-                    rt.ctrs[i].ready = true;
-                }
-                None => {}
-                Some(p) => {
+        self.run_main(cx, ni, key, i, instance, boot);
+        // Probes: startup gates the other two; without one the container has started.
+        let spec = c.spec.clone();
+        let has_startup = get(&spec, &["startupProbe"]).is_some();
+        if let Some(rt) = self.nodes[ni].pods.get_mut(key) {
+            rt.ctrs[i].started = !has_startup;
+            if get(&spec, &["readinessProbe"]).is_none() && !has_startup && !b.never_ready && matches!(rt.ctrs[i].state, CState::Running { .. }) && (!c.init || c.sidecar) {
+                rt.ctrs[i].ready = true;
+            }
+        }
+        if !c.init || c.sidecar {
+            for kind in ProbeKind::ALL {
+                if let Some(p) = get(&spec, &[kind.field()]) {
                     let delay = get_i64(p, &["initialDelaySeconds"]).unwrap_or(0).max(0) as Millis * 1000;
-                    cx.after(delay.max(1), Self::timer_key(&node_name, key, epoch, &format!("probe:{i}")));
+                    cx.after(delay.max(1), Self::timer_key(&node_name, key, epoch, &format!("probe:{i}:{}:{instance}", kind.field())));
                 }
             }
         }
         self.write_status(cx, ni, key);
+        if c.sidecar && !has_startup {
+            // The next init container may start once this one runs.
+            self.run_containers(cx, ni, key, &pod);
+        }
     }
 
-    fn probe(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize) {
+    /// Run (or resume) container `i`'s main process and act on what it did.
+    fn run_main(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, instance: u64, boot: Vec<String>) {
+        let now = cx.now;
+        let outcome = self.in_container(now, ni, key, i, None, |host, proc| {
+            for l in boot {
+                host.log(l);
+            }
+            proc.as_mut().map(|p| p.resume(host))
+        });
+        let Some(Some(outcome)) = outcome else { return };
+        let node_name = self.nodes[ni].name.clone();
+        let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
+        let epoch = rt.epoch;
+        let c = &mut rt.ctrs[i];
+        match outcome {
+            Outcome::Exit(code) => {
+                self.exited(cx, ni, key, i, code as i64, if code == 0 { "Completed" } else { "Error" }, None);
+            }
+            Outcome::OomKilled => self.exited(cx, ni, key, i, 137, "OOMKilled", None),
+            Outcome::Sleep(ms) => cx.after(ms.max(1), Self::timer_key(&node_name, key, epoch, &format!("run:{i}:{instance}"))),
+            Outcome::Serve(d) => {
+                c.alive.insert(d.name.clone());
+                let memory = c.proc.as_ref().map(|p| p.memory).unwrap_or(0).max(d.memory);
+                c.daemon = Some(d);
+                let b = c.behaviour.clone().unwrap_or_default();
+                let limit = self.memory_limit(ni, &self.nodes[ni].pods[key].ctrs[i].spec);
+                if limit.is_some_and(|l| memory > l) {
+                    // The server outgrows its limit as it starts.
+                    cx.after(1000, Self::timer_key(&node_name, key, epoch, &format!("oom:{i}:{instance}")));
+                } else if let Some(after) = b.crash_after_ms {
+                    cx.after(after, Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:{instance}:1")));
+                }
+            }
+        }
+    }
+
+    /// A lifecycle hook (`exec` through the shell, `httpGet` to the container's server).
+    fn run_hook(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, hook: &Value) -> Result<Millis, String> {
+        if let Some(cmd) = get(hook, &["exec", "command"]).and_then(Value::as_array) {
+            let argv: Vec<String> = cmd.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            let (code, out, slept) = self.exec_in(cx, ni, key, i, &argv);
+            return if code == 0 {
+                Ok(slept)
+            } else {
+                Err(format!("PostStartHook failed: command {:?} exited with {code}: {}", shell_words(&argv), out.join("\n")))
+            };
+        }
+        if let Some(h) = get(hook, &["httpGet"]) {
+            let (code, msg) = self.http_probe(cx.now, ni, key, i, h);
+            return if (200..400).contains(&code) { Ok(0) } else { Err(msg) };
+        }
+        if get(hook, &["sleep"]).is_some() {
+            return Ok(get_i64(hook, &["sleep", "seconds"]).unwrap_or(0).max(0) as Millis * 1000);
+        }
+        Ok(0)
+    }
+
+    /// Run a command in container `i` at once (exec probes, hooks, `kubectl exec`):
+    /// exit code, output, simulated time its sleeps would have taken.
+    fn exec_in(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, argv: &[String]) -> (i32, Vec<String>, Millis) {
+        let now = cx.now;
+        let mut out = Vec::new();
+        let env = self.nodes[ni].pods.get(key).and_then(|rt| rt.ctrs.get(i)).and_then(|c| c.proc.as_ref().map(|p| p.env())).unwrap_or_default();
+        let b = self.nodes[ni].pods.get(key).and_then(|rt| rt.ctrs.get(i)).and_then(|c| c.behaviour.clone()).unwrap_or_default();
+        let r = match start(argv, &env, &b) {
+            Start::NotFound(msg) => {
+                let first = argv.first().cloned().unwrap_or_default();
+                out.push(format!("OCI runtime exec failed: exec failed: unable to start container process: exec: {first:?}: executable file not found in $PATH: unknown"));
+                let _ = msg;
+                return (126, out, 0);
+            }
+            Start::Run(mut p) => self.in_container(now, ni, key, i, Some(&mut out), |host, _| {
+                let o = p.run_to_end(host, shell::OPS_PER_CALL);
+                (o, p.slept)
+            }),
+        };
+        let (outcome, slept) = r.unwrap_or((Outcome::Exit(1), 0));
+        let code = match outcome {
+            Outcome::Exit(c) => c,
+            Outcome::OomKilled => 137,
+            Outcome::Sleep(_) | Outcome::Serve(_) => 0,
+        };
+        self.after_exec(cx, ni, key, i);
+        (code, out, slept)
+    }
+
+    /// A command may have stopped the container's server (`nginx -s quit`): its main
+    /// process then exits.
+    fn after_exec(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize) {
+        let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
+        let Some(c) = rt.ctrs.get_mut(i) else { return };
+        let gone = c.daemon.as_ref().is_some_and(|d| !c.alive.contains(&d.name));
+        if gone && matches!(c.state, CState::Running { .. }) {
+            let node_name = self.nodes[ni].name.clone();
+            let epoch = self.nodes[ni].pods[key].epoch;
+            let instance = self.nodes[ni].pods[key].ctrs[i].instance;
+            let c = &mut self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i];
+            c.daemon = None;
+            c.proc = None;
+            // The runtime notices at its next relist.
+            cx.after(1000, Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:{instance}:0")));
+        }
+    }
+
+    /// HTTP GET for a probe or hook: (status code, failure text).
+    fn http_probe(&mut self, now: Millis, ni: usize, key: &Key, i: usize, h: &Value) -> (u16, String) {
+        let Some(rt) = self.nodes[ni].pods.get(key) else { return (0, String::new()) };
+        let ip = rt.ip.clone().unwrap_or_default();
+        let spec = &rt.ctrs[i].spec;
+        let port = probe_port(get(h, &["port"]), spec);
+        let path = get_str(h, &["path"]).unwrap_or("/").to_string();
+        let scheme = get_str(h, &["scheme"]).unwrap_or("HTTP").to_lowercase();
+        let url = format!("{scheme}://{ip}:{port}{path}");
+        match self.backend(now, &ip, port, &path) {
+            Ok((code, _)) if (200..400).contains(&code) => (code, String::new()),
+            Ok((code, _)) => (code, format!("HTTP probe failed with statuscode: {code}")),
+            Err(_) => (0, format!("Get \"{url}\": dial tcp {ip}:{port}: connect: connection refused")),
+        }
+    }
+
+    /// One probe of container `i` (`prober/prober.go`, `worker.go`).
+    fn probe(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, kind: ProbeKind, instance: u64) {
+        let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
+        let node_name = self.nodes[ni].name.clone();
+        let src = self.nodes[ni].source.clone();
+        let Some(rt) = self.nodes[ni].pods.get(key) else { return };
+        let epoch = rt.epoch;
+        let ip = rt.ip.clone().unwrap_or_default();
+        let c = rt.ctrs[i].clone();
+        if c.instance != instance || c.stopping {
+            return;
+        }
+        let CState::Running { started } = c.state else { return };
+        let Some(p) = get(&c.spec, &[kind.field()]).cloned() else { return };
+        let period = get_i64(&p, &["periodSeconds"]).unwrap_or(10).max(1) as Millis * 1000;
+        let again = Self::timer_key(&node_name, key, epoch, &format!("probe:{i}:{}:{instance}", kind.field()));
+        // Liveness and readiness wait for the startup probe; startup stops once passed.
+        if (kind != ProbeKind::Startup && !c.started) || (kind == ProbeKind::Startup && c.started) {
+            if kind != ProbeKind::Startup {
+                cx.every(period, again);
+            }
+            return;
+        }
+        let b = c.behaviour.clone().unwrap_or_default();
+        let timeout = get_i64(&p, &["timeoutSeconds"]).unwrap_or(1).max(1) as Millis * 1000;
+        let (ok, out) = if let Some(cmd) = get(&p, &["exec", "command"]).and_then(Value::as_array) {
+            let argv: Vec<String> = cmd.iter().filter_map(Value::as_str).map(str::to_string).collect();
+            let (code, out, slept) = self.exec_in(cx, ni, key, i, &argv);
+            if slept > timeout {
+                (false, format!("command {:?} timed out", shell_words(&argv)))
+            } else {
+                (code == 0, out.join("\n"))
+            }
+        } else if kind == ProbeKind::Readiness && (b.never_ready || cx.now < started + b.ready_after_ms) {
+            // A scenario image that is not ready (yet).
+            let h = get(&p, &["httpGet"]);
+            let port = probe_port(h.and_then(|h| get(h, &["port"])).or_else(|| get(&p, &["tcpSocket", "port"])), &c.spec);
+            let path = h.and_then(|h| get_str(h, &["path"])).unwrap_or("/");
+            let msg = if cx.now < started + 2000 || b.never_ready && b.crash_after_ms.is_some() || h.is_none() {
+                if h.is_some() {
+                    format!("Get \"http://{ip}:{port}{path}\": dial tcp {ip}:{port}: connect: connection refused")
+                } else {
+                    format!("dial tcp {ip}:{port}: connect: connection refused")
+                }
+            } else {
+                "HTTP probe failed with statuscode: 503".into()
+            };
+            (false, msg)
+        } else if let Some(h) = get(&p, &["httpGet"]) {
+            let (code, msg) = self.http_probe(cx.now, ni, key, i, h);
+            ((200..400).contains(&code), msg)
+        } else if let Some(t) = get(&p, &["tcpSocket"]) {
+            let port = probe_port(get(t, &["port"]), &c.spec);
+            let listening = c.daemon.as_ref().is_some_and(|d| d.ports.is_empty() || d.ports.contains(&port));
+            (listening && b.unhealthy_after_ms.is_none_or(|t| cx.now < started + t), format!("dial tcp {ip}:{port}: connect: connection refused"))
+        } else if let Some(g) = get(&p, &["grpc"]) {
+            let port = get_i64(g, &["port"]).unwrap_or(0) as u16;
+            let listening = c.daemon.as_ref().is_some_and(|d| d.ports.is_empty() || d.ports.contains(&port));
+            (listening && b.unhealthy_after_ms.is_none_or(|t| cx.now < started + t), format!("timeout: failed to connect service \"{ip}:{port}\" within 1s"))
+        } else {
+            (true, String::new())
+        };
+        let success = get_i64(&p, &["successThreshold"]).unwrap_or(1).max(1) as u32;
+        let failure = get_i64(&p, &["failureThreshold"]).unwrap_or(3).max(1) as u32;
+        let field = ctr_field(&c);
+        let obj = format!("Pod/{}/{}", key.0, key.1);
+        let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
+        let ctr = &mut rt.ctrs[i];
+        if ctr.instance != instance {
+            return;
+        }
+        let run = &mut ctr.probes[kind.index()];
+        if run.last == Some(ok) {
+            run.run = run.run.saturating_add(1);
+        } else {
+            run.last = Some(ok);
+            run.run = 1;
+        }
+        let reached = if ok { run.run >= success } else { run.run >= failure };
+        if !ok {
+            cx.event(&src, &pod, Some(&field), "Warning", "Unhealthy", &format!("{} probe failed: {out}", kind.title()), None);
+            cx.trace(Flow::NodeError, "probe", obj.clone(), "error", "", format!("{} probe of {} failed: {out}", kind.title(), c.name));
+        }
+        match (kind, ok, reached) {
+            (ProbeKind::Readiness, true, true) if !ctr.ready => {
+                ctr.ready = true;
+                cx.trace(Flow::Ready, "probe", obj, "ok", "", format!("readiness probe of {} passed", c.name));
+                self.write_status(cx, ni, key);
+            }
+            (ProbeKind::Readiness, false, true) if ctr.ready => {
+                ctr.ready = false;
+                self.write_status(cx, ni, key);
+            }
+            (ProbeKind::Startup, true, true) => {
+                ctr.started = true;
+                if get(&c.spec, &["readinessProbe"]).is_none() {
+                    ctr.ready = true;
+                }
+                cx.trace(Flow::Runtime, "probe", obj, "ok", "", format!("startup probe of {} passed", c.name));
+                self.write_status(cx, ni, key);
+                if c.sidecar {
+                    self.run_containers(cx, ni, key, &pod);
+                }
+                return;
+            }
+            (ProbeKind::Liveness | ProbeKind::Startup, false, true) => {
+                ctr.probes[kind.index()] = ProbeRun::default();
+                let grace = get_i64(&p, &["terminationGracePeriodSeconds"])
+                    .or_else(|| get_i64(&pod, &["spec", "terminationGracePeriodSeconds"]))
+                    .unwrap_or(30)
+                    .max(0) as Millis
+                    * 1000;
+                let what = if kind == ProbeKind::Liveness { "liveness" } else { "startup" };
+                let msg = format!("Container {} failed {what} probe, will be restarted", c.name);
+                self.kill_container(cx, ni, key, i, &msg, "Killing", grace);
+                return;
+            }
+            _ => {}
+        }
+        // A probe that keeps failing is not progress the run waits for.
+        if ok || kind == ProbeKind::Readiness && b.never_ready {
+            cx.every(period, again);
+        } else {
+            cx.after(period, again);
+        }
+    }
+
+    /// Stop container `i` (a failed liveness or startup probe, a failed hook): SIGTERM,
+    /// then SIGKILL when the grace period ends if the program ignores it.
+    fn kill_container(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, message: &str, reason: &str, grace: Millis) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let node_name = self.nodes[ni].name.clone();
         let src = self.nodes[ni].source.clone();
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
         let epoch = rt.epoch;
-        let ip = rt.ip.clone().unwrap_or_default();
         let c = &mut rt.ctrs[i];
-        let CState::Running { started } = c.state else { return };
-        let Some(p) = c.readiness.clone() else { return };
-        let b = c.behaviour.clone().unwrap_or_default();
-        let period = get_i64(&p, &["periodSeconds"]).unwrap_or(10).max(1) as Millis * 1000;
-        let threshold = get_i64(&p, &["failureThreshold"]).unwrap_or(3);
-        let ok = !b.never_ready && cx.now >= started + b.ready_after_ms;
-        let field = format!("spec.containers{{{}}}", c.name);
-        if ok {
-            if !c.ready {
-                c.ready = true;
-                c.probe_failures = 0;
-                cx.trace(Flow::Ready, "probe", format!("Pod/{}/{}", key.0, key.1), "ok", "", format!("readiness probe of {} passed", c.name));
-                self.write_status(cx, ni, key);
-            }
-            cx.every(period, Self::timer_key(&node_name, key, epoch, &format!("probe:{i}")));
-            return;
+        c.stopping = true;
+        c.ready = false;
+        let instance = c.instance;
+        let field = ctr_field(c);
+        cx.event(&src, &pod, Some(&field), if reason == "Killing" { "Normal" } else { "Warning" }, "Killing", message, None);
+        cx.trace(Flow::NodeError, "restart", format!("Pod/{}/{}", key.0, key.1), "error", "", message.to_string());
+        let (wait, code) = self.sigterm(cx.now, ni, key, i, grace);
+        self.write_status(cx, ni, key);
+        cx.after(wait.max(1), Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:{instance}:{code}")));
+    }
+
+    /// Deliver SIGTERM to container `i`'s process: how long it takes to end and its code.
+    fn sigterm(&mut self, now: Millis, ni: usize, key: &Key, i: usize, grace: Millis) -> (Millis, i64) {
+        let Some(c) = self.nodes[ni].pods.get(key).and_then(|rt| rt.ctrs.get(i)) else { return (1, 137) };
+        let serving = c.daemon.clone();
+        let ignores = c.behaviour.as_ref().is_some_and(|b| b.ignores_sigterm);
+        if let Some(d) = serving.filter(|d| d.handles_sigterm && !ignores) {
+            let _ = d;
+            return (400.min(grace.max(1)), 0);
         }
-        c.probe_failures += 1;
-        let out = if let Some(h) = get(&p, &["httpGet"]) {
-            let port = match get(h, &["port"]) {
-                Some(Value::Number(n)) => n.to_string(),
-                Some(Value::String(s)) => s.to_string(),
-                _ => "80".into(),
-            };
-            if cx.now < started + 2000 || b.never_ready && b.crash_after_ms.is_some() {
-                format!("Get \"http://{ip}:{port}{}\": dial tcp {ip}:{port}: connect: connection refused", get_str(h, &["path"]).unwrap_or("/"))
-            } else {
-                "HTTP probe failed with statuscode: 503".into()
-            }
-        } else if let Some(t) = get(&p, &["tcpSocket"]) {
-            let port = get(t, &["port"]).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
-            format!("dial tcp {ip}:{port}: connect: connection refused")
-        } else {
-            String::new()
-        };
-        let was_ready = c.ready;
-        if c.probe_failures as i64 >= threshold || !was_ready {
-            c.ready = false;
-        }
-        cx.event(&src, &pod, Some(&field), "Warning", "Unhealthy", &format!("Readiness probe failed: {out}"), None);
-        if b.never_ready {
-            cx.trace(Flow::NodeError, "probe", format!("Pod/{}/{}", key.0, key.1), "error", "", format!("Readiness probe failed: {out}"));
-        }
-        if was_ready {
-            self.write_status(cx, ni, key);
-        }
-        // Waiting for a slow start is progress; a never-ready container is not.
-        if b.never_ready {
-            cx.every(period, Self::timer_key(&node_name, key, epoch, &format!("probe:{i}")));
-        } else {
-            cx.after(period, Self::timer_key(&node_name, key, epoch, &format!("probe:{i}")));
+        let trapped = self.in_container(now, ni, key, i, None, |host, proc| proc.as_mut().and_then(|p| p.sigterm(host))).flatten();
+        match trapped {
+            Some(code) => (100.min(grace.max(1)), code as i64),
+            None => (grace.max(1), 137),
         }
     }
 
-    fn exited(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, code: i64) {
+    /// Container `i` ended with `code`: record it and restart it as the pod's restart
+    /// policy (or, for sidecars, always) says, with CrashLoopBackOff between restarts.
+    #[allow(clippy::too_many_arguments)]
+    fn exited(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, code: i64, reason: &str, message: Option<String>) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let node_name = self.nodes[ni].name.clone();
         let src = self.nodes[ni].source.clone();
         let restart_policy = get_str(&pod, &["spec", "restartPolicy"]).unwrap_or("Always").to_string();
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
+        if rt.stage == Stage::Terminating {
+            return;
+        }
         let epoch = rt.epoch;
         let uid = rt.uid.clone();
         let c = &mut rt.ctrs[i];
         let CState::Running { started } = c.state else { return };
-        let term = CState::Terminated { exit: code, reason: if code == 0 { "Completed".into() } else { "Error".into() }, started, finished: cx.now };
+        let term = CState::Terminated { exit: code, reason: reason.to_string(), message, started, finished: cx.now };
         c.ready = false;
-        let init = c.init;
+        c.stopping = false;
+        c.proc = None;
+        c.daemon = None;
+        c.alive.clear();
+        let (init, sidecar) = (c.init, c.sidecar);
         let name = c.name.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
-        if init && code == 0 {
+        let ran = cx.now.saturating_sub(started);
+        cx.trace(
+            if code == 0 { Flow::Runtime } else { Flow::NodeError },
+            "exit",
+            obj.clone(),
+            if code == 0 { "ok" } else { "error" },
+            "",
+            format!("container {name} exited with code {code} ({reason})"),
+        );
+        if init && !sidecar && code == 0 {
             c.state = term;
-            cx.trace(Flow::Runtime, "start", obj, "ok", "", format!("init container {name} completed"));
-            // Regular containers may start now.
-            for other in rt.ctrs.iter_mut().filter(|x| !x.init) {
-                if matches!(&other.state, CState::Waiting { reason, .. } if reason == "PodInitializing") {
-                    other.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
+            // Regular containers may start once every init container is done.
+            let all_done = rt.ctrs.iter().filter(|x| x.init && !x.sidecar).all(|x| matches!(x.state, CState::Terminated { exit: 0, .. }));
+            if all_done {
+                for other in rt.ctrs.iter_mut().filter(|x| !x.init) {
+                    if matches!(&other.state, CState::Waiting { reason, .. } if reason == "PodInitializing") {
+                        other.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
+                    }
                 }
             }
             self.write_status(cx, ni, key);
-            if let Some(p) = self.pods.get(&key.0, &key.1).cloned() {
-                self.run_containers(cx, ni, key, &p);
-            }
+            self.run_containers(cx, ni, key, &pod);
             return;
         }
-        let restart = restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0);
+        let restart = sidecar || restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0);
         if !restart {
             c.state = term;
-            cx.trace(
-                if code == 0 { Flow::Runtime } else { Flow::NodeError },
-                "exit",
-                obj,
-                if code == 0 { "ok" } else { "error" },
-                "",
-                format!("container {name} exited with code {code}"),
-            );
             self.write_status(cx, ni, key);
+            self.after_regular_exit(cx, ni, key);
             return;
         }
         c.last = Some(term);
+        // Ten minutes of running resets the back-off (`backOffPeriod`'s reset).
+        if ran >= 600_000 {
+            c.crash_backoff = 0;
+        }
         let backoff = c.crash_backoff;
         c.crash_backoff = if backoff == 0 { 10_000 } else { (backoff * 2).min(300_000) };
-        let field = format!("spec.containers{{{name}}}");
-        cx.trace(Flow::NodeError, "exit", obj.clone(), "error", "", format!("container {name} exited with code {code}"));
+        let field = ctr_field(c);
+        let instance = c.instance;
         if backoff == 0 {
             // The first restart is immediate.
             c.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
             c.restarts += 1;
             self.write_status(cx, ni, key);
-            cx.after(100, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}")));
+            cx.after(100, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}:{instance}")));
             return;
         }
         c.state = CState::Waiting {
@@ -923,12 +1363,33 @@ impl Kubelets {
         );
         cx.trace(Flow::NodeError, "restart", obj, "error", "", format!("CrashLoopBackOff: restarting {name} in {}", go_duration(backoff)));
         self.write_status(cx, ni, key);
-        cx.every(backoff, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}")));
+        cx.every(backoff, Self::timer_key(&node_name, key, epoch, &format!("restart:{i}:{instance}")));
     }
 
-    fn restart_container(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize) {
+    /// When every regular container has ended for good, the kubelet stops the sidecars
+    /// (last started first) and the pod is done.
+    fn after_regular_exit(&mut self, cx: &mut Cx, ni: usize, key: &Key) {
+        let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
+        let Some(rt) = self.nodes[ni].pods.get(key) else { return };
+        let regular_done = rt.ctrs.iter().filter(|c| !c.init).all(|c| matches!(c.state, CState::Terminated { .. }));
+        let failed_init = rt.ctrs.iter().any(|c| c.init && !c.sidecar && matches!(c.state, CState::Terminated { exit, .. } if exit != 0));
+        if !(regular_done || failed_init) {
+            return;
+        }
+        let grace = get_i64(&pod, &["spec", "terminationGracePeriodSeconds"]).unwrap_or(30).max(0) as Millis * 1000;
+        let sidecars: Vec<usize> = rt.ctrs.iter().enumerate().filter(|(_, c)| c.sidecar && matches!(c.state, CState::Running { .. }) && !c.stopping).map(|(i, _)| i).collect();
+        for i in sidecars.into_iter().rev() {
+            let name = self.nodes[ni].pods[key].ctrs[i].name.clone();
+            self.kill_container(cx, ni, key, i, &format!("Stopping container {name}"), "Killing", grace);
+        }
+    }
+
+    fn restart_container(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, instance: u64) {
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
         let c = &mut rt.ctrs[i];
+        if c.instance != instance {
+            return;
+        }
         if matches!(&c.state, CState::Waiting { reason, .. } if reason == "CrashLoopBackOff") {
             c.restarts += 1;
         }
@@ -937,8 +1398,14 @@ impl Kubelets {
         }
         let src = self.nodes[ni].source.clone();
         if let Some(pod) = self.pods.get(&key.0, &key.1).cloned() {
-            let field = format!("spec.containers{{{}}}", self.nodes[ni].pods[key].ctrs[i].name);
-            let image = self.nodes[ni].pods[key].ctrs[i].image.clone();
+            let c = &self.nodes[ni].pods[key].ctrs[i];
+            let (field, image) = (ctr_field(c), c.image.clone());
+            let always = get_str(&c.spec, &["imagePullPolicy"]) == Some("Always");
+            if always {
+                // `imagePullPolicy: Always` pulls again on every start.
+                self.start_container(cx, ni, key, i, &pod);
+                return;
+            }
             cx.event(
                 &src,
                 &pod,
@@ -960,17 +1427,29 @@ impl Kubelets {
         rt.epoch += 1;
         let epoch = rt.epoch;
         let grace = get_i64(pod, &["metadata", "deletionGracePeriodSeconds"]).unwrap_or(30).max(0) as Millis * 1000;
-        let mut wait = 0;
-        let running: Vec<(String, bool)> = rt
-            .ctrs
-            .iter()
-            .filter(|c| matches!(c.state, CState::Running { .. }))
-            .map(|c| (c.name.clone(), c.behaviour.as_ref().is_some_and(|b| b.ignores_sigterm)))
-            .collect();
-        for (name, ignores) in &running {
-            cx.event(&src, pod, Some(&format!("spec.containers{{{name}}}")), "Normal", "Killing", &format!("Stopping container {name}"), None);
-            let t = if *ignores { grace.max(2000) } else { 400.min(grace.max(1)) };
-            wait = wait.max(t);
+        // Regular containers first, then sidecars in reverse order.
+        let mut order: Vec<usize> = (0..rt.ctrs.len()).filter(|&i| !rt.ctrs[i].init && matches!(rt.ctrs[i].state, CState::Running { .. })).collect();
+        order.extend((0..rt.ctrs.len()).rev().filter(|&i| rt.ctrs[i].sidecar && matches!(rt.ctrs[i].state, CState::Running { .. })));
+        let mut wait: Millis = 0;
+        let count = order.len();
+        for i in order {
+            let c = &self.nodes[ni].pods[key].ctrs[i];
+            let (name, field) = (c.name.clone(), ctr_field(c));
+            let mut spent = 0;
+            if let Some(hook) = get(&c.spec, &["lifecycle", "preStop"]).cloned() {
+                match self.run_hook(cx, ni, key, i, &hook) {
+                    Ok(t) => spent = t,
+                    Err(msg) => {
+                        let msg = msg.replace("PostStartHook", "PreStopHook");
+                        cx.event(&src, pod, Some(&field), "Warning", "FailedPreStopHook", &msg, None);
+                    }
+                }
+            }
+            cx.event(&src, pod, Some(&field), "Normal", "Killing", &format!("Stopping container {name}"), None);
+            let left = grace.saturating_sub(spent);
+            let exited_already = !matches!(self.nodes[ni].pods[key].ctrs[i].state, CState::Running { .. }) || self.nodes[ni].pods[key].ctrs[i].daemon.is_none() && self.nodes[ni].pods[key].ctrs[i].proc.is_none();
+            let (t, _code) = if exited_already { (1, 0) } else { self.sigterm(cx.now, ni, key, i, left) };
+            wait = wait.max(spent.min(grace) + t);
         }
         cx.trace(
             Flow::Kubelet,
@@ -978,7 +1457,7 @@ impl Kubelets {
             format!("Pod/{}/{}", key.0, key.1),
             "ok",
             api::resource_version(pod),
-            format!("kubelet on {node_name} stops {} container(s) (grace period {}s)", running.len(), grace / 1000),
+            format!("kubelet on {node_name} stops {count} container(s) (grace period {}s)", grace / 1000),
         );
         cx.after(wait.max(1), Self::timer_key(&node_name, key, epoch, "stopped"));
     }
@@ -990,8 +1469,9 @@ impl Kubelets {
         let now = cx.now;
         for c in rt.ctrs.iter_mut() {
             if let CState::Running { started } = c.state {
-                c.state = CState::Terminated { exit: 0, reason: "Completed".into(), started, finished: now };
+                c.state = CState::Terminated { exit: 0, reason: "Completed".into(), message: None, started, finished: now };
                 c.ready = false;
+                c.proc = None;
             }
         }
         // Final delete with grace period 0 removes the pod from the API.
@@ -1024,6 +1504,18 @@ impl Kubelets {
         let node = &self.nodes[ni];
         let mut status = fresher(pod, rt.last_written.as_ref()).get("status").cloned().unwrap_or(json!({}));
         let ts = |t: Millis| json!(rfc3339(t));
+        let term_json = |c: &Ctr, s: &CState| -> Value {
+            match s {
+                CState::Terminated { exit, reason, message, started, finished } => {
+                    let mut t = json!({"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id});
+                    if let Some(m) = message {
+                        t["message"] = json!(m);
+                    }
+                    json!({"terminated": t})
+                }
+                _ => json!({}),
+            }
+        };
         let ctr_json = |c: &Ctr| -> Value {
             let state = match &c.state {
                 CState::Waiting { reason, message } => {
@@ -1035,19 +1527,13 @@ impl Kubelets {
                     json!({"waiting": w})
                 }
                 CState::Running { started } => json!({"running": {"startedAt": ts(*started)}}),
-                CState::Terminated { exit, reason, started, finished } => {
-                    json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id}})
-                }
+                t @ CState::Terminated { .. } => term_json(c, t),
             };
-            let last = match &c.last {
-                Some(CState::Terminated { exit, reason, started, finished }) => {
-                    json!({"terminated": {"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id}})
-                }
-                _ => json!({}),
-            };
+            let last = c.last.as_ref().map(|l| term_json(c, l)).unwrap_or(json!({}));
             let image = Reference::parse(&c.image).map(|r| r.full()).unwrap_or_else(|| c.image.clone());
+            let running = matches!(c.state, CState::Running { .. });
             let mut j = json!({"name": c.name, "image": image, "imageID": c.image_id, "ready": c.ready, "restartCount": c.restarts,
-                "started": matches!(c.state, CState::Running { .. })});
+                "started": running && c.started});
             if let Some(m) = j.as_object_mut() {
                 m.insert("state", state);
                 m.insert("lastState", last);
@@ -1063,24 +1549,12 @@ impl Kubelets {
         if !inits.is_empty() {
             status["initContainerStatuses"] = Value::Array(inits.iter().map(|c| ctr_json(c)).collect());
         }
-        let initialized = inits.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. }));
-        let all_ready = !regular.is_empty() && regular.iter().all(|c| c.ready);
-        let any_started = regular.iter().any(|c| !matches!(&c.state, CState::Waiting { reason, .. } if c.last.is_none() && c.restarts == 0 && (reason == "ContainerCreating" || reason == "Pulling" || reason == "PodInitializing" || reason == "ErrImagePull" || reason == "ImagePullBackOff" || reason == "CreateContainerConfigError" || reason == "InvalidImageName" || reason == "ErrImageNeverPull")));
-        let restart = get_str(pod, &["spec", "restartPolicy"]).unwrap_or("Always");
-        let all_done = !regular.is_empty() && regular.iter().all(|c| matches!(c.state, CState::Terminated { .. }));
-        let phase = if all_done && restart != "Always" {
-            if regular.iter().all(|c| matches!(c.state, CState::Terminated { exit: 0, .. })) {
-                "Succeeded"
-            } else {
-                "Failed"
-            }
-        } else if any_started && initialized {
-            "Running"
-        } else {
-            "Pending"
-        };
+        let initialized = initialized(rt);
+        let sidecars_ready = inits.iter().filter(|c| c.sidecar).all(|c| c.ready);
+        let all_ready = !regular.is_empty() && regular.iter().all(|c| c.ready) && sidecars_ready;
+        let phase = phase(pod, rt);
         status["phase"] = json!(phase);
-        status["hostIP"] = json!(format!("172.18.{}.{}", (node.index + 2) / 256, (node.index + 2) % 256));
+        status["hostIP"] = json!(host_ip(node.index));
         status["hostIPs"] = json!([{"ip": status["hostIP"].clone()}]);
         if let Some(ip) = &rt.ip {
             status["podIP"] = json!(ip);
@@ -1094,7 +1568,7 @@ impl Kubelets {
         if initialized {
             crate::apiserver::set_condition(&mut holder, "Initialized", "True", None, None, now);
         } else {
-            let names: Vec<&str> = inits.iter().filter(|c| !matches!(c.state, CState::Terminated { exit: 0, .. })).map(|c| c.name.as_str()).collect();
+            let names: Vec<&str> = inits.iter().filter(|c| !init_done(c)).map(|c| c.name.as_str()).collect();
             crate::apiserver::set_condition(
                 &mut holder,
                 "Initialized",
@@ -1113,7 +1587,7 @@ impl Kubelets {
             crate::apiserver::set_condition(&mut holder, "Ready", "True", None, None, now);
             crate::apiserver::set_condition(&mut holder, "ContainersReady", "True", None, None, now);
         } else {
-            let names: Vec<&str> = regular.iter().filter(|c| !c.ready).map(|c| c.name.as_str()).collect();
+            let names: Vec<&str> = inits.iter().filter(|c| c.sidecar && !c.ready).chain(regular.iter().filter(|c| !c.ready)).map(|c| c.name.as_str()).collect();
             let msg = format!("containers with unready status: [{}]", names.join(" "));
             crate::apiserver::set_condition(&mut holder, "Ready", "False", Some("ContainersNotReady"), Some(&msg), now);
             crate::apiserver::set_condition(&mut holder, "ContainersReady", "False", Some("ContainersNotReady"), Some(&msg), now);
@@ -1326,9 +1800,28 @@ impl Controller for Kubelets {
                     }
                 }
             }
-            "exit" => self.exited(cx, ni, &pk, idx(1), action.get(2).and_then(|v| v.parse().ok()).unwrap_or(0)),
-            "restart" => self.restart_container(cx, ni, &pk, idx(1)),
-            "probe" => self.probe(cx, ni, &pk, idx(1)),
+            "exit" | "oom" | "run" | "restart" => {
+                let i = idx(1);
+                let instance: u64 = action.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
+                let current = self.nodes[ni].pods.get(&pk).and_then(|rt| rt.ctrs.get(i)).map(|c| (c.instance, matches!(c.state, CState::Running { .. })));
+                match (action[0], current) {
+                    ("restart", Some((n, _))) if n == instance => self.restart_container(cx, ni, &pk, i, instance),
+                    ("run", Some((n, true))) if n == instance => self.run_main(cx, ni, &pk, i, instance, vec![]),
+                    ("oom", Some((n, true))) if n == instance => self.exited(cx, ni, &pk, i, 137, "OOMKilled", None),
+                    ("exit", Some((n, true))) if n == instance => {
+                        let code: i64 = action.get(3).and_then(|v| v.parse().ok()).unwrap_or(0);
+                        self.exited(cx, ni, &pk, i, code, if code == 0 { "Completed" } else { "Error" }, None);
+                    }
+                    _ => {}
+                }
+            }
+            "probe" => {
+                let kind = action.get(2).and_then(|k| ProbeKind::parse(k));
+                let instance: u64 = action.get(3).and_then(|v| v.parse().ok()).unwrap_or(0);
+                if let Some(kind) = kind {
+                    self.probe(cx, ni, &pk, idx(1), kind, instance);
+                }
+            }
             "stopped" => self.stopped(cx, ni, &pk),
             _ => {}
         }
@@ -1373,6 +1866,131 @@ impl Controller for Kubelets {
         }
         true
     }
+}
+
+/// The event field path of a container (`spec.containers{web}`).
+fn ctr_field(c: &Ctr) -> String {
+    if c.init {
+        format!("spec.initContainers{{{}}}", c.name)
+    } else {
+        format!("spec.containers{{{}}}", c.name)
+    }
+}
+
+/// A node's address (kind's 172.18.0.0/16 network).
+fn host_ip(index: usize) -> String {
+    format!("172.18.{}.{}", (index + 2) / 256, (index + 2) % 256)
+}
+
+/// A command line as a shell would show it.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?".contains(c)) { format!("'{}'", a.replace('\'', "'\\''")) } else { a.clone() })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A probe's port: a number, or the name of one of the container's ports.
+fn probe_port(v: Option<&Value>, spec: &Value) -> u16 {
+    match v {
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(0).min(65_535) as u16,
+        Some(Value::String(s)) => match s.parse::<u16>() {
+            Ok(p) => p,
+            Err(_) => get_array(spec, &["ports"])
+                .iter()
+                .find(|p| get_str(p, &["name"]) == Some(s.as_str()))
+                .and_then(|p| get_i64(p, &["containerPort"]))
+                .unwrap_or(0)
+                .clamp(0, 65_535) as u16,
+        },
+        _ => 80,
+    }
+}
+
+/// Whether an init container no longer holds the pod back: a regular one completed, a
+/// sidecar started.
+fn init_done(c: &Ctr) -> bool {
+    if c.sidecar {
+        matches!(c.state, CState::Running { .. }) && c.started || c.last.is_some() || c.restarts > 0
+    } else {
+        matches!(c.state, CState::Terminated { exit: 0, .. })
+    }
+}
+
+fn initialized(rt: &PodRt) -> bool {
+    rt.ctrs.iter().filter(|c| c.init).all(init_done)
+}
+
+/// The pod's phase from its containers (`kubelet_pods.go` `getPhase`).
+fn phase(pod: &Value, rt: &PodRt) -> &'static str {
+    let restart = get_str(pod, &["spec", "restartPolicy"]).unwrap_or("Always");
+    let has_initialized = initialized(rt);
+    let (mut pending_init, mut pending_sidecar, mut failed_init) = (0, 0, 0);
+    for c in rt.ctrs.iter().filter(|c| c.init) {
+        if c.sidecar {
+            if !has_initialized && !(matches!(c.state, CState::Running { .. }) && c.started) {
+                pending_sidecar += 1;
+            }
+            continue;
+        }
+        match &c.state {
+            CState::Running { .. } => pending_init += 1,
+            CState::Terminated { exit, .. } => {
+                if *exit != 0 {
+                    failed_init += 1;
+                }
+            }
+            CState::Waiting { .. } => match &c.last {
+                Some(CState::Terminated { exit, .. }) if *exit != 0 => failed_init += 1,
+                Some(_) => {}
+                None => pending_init += 1,
+            },
+        }
+    }
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for c in rt.ctrs.iter().filter(|c| !c.init) {
+        match &c.state {
+            CState::Running { .. } => running += 1,
+            CState::Terminated { exit, .. } => {
+                stopped += 1;
+                if *exit == 0 {
+                    succeeded += 1;
+                }
+            }
+            CState::Waiting { .. } => {
+                if c.last.is_some() {
+                    stopped += 1;
+                } else {
+                    waiting += 1;
+                }
+            }
+        }
+    }
+    if failed_init > 0 && restart == "Never" {
+        return "Failed";
+    }
+    if pending_init > 0 || (pending_sidecar > 0 && !has_initialized) {
+        return "Pending";
+    }
+    if waiting > 0 {
+        return "Pending";
+    }
+    if running > 0 {
+        return "Running";
+    }
+    if stopped > 0 {
+        if restart == "Always" {
+            return "Running";
+        }
+        if stopped == succeeded {
+            return "Succeeded";
+        }
+        if restart == "Never" {
+            return "Failed";
+        }
+        return "Running";
+    }
+    "Pending"
 }
 
 #[cfg(test)]

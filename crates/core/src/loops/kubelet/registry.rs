@@ -9,17 +9,50 @@
 use crate::foundation::sim::Millis;
 use std::collections::BTreeMap;
 
+/// What an image's userland is, which decides its shell and the wording of its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// busybox and alpine: `sh` is busybox ash, the tools are busybox applets.
+    Busybox,
+    /// Debian-based official images: `sh` is dash, GNU coreutils, bash.
+    Debian,
+    /// An image kubeloop does not know the insides of: its programs are its server.
+    Opaque,
+}
+
+/// The long-running program an image ships (nginx, redis-server, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Server {
+    /// Command names that start it (`nginx`, `docker-entrypoint.sh`, ...).
+    pub programs: Vec<String>,
+    /// Ports it listens on; empty: whatever port is asked (an opaque image).
+    pub ports: Vec<u16>,
+    /// Resident memory in bytes.
+    pub memory: u64,
+    /// Where its HTTP documents live, if it serves files.
+    pub web_root: Option<String>,
+}
+
 /// How a pulled image behaves once started.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Behaviour {
+    pub family: Family,
+    /// The image config's `Entrypoint` and `Cmd`.
+    pub entrypoint: Vec<String>,
+    pub cmd: Vec<String>,
+    pub server: Option<Server>,
+    /// Programs its userland lacks (`curl` in busybox, `wget` in Debian slim images).
+    pub lacks: Vec<String>,
+    /// Programs only this image carries (`perl`, `redis-cli`, `stress`).
+    pub programs: Vec<String>,
+    /// HTTP, TCP and gRPC probes fail from this long after the container starts.
+    pub unhealthy_after_ms: Option<Millis>,
     /// Compressed size in bytes (Pulled events print it).
     pub size: u64,
     /// Time the pull takes, excluding waiting for earlier pulls.
     pub pull_ms: Millis,
     /// Exits with code 1 this long after starting.
     pub crash_after_ms: Option<Millis>,
-    /// Exits 0 right away unless the pod gives a command (busybox, alpine, ...).
-    pub needs_command: bool,
     /// Readiness probes never pass.
     pub never_ready: bool,
     /// Readiness probes pass only this long after the container starts.
@@ -33,10 +66,16 @@ pub struct Behaviour {
 impl Default for Behaviour {
     fn default() -> Self {
         Behaviour {
+            family: Family::Opaque,
+            entrypoint: vec![],
+            cmd: vec![],
+            server: Some(Server { programs: vec![], ports: vec![], memory: 20 << 20, web_root: None }),
+            lacks: vec![],
+            programs: vec![],
+            unhealthy_after_ms: None,
             size: 20_000_000,
             pull_ms: 1500,
             crash_after_ms: None,
-            needs_command: false,
             never_ready: false,
             ready_after_ms: 0,
             ignores_sigterm: false,
@@ -103,54 +142,146 @@ impl Reference {
     }
 }
 
-/// Catalogue entry: repository, known major versions (empty: any tag), size, flags.
+/// Catalogue entry: repository, known major versions (empty: any tag), size, userland,
+/// `Entrypoint` and `Cmd`, server (programs, ports, MiB of memory, web root), what it lacks.
 struct Known {
     repo: &'static str,
     majors: &'static [&'static str],
     size: u64,
-    needs_command: bool,
-    ignores_sigterm: bool,
+    family: Family,
+    entrypoint: &'static [&'static str],
+    cmd: &'static [&'static str],
+    server: Option<(&'static [&'static str], &'static [u16], u64, Option<&'static str>)>,
+    lacks: &'static [&'static str],
 }
 
+const ENTRY: &[&str] = &["docker-entrypoint.sh"];
+const SHELL_IMAGE_LACKS: &[&str] = &["curl", "bash"];
+const DEBIAN_LACKS: &[&str] = &["wget", "nslookup", "ps"];
+
 const CATALOGUE: &[Known] = &[
-    Known { repo: "docker.io/library/nginx", majors: &["1"], size: 72_300_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/busybox", majors: &["1"], size: 2_150_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/alpine", majors: &["3"], size: 3_640_000, needs_command: true, ignores_sigterm: true },
+    Known {
+        repo: "docker.io/library/nginx",
+        majors: &["1"],
+        size: 72_300_000,
+        family: Family::Debian,
+        entrypoint: &["/docker-entrypoint.sh"],
+        cmd: &["nginx", "-g", "daemon off;"],
+        server: Some((&["nginx", "docker-entrypoint.sh", "/docker-entrypoint.sh"], &[80], 8, Some("/usr/share/nginx/html"))),
+        lacks: &["wget", "nslookup", "ps"],
+    },
+    Known { repo: "docker.io/library/busybox", majors: &["1"], size: 2_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
+    Known { repo: "registry.k8s.io/busybox", majors: &[], size: 1_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
+    Known { repo: "k8s.gcr.io/busybox", majors: &[], size: 1_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
+    Known { repo: "docker.io/library/alpine", majors: &["3"], size: 3_640_000, family: Family::Busybox, entrypoint: &[], cmd: &["/bin/sh"], server: None, lacks: SHELL_IMAGE_LACKS },
+    Known { repo: "docker.io/library/bash", majors: &["4", "5"], size: 6_300_000, family: Family::Busybox, entrypoint: ENTRY, cmd: &["bash"], server: None, lacks: &["curl"] },
+    Known { repo: "docker.io/polinux/stress", majors: &[], size: 4_000_000, family: Family::Busybox, entrypoint: &[], cmd: &["stress"], server: None, lacks: SHELL_IMAGE_LACKS },
     Known {
         repo: "docker.io/library/ubuntu",
         majors: &["20.04", "22.04", "24.04", "jammy", "noble", "focal"],
         size: 29_700_000,
-        needs_command: true,
-        ignores_sigterm: true,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["/bin/bash"],
+        server: None,
+        lacks: &["wget", "curl", "nslookup", "ps"],
     },
     Known {
         repo: "docker.io/library/debian",
         majors: &["11", "12", "13", "bookworm", "bullseye", "trixie"],
         size: 48_500_000,
-        needs_command: true,
-        ignores_sigterm: true,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["bash"],
+        server: None,
+        lacks: &["wget", "curl", "nslookup", "ps"],
     },
-    Known { repo: "docker.io/library/redis", majors: &["5", "6", "7", "8"], size: 45_100_000, needs_command: false, ignores_sigterm: false },
+    Known { repo: "docker.io/library/fedora", majors: &["39", "40", "41", "42", "43"], size: 60_000_000, family: Family::Debian, entrypoint: &[], cmd: &["/bin/bash"], server: None, lacks: &["wget", "nslookup"] },
+    Known { repo: "docker.io/library/redis", majors: &["5", "6", "7", "8"], size: 45_100_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["redis-server"], server: Some((&["redis-server", "docker-entrypoint.sh"], &[6379], 4, None)), lacks: DEBIAN_LACKS },
     Known {
         repo: "docker.io/library/postgres",
         majors: &["12", "13", "14", "15", "16", "17", "18"],
         size: 158_000_000,
-        needs_command: false,
-        ignores_sigterm: false,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["postgres"],
+        server: Some((&["postgres", "docker-entrypoint.sh"], &[5432], 30, None)),
+        lacks: DEBIAN_LACKS,
     },
-    Known { repo: "docker.io/library/mysql", majors: &["5", "8", "9"], size: 172_000_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/httpd", majors: &["2"], size: 58_900_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/memcached", majors: &["1"], size: 30_600_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/mongo", majors: &["5", "6", "7", "8"], size: 250_000_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/rabbitmq", majors: &["3", "4"], size: 95_000_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/wordpress", majors: &["4", "5", "6"], size: 250_000_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/python", majors: &["3"], size: 370_000_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/node", majors: &["18", "20", "22", "24"], size: 390_000_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/golang", majors: &["1"], size: 300_000_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/perl", majors: &["5"], size: 330_000_000, needs_command: true, ignores_sigterm: true },
-    Known { repo: "docker.io/library/cassandra", majors: &["3", "4", "5"], size: 150_000_000, needs_command: false, ignores_sigterm: false },
-    Known { repo: "docker.io/library/zookeeper", majors: &["3"], size: 130_000_000, needs_command: false, ignores_sigterm: false },
+    Known { repo: "docker.io/library/mysql", majors: &["5", "8", "9"], size: 172_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["mysqld"], server: Some((&["mysqld", "docker-entrypoint.sh"], &[3306, 33060], 360, None)), lacks: DEBIAN_LACKS },
+    Known {
+        repo: "docker.io/library/httpd",
+        majors: &["2"],
+        size: 58_900_000,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["httpd-foreground"],
+        server: Some((&["httpd-foreground", "httpd"], &[80], 10, Some("/usr/local/apache2/htdocs"))),
+        lacks: DEBIAN_LACKS,
+    },
+    Known { repo: "docker.io/library/memcached", majors: &["1"], size: 30_600_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["memcached"], server: Some((&["memcached", "docker-entrypoint.sh"], &[11211], 2, None)), lacks: DEBIAN_LACKS },
+    Known { repo: "docker.io/library/mongo", majors: &["5", "6", "7", "8"], size: 250_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["mongod"], server: Some((&["mongod", "docker-entrypoint.sh"], &[27017], 150, None)), lacks: DEBIAN_LACKS },
+    Known {
+        repo: "docker.io/library/rabbitmq",
+        majors: &["3", "4"],
+        size: 95_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["rabbitmq-server"],
+        server: Some((&["rabbitmq-server", "docker-entrypoint.sh"], &[5672, 4369, 25672], 120, None)),
+        lacks: DEBIAN_LACKS,
+    },
+    Known {
+        repo: "docker.io/library/wordpress",
+        majors: &["4", "5", "6"],
+        size: 250_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["apache2-foreground"],
+        server: Some((&["apache2-foreground", "docker-entrypoint.sh"], &[80], 60, Some("/var/www/html"))),
+        lacks: DEBIAN_LACKS,
+    },
+    Known { repo: "docker.io/library/python", majors: &["3"], size: 370_000_000, family: Family::Debian, entrypoint: &[], cmd: &["python3"], server: None, lacks: &["nslookup"] },
+    Known { repo: "docker.io/library/node", majors: &["18", "20", "22", "24"], size: 390_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["node"], server: None, lacks: &["nslookup"] },
+    Known { repo: "docker.io/library/golang", majors: &["1"], size: 300_000_000, family: Family::Debian, entrypoint: &[], cmd: &["bash"], server: None, lacks: &["nslookup"] },
+    Known { repo: "docker.io/library/perl", majors: &["5"], size: 330_000_000, family: Family::Debian, entrypoint: &[], cmd: &["perl", "-de0"], server: None, lacks: &["nslookup"] },
+    Known {
+        repo: "docker.io/library/cassandra",
+        majors: &["3", "4", "5"],
+        size: 150_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["cassandra", "-f"],
+        server: Some((&["cassandra", "docker-entrypoint.sh"], &[9042, 7000, 7001, 7199], 700, None)),
+        lacks: DEBIAN_LACKS,
+    },
+    Known {
+        repo: "docker.io/library/zookeeper",
+        majors: &["3"],
+        size: 130_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["zkServer.sh", "start-foreground"],
+        server: Some((&["zkServer.sh", "docker-entrypoint.sh"], &[2181, 2888, 3888, 8080], 200, None)),
+        lacks: DEBIAN_LACKS,
+    },
 ];
+
+/// Programs an image carries beyond the common tools.
+fn image_programs(repo: &str) -> &'static [&'static str] {
+    match repo {
+        "docker.io/library/nginx" => &["nginx", "perl"],
+        "docker.io/library/redis" => &["redis-cli", "perl"],
+        "docker.io/library/mysql" => &["mysql", "mysqladmin", "perl"],
+        "docker.io/library/postgres" => &["pg_isready", "perl"],
+        "docker.io/library/perl" => &["perl"],
+        "docker.io/library/python" => &["python", "python3", "perl"],
+        "docker.io/library/node" => &["node", "perl"],
+        "docker.io/polinux/stress" => &["stress"],
+        "docker.io/library/debian" | "docker.io/library/ubuntu" | "docker.io/library/golang" => &["perl"],
+        _ => &[],
+    }
+}
 
 fn tag_ok(tag: &str, majors: &[&str]) -> bool {
     if majors.is_empty() || ["latest", "stable", "alpine", "mainline", "slim", "bookworm"].contains(&tag) {
@@ -206,11 +337,21 @@ impl Registry {
         let repo_path = format!("{}/{}", r.registry, r.repository);
         if let Some(k) = CATALOGUE.iter().find(|k| k.repo == repo_path) {
             if tag_ok(&r.tag, k.majors) {
+                let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
                 let b = Behaviour {
+                    family: k.family,
+                    entrypoint: strings(k.entrypoint),
+                    cmd: strings(k.cmd),
+                    server: k.server.map(|(programs, ports, mib, root)| Server {
+                        programs: strings(programs),
+                        ports: ports.to_vec(),
+                        memory: mib << 20,
+                        web_root: root.map(str::to_string),
+                    }),
+                    lacks: strings(k.lacks),
+                    programs: image_programs(&repo_path).iter().map(|s| s.to_string()).collect(),
                     size: k.size,
                     pull_ms: 500 + k.size / 25_000,
-                    needs_command: k.needs_command,
-                    ignores_sigterm: k.ignores_sigterm,
                     logs: default_logs(&repo_path),
                     ..Behaviour::default()
                 };
@@ -222,7 +363,11 @@ impl Registry {
         }
         let trusted = ["registry.k8s.io", "gcr.io", "us-docker.pkg.dev", "registry.example", "quay.io"];
         if r.registry == "registry.example" || (trusted.contains(&r.registry.as_str()) && r.registry != "quay.io") {
-            let b = Behaviour { size: 24_000_000, pull_ms: 1200, logs: vec![], ..Behaviour::default() };
+            let mut b = Behaviour { size: 24_000_000, pull_ms: 1200, logs: vec![], ..Behaviour::default() };
+            // The docs' liveness demo: `/healthz` answers 200 for ten seconds, then 500.
+            if r.repository == "liveness" || r.repository.ends_with("/liveness") {
+                b.unhealthy_after_ms = Some(10_000);
+            }
             return Pull::Ok { behaviour: b, digest: r.digest() };
         }
         if r.registry == "docker.io" {

@@ -557,9 +557,28 @@ fn resolve(host: &dyn Host, name: &str) -> Option<(String, String)> {
     host.resolve(name)
 }
 
+/// Tools every image here has (busybox applets or GNU coreutils and friends), unless its
+/// entry in the registry says it lacks them.
+pub const TOOLS: &[&str] = &[
+    "sh", "ash", "bash", "dash", "sleep", "date", "hostname", "whoami", "id", "uname", "env", "printenv", "cat", "rev", "head", "tail", "wc", "grep", "sort", "tac", "tee",
+    "touch", "rm", "mkdir", "cp", "mv", "ls", "basename", "dirname", "seq", "expr", "yes", "wget", "curl", "nslookup", "killall", "pkill", "kill", "echo", "printf", "true",
+    "false", "test", "[", "pwd",
+];
+
+/// Programs only some images carry.
+pub const IMAGE_PROGRAMS: &[&str] = &["nginx", "redis-cli", "mysqladmin", "mysql", "pg_isready", "stress", "perl", "python", "python3", "node", "ruby", "java", "php"];
+
+/// Whether kubeloop knows a program by this name at all.
+pub fn is_program(name: &str) -> bool {
+    TOOLS.contains(&name) || IMAGE_PROGRAMS.contains(&name)
+}
+
 /// Programs found on `$PATH`. `name` is the base name of `argv[0]`.
 pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String]) -> Option<Flow> {
     let args = &argv[1..];
+    if is_program(name) && !host.has(name) {
+        return None;
+    }
     let gnu = p.flavour.gnu();
     let flags = |a: &[String]| -> (String, Vec<String>) {
         let mut f = String::new();

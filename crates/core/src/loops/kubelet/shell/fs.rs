@@ -105,13 +105,21 @@ pub struct View<'a> {
     pub root: &'a mut Tree,
 }
 
+/// The same view, for reading only (another pod's server reading its documents).
+pub struct ReadView<'a> {
+    pub volumes: &'a [Tree],
+    pub volume_read_only: &'a [bool],
+    pub mounts: &'a [Mount],
+    pub root: &'a Tree,
+}
+
 /// Where a path lives: the root layer, or a volume with the path inside it.
 enum At {
     Root(String),
     Volume { index: usize, inner: String, read_only: bool },
 }
 
-impl View<'_> {
+impl ReadView<'_> {
     fn locate(&self, path: &str) -> At {
         let p = normalise(path);
         let mut best: Option<&Mount> = None;
@@ -135,18 +143,11 @@ impl View<'_> {
     }
     fn tree(&self, at: &At) -> Option<(&Tree, String)> {
         match at {
-            At::Root(p) => Some((&*self.root, p.clone())),
+            At::Root(p) => Some((self.root, p.clone())),
             At::Volume { index, inner, .. } => self.volumes.get(*index).map(|t| (t, inner.clone())),
         }
     }
-    fn tree_mut(&mut self, at: &At) -> Result<(&mut Tree, String), FsError> {
-        match at {
-            At::Root(p) => Ok((&mut *self.root, p.clone())),
-            At::Volume { read_only: true, .. } => Err(FsError::ReadOnly),
-            At::Volume { index, inner, .. } => self.volumes.get_mut(*index).map(|t| (t, inner.clone())).ok_or(FsError::ReadOnly),
-        }
-    }
-    /// Whether `path` is a mount point (a directory even when its volume is empty).
+    /// Whether `path` is a mount point or above one (a directory even when empty).
     fn is_mount_point(&self, path: &str) -> bool {
         let p = normalise(path);
         self.mounts.iter().any(|m| normalise(&m.path) == p || normalise(&m.path).starts_with(&format!("{}/", if p == "/" { "" } else { &p })))
@@ -185,56 +186,6 @@ impl View<'_> {
             None => Err(FsError::NotFound),
         }
     }
-    pub fn write(&mut self, path: &str, data: &str, append: bool) -> Result<(), FsError> {
-        if self.kind(path) == Some(true) {
-            return Err(FsError::IsDir);
-        }
-        let at = self.locate(path);
-        self.tree_mut(&at)?;
-        self.parent_ok(path)?;
-        let (t, p) = self.tree_mut(&at)?;
-        let entry = t.files.entry(p).or_default();
-        if append {
-            entry.push_str(data);
-        } else {
-            *entry = data.to_string();
-        }
-        Ok(())
-    }
-    pub fn remove(&mut self, path: &str, recursive: bool) -> Result<(), FsError> {
-        let kind = self.kind(path).ok_or(FsError::NotFound)?;
-        let at = self.locate(path);
-        let (t, p) = self.tree_mut(&at)?;
-        if !kind {
-            t.files.remove(&p);
-            return Ok(());
-        }
-        let prefix = format!("{p}/");
-        let has_children = t.files.keys().any(|k| k.starts_with(&prefix)) || t.dirs.iter().any(|k| k.starts_with(&prefix));
-        if !recursive {
-            return Err(FsError::IsDir);
-        }
-        if has_children {
-            t.files.retain(|k, _| !k.starts_with(&prefix));
-            t.dirs.retain(|k| !k.starts_with(&prefix));
-        }
-        t.dirs.remove(&p);
-        Ok(())
-    }
-    pub fn mkdir(&mut self, path: &str, parents: bool) -> Result<(), FsError> {
-        match self.kind(path) {
-            Some(_) if parents => return Ok(()),
-            Some(_) => return Err(FsError::Exists),
-            None => {}
-        }
-        if !parents {
-            self.parent_ok(path)?;
-        }
-        let at = self.locate(path);
-        let (t, p) = self.tree_mut(&at)?;
-        t.dirs.insert(p);
-        Ok(())
-    }
     /// A directory's entries, sorted; mount points under it are listed too.
     pub fn list(&self, path: &str) -> Result<Vec<(String, bool)>, FsError> {
         match self.kind(path) {
@@ -257,6 +208,75 @@ impl View<'_> {
             }
         }
         Ok(out.into_iter().collect())
+    }
+}
+
+impl View<'_> {
+    pub fn ro(&self) -> ReadView<'_> {
+        ReadView { volumes: self.volumes, volume_read_only: self.volume_read_only, mounts: self.mounts, root: self.root }
+    }
+    fn tree_mut(&mut self, at: &At) -> Result<(&mut Tree, String), FsError> {
+        match at {
+            At::Root(p) => Ok((&mut *self.root, p.clone())),
+            At::Volume { read_only: true, .. } => Err(FsError::ReadOnly),
+            At::Volume { index, inner, .. } => self.volumes.get_mut(*index).map(|t| (t, inner.clone())).ok_or(FsError::ReadOnly),
+        }
+    }
+    pub fn kind(&self, path: &str) -> Option<bool> {
+        self.ro().kind(path)
+    }
+    pub fn read(&self, path: &str) -> Result<String, FsError> {
+        self.ro().read(path)
+    }
+    pub fn list(&self, path: &str) -> Result<Vec<(String, bool)>, FsError> {
+        self.ro().list(path)
+    }
+    pub fn write(&mut self, path: &str, data: &str, append: bool) -> Result<(), FsError> {
+        if self.kind(path) == Some(true) {
+            return Err(FsError::IsDir);
+        }
+        let at = self.ro().locate(path);
+        self.tree_mut(&at)?;
+        self.ro().parent_ok(path)?;
+        let (t, p) = self.tree_mut(&at)?;
+        let entry = t.files.entry(p).or_default();
+        if append {
+            entry.push_str(data);
+        } else {
+            *entry = data.to_string();
+        }
+        Ok(())
+    }
+    pub fn remove(&mut self, path: &str, recursive: bool) -> Result<(), FsError> {
+        let kind = self.kind(path).ok_or(FsError::NotFound)?;
+        let at = self.ro().locate(path);
+        let (t, p) = self.tree_mut(&at)?;
+        if !kind {
+            t.files.remove(&p);
+            return Ok(());
+        }
+        if !recursive {
+            return Err(FsError::IsDir);
+        }
+        let prefix = format!("{p}/");
+        t.files.retain(|k, _| !k.starts_with(&prefix));
+        t.dirs.retain(|k| !k.starts_with(&prefix));
+        t.dirs.remove(&p);
+        Ok(())
+    }
+    pub fn mkdir(&mut self, path: &str, parents: bool) -> Result<(), FsError> {
+        match self.kind(path) {
+            Some(_) if parents => return Ok(()),
+            Some(_) => return Err(FsError::Exists),
+            None => {}
+        }
+        if !parents {
+            self.ro().parent_ok(path)?;
+        }
+        let at = self.ro().locate(path);
+        let (t, p) = self.tree_mut(&at)?;
+        t.dirs.insert(p);
+        Ok(())
     }
 }
 

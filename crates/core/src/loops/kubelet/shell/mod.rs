@@ -74,6 +74,8 @@ pub trait Host {
     fn daemon(&self, argv: &[String]) -> Option<Daemon>;
     /// Whether the image has a program by this name that kubeloop cannot run.
     fn opaque(&self, name: &str) -> bool;
+    /// Whether the image carries this known program (`curl` is not in busybox).
+    fn has(&self, name: &str) -> bool;
     /// Send a signal to the container's processes named `name` (`0` only checks);
     /// whether any matched.
     fn signal(&mut self, name: &str, signal: i32) -> bool;
