@@ -254,3 +254,65 @@ fn bad_input_never_loses_the_other_documents() {
     assert!(c.api.store.get_by(rid::CONFIGMAP, "default", "good").is_some());
     assert!(c.api.store.get_by(rid::CONFIGMAP, "default", "also-good").is_some());
 }
+
+fn pod(c: &Cluster, name: &str) -> Object {
+    c.api.store.get_by(rid::POD, "default", name).unwrap_or_else(|| panic!("pod {name}")).clone()
+}
+
+fn terminated(p: &Object, list: &str, field: &str) -> (i64, String) {
+    let s = get_array(p, &["status", list]).first().cloned().unwrap_or_default();
+    let t = &s[field]["terminated"];
+    (t["exitCode"].as_i64().unwrap_or(-1), t["reason"].as_str().unwrap_or("").to_string())
+}
+
+#[test]
+fn containers_run_their_commands_probes_restart_them_and_sidecars_count() {
+    let (_, mut c) = load("containers.yaml");
+    c.run_until(60_000);
+    // Exit codes and phases for each restart policy (`getPhase`).
+    let never = pod(&c, "never");
+    assert_eq!(never["status"]["phase"], "Failed");
+    assert_eq!(terminated(&never, "containerStatuses", "state"), (1, "Error".into()));
+    let onfailure = pod(&c, "onfailure");
+    assert_eq!(onfailure["status"]["phase"], "Succeeded");
+    assert_eq!(terminated(&onfailure, "containerStatuses", "state"), (0, "Completed".into()));
+    let always = pod(&c, "always");
+    assert_eq!(always["status"]["phase"], "Running");
+    assert_eq!(terminated(&always, "containerStatuses", "lastState"), (3, "Error".into()));
+    // Over its memory limit: OOMKilled, exit code 137.
+    assert_eq!(terminated(&pod(&c, "memory-hog"), "containerStatuses", "lastState"), (137, "OOMKilled".into()));
+    // An init container that fails is restarted (restartPolicy Always) and holds the pod.
+    let init = pod(&c, "init-fails");
+    assert_eq!(init["status"]["phase"], "Pending");
+    assert_eq!(terminated(&init, "initContainerStatuses", "lastState"), (2, "Error".into()));
+    // The startup probe holds the liveness probe back until the app has started (20s).
+    let slow = pod(&c, "slow-start");
+    assert_eq!(slow["status"]["containerStatuses"][0]["started"], true);
+    assert_eq!(slow["status"]["containerStatuses"][0]["restartCount"], 0);
+    assert!(events(&c, "Unhealthy").iter().any(|m| m.starts_with("Startup probe failed")));
+    assert!(!events(&c, "Killing").iter().any(|m| m.contains("app failed")));
+    // A sidecar starts before the app, keeps running, and counts in READY.
+    let side = pod(&c, "with-sidecar");
+    assert!(ready(&side));
+    assert_eq!(kubeloop_core::kubectl::printers::pod_row(&side, c.now).ready, "2/2");
+    c.run_until(90_000);
+    // The liveness probe found /tmp/healthy gone, the kubelet killed the container
+    // (sh ignores SIGTERM: 30s later, SIGKILL, 137) and started it again.
+    let live = pod(&c, "liveness-exec");
+    assert_eq!(terminated(&live, "containerStatuses", "lastState"), (137, "Error".into()));
+    assert!(events(&c, "Unhealthy").contains(&"Liveness probe failed: cat: can't open '/tmp/healthy': No such file or directory".to_string()));
+    assert!(events(&c, "Killing").contains(&"Container liveness failed liveness probe, will be restarted".to_string()));
+    c.run_until(96_000);
+    let out = |cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).flat_map(|o| o.output.clone()).collect::<Vec<_>>();
+    assert_eq!(out("logs never"), vec!["hi"]);
+    assert_eq!(out("exec with-sidecar -c app -- sh -c 'ls /opt; exit 4'"), vec!["logs.txt", "command terminated with exit code 4"]);
+    assert!(out("logs with-sidecar -c logshipper").iter().filter(|l| *l == "logging").count() >= 8);
+    // Graceful termination: nginx stops at SIGTERM; a shell as PID 1 waits for SIGKILL.
+    c.run_until(100_000);
+    assert!(c.api.store.get_by(rid::POD, "default", "web").is_none());
+    assert!(c.api.store.get_by(rid::POD, "default", "slow-start").is_some());
+    c.run_until(126_000);
+    assert!(c.api.store.get_by(rid::POD, "default", "slow-start").is_none());
+    c.run_until(180_000);
+    golden("containers", &c);
+}

@@ -448,6 +448,16 @@ impl ApiServer {
             }
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
             Verb::Create if req.subresource == "eviction" && res.kind == "Pod" => self.evict(&c, &user, res, &ns, &req),
+            // `pods/exec` connects to the kubelet: the API server's part is to authorize
+            // the caller and find the pod (`pkg/registry/core/pod/rest` `ExecREST`).
+            Verb::Create if req.subresource == "exec" && res.kind == "Pod" => {
+                let out = self.get(res, req.resource, &ns, &req.name, "");
+                match &out {
+                    Ok(_) => self.log(&c, 101, None),
+                    Err(s) => self.log(&c, s.code, Some(s)),
+                }
+                out
+            }
             Verb::Create => {
                 let body = req.body.take();
                 self.create(&mut c, &user, res, req.resource, &ns, &req, body)

@@ -231,6 +231,27 @@ impl Cluster {
         self.api.pod_logs(credentials, namespace, pod, container, previous, kubelet)
     }
 
+    /// `kubectl exec`: the client's lookup and the API server's authorization, then the
+    /// command in the node's kubelet, then what kubectl prints.
+    pub fn exec(&mut self, credentials: &Credentials, line: &str) -> Vec<String> {
+        self.api.now = self.now;
+        let target = match crate::kubectl::exec_prepare(&mut self.api, credentials, line) {
+            Ok(t) => t,
+            Err(lines) => return lines,
+        };
+        let mut result = None;
+        for i in 0..self.controllers.len() {
+            if result.is_some() || !self.running[i] {
+                continue;
+            }
+            let t = &target;
+            self.with_controller(i, |c, cx| result = c.exec(cx, &t.namespace, &t.pod, &t.container, &t.argv));
+        }
+        self.dispatch();
+        let result = result.unwrap_or_else(|| Err(Status::bad_request(format!("unable to upgrade connection: container not found ({:?})", target.container))));
+        crate::kubectl::exec_finish(&target, result)
+    }
+
     pub fn controller_names(&self) -> Vec<&'static str> {
         self.controllers.iter().map(|c| c.name()).collect()
     }
@@ -376,6 +397,7 @@ impl Cluster {
                 let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
                 crate::kubectl::logs(&mut self.api, kubelet, &s.credentials, cmd)
             }),
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("exec") => (format!("kubectl {cmd}"), self.exec(&s.credentials, cmd)),
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
             Action::Fault(f) => {
                 let msg = self.fault(f);

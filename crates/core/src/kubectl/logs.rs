@@ -50,51 +50,12 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
     let Some(target) = f.positional.first() else {
         return vec!["error: expected POD or TYPE/NAME is a required argument for the logs command".into()];
     };
-    let pod = match target.split_once('/') {
-        None | Some(("pod" | "pods" | "po", _)) => {
-            let name = target.split_once('/').map(|(_, n)| n).unwrap_or(target);
-            match fetch(api, creds, api::rid::POD, &ns, name) {
-                Ok(p) => p,
-                Err(e) => return vec![e],
-            }
-        }
-        Some((t, name)) => {
-            let Some(r) = resource_for_name(t) else { return vec![format!("error: the server doesn't have a resource type {t:?}")] };
-            let owner = match fetch(api, creds, r, &ns, name) {
-                Ok(o) => o,
-                Err(e) => return vec![e],
-            };
-            let selector = api::get(&owner, &["spec", "selector"]).cloned();
-            let pods = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
-                Ok(l) => l,
-                Err(s) => return vec![s.kubectl_message(None, "")],
-            };
-            let mut matching: Vec<&Value> =
-                api::get_array(&pods, &["items"]).iter().filter(|p| crate::foundation::labels::selector_matches(selector.as_ref(), api::labels(p))).collect();
-            matching.sort_by_key(|p| logging_rank(p));
-            let Some(first) = matching.first() else { return vec![format!("error: timed out waiting for the condition")] };
-            if matching.len() > 1 {
-                out.push(format!("Found {} pods, using pod/{}", matching.len(), api::name(first)));
-            }
-            crate::foundation::api::Object::new((*first).clone())
-        }
+    let pod = match pod_for_target(api, creds, target, &ns, &mut out) {
+        Ok(p) => p,
+        Err(e) => return e,
     };
     let pod_name = api::name(&pod).to_string();
-    let names: Vec<&str> = api::get_array(&pod, &["spec", "containers"]).iter().filter_map(|c| get_str(c, &["name"])).collect();
-    let container = match f.get("--container") {
-        Some(c) => c.to_string(),
-        None => {
-            let chosen = api::annotation(&pod, "kubectl.kubernetes.io/default-container")
-                .filter(|d| names.contains(d))
-                .or(names.first().copied())
-                .unwrap_or("")
-                .to_string();
-            if names.len() > 1 {
-                out.push(format!("Defaulted container {chosen:?} out of: {}", names.join(", ")));
-            }
-            chosen
-        }
-    };
+    let container = default_container(&pod, f.get("--container"), &mut out);
     let previous = f.get("--previous") == Some("true");
     match api.pod_logs(creds.clone(), &ns, &pod_name, Some(&container), previous, kubelet) {
         Ok(text) => {
@@ -107,4 +68,66 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
         Err(s) => out.push(s.kubectl_message(None, "")),
     }
     out
+}
+
+/// The pod a `POD` or `TYPE/NAME` argument names (`polymorphichelpers`): for a workload,
+/// the best of its pods for logging, with kubectl's note when there were several.
+pub(super) fn pod_for_target(
+    api: &mut ApiServer,
+    creds: &Credentials,
+    target: &str,
+    ns: &str,
+    out: &mut Vec<String>,
+) -> Result<crate::foundation::api::Object, Vec<String>> {
+    let ns = ns.to_string();
+    let pod = match target.split_once('/') {
+        None | Some(("pod" | "pods" | "po", _)) => {
+            let name = target.split_once('/').map(|(_, n)| n).unwrap_or(target);
+            match fetch(api, creds, api::rid::POD, &ns, name) {
+                Ok(p) => p,
+                Err(e) => return Err(vec![e]),
+            }
+        }
+        Some((t, name)) => {
+            let Some(r) = resource_for_name(t) else { return Err(vec![format!("error: the server doesn't have a resource type {t:?}")]) };
+            let owner = match fetch(api, creds, r, &ns, name) {
+                Ok(o) => o,
+                Err(e) => return Err(vec![e]),
+            };
+            let selector = api::get(&owner, &["spec", "selector"]).cloned();
+            let pods = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
+                Ok(l) => l,
+                Err(s) => return Err(vec![s.kubectl_message(None, "")]),
+            };
+            let mut matching: Vec<&Value> =
+                api::get_array(&pods, &["items"]).iter().filter(|p| crate::foundation::labels::selector_matches(selector.as_ref(), api::labels(p))).collect();
+            matching.sort_by_key(|p| logging_rank(p));
+            let Some(first) = matching.first() else { return Err(vec!["error: timed out waiting for the condition".to_string()]) };
+            if matching.len() > 1 {
+                out.push(format!("Found {} pods, using pod/{}", matching.len(), api::name(first)));
+            }
+            crate::foundation::api::Object::new((*first).clone())
+        }
+    };
+    Ok(pod)
+}
+
+/// `-c` or the default container (`kubectl.kubernetes.io/default-container`, else the
+/// first), with kubectl's "Defaulted container" note when the pod has several.
+pub(super) fn default_container(pod: &Value, flag: Option<&str>, out: &mut Vec<String>) -> String {
+    let names: Vec<&str> = api::get_array(pod, &["spec", "containers"]).iter().filter_map(|c| get_str(c, &["name"])).collect();
+    match flag {
+        Some(c) => c.to_string(),
+        None => {
+            let chosen = api::annotation(pod, "kubectl.kubernetes.io/default-container")
+                .filter(|d| names.contains(d))
+                .or(names.first().copied())
+                .unwrap_or("")
+                .to_string();
+            if names.len() > 1 {
+                out.push(format!("Defaulted container {chosen:?} out of: {}", names.join(", ")));
+            }
+            chosen
+        }
+    }
 }

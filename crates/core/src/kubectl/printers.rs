@@ -92,7 +92,8 @@ pub fn pod_row(pod: &Value, now: Millis) -> PodRow {
         initializing = true;
         break;
     }
-    let initialized = get_array(pod, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Initialized") && get_str(c, &["status"]) == Some("True"));
+    let initialized =
+        get_array(pod, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Initialized") && get_str(c, &["status"]) == Some("True"));
     if !initializing || initialized {
         restarts = sidecar_restarts;
         last_restart = sidecar_last;

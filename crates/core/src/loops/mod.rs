@@ -18,6 +18,7 @@ use crate::apiserver::trace::{Flow, Record};
 use crate::apiserver::{ApiServer, Credentials, KubeletClient, Request};
 use crate::foundation::api::ResourceId;
 use crate::foundation::sim::Millis;
+use crate::foundation::status::Status;
 use crate::foundation::value::Value;
 use events::{Recorder, Source};
 
@@ -122,6 +123,11 @@ pub trait Controller {
     fn restart(&mut self) {}
     /// The loops that run containers (the kubelets) answer the API server's log reads.
     fn kubelet_client(&self) -> Option<&dyn KubeletClient> {
+        None
+    }
+    /// Run a command in a pod's container (`pods/exec` reaching the kubelet): its output
+    /// lines and exit code. `None` from loops that run no containers.
+    fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<(Vec<String>, i32), Status>> {
         None
     }
 }

@@ -28,11 +28,11 @@ use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::kubelet::registry::{Behaviour, Pull, Reference, Registry};
+use crate::loops::{req_as, Controller, Cx, Fault};
+use node::{lease_object, pod_cidr, NodeSpec};
 use runtime::{argv, environment, mounts, root_tree, serve_http, start, CtrHost, Net, Sources, Start};
 use shell::fs::{Mount, ReadView, Tree, View};
 use shell::{Daemon, Host, Outcome, Process};
-use crate::loops::{req_as, Controller, Cx, Fault};
-use node::{lease_object, pod_cidr, NodeSpec};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 type Key = (String, String);
@@ -370,10 +370,7 @@ impl Kubelets {
                     init,
                     sidecar: init && get_str(c, &["restartPolicy"]) == Some("Always"),
                     spec: c.clone(),
-                    state: CState::Waiting {
-                        reason: if !has_inits || init { "ContainerCreating".into() } else { "PodInitializing".into() },
-                        message: None,
-                    },
+                    state: CState::Waiting { reason: if !has_inits || init { "ContainerCreating".into() } else { "PodInitializing".into() }, message: None },
                     last: None,
                     restarts: 0,
                     ready: false,
@@ -565,7 +562,8 @@ impl Kubelets {
                     return;
                 }
                 let host_ip = host_ip(self.nodes[ni].index);
-                let sources = Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: "", node_alloc: &self.nodes[ni].allocatable };
+                let sources =
+                    Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: "", node_alloc: &self.nodes[ni].allocatable };
                 let mut trees = Vec::new();
                 for v in get_array(&pod, &["spec", "volumes"]) {
                     let (tree, ro) = sources.volume(&pod, v);
@@ -775,7 +773,7 @@ impl Kubelets {
                     &format!("Container image {:?} already present on machine and can be accessed by the pod", c.image),
                     None,
                 );
-                self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i].behaviour = Some(behaviour);
+                self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i].behaviour = Some(*behaviour);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("image {} already present on {node_name}", c.image));
                 self.create_container(cx, ni, key, i);
             }
@@ -839,7 +837,7 @@ impl Kubelets {
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("pulled {} in {}", c.image, go_duration(pull_ms)));
                 let repo = Reference::parse(&c.image).map(|r| format!("{}/{}", r.registry, r.repository)).unwrap_or_default();
                 let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
-                rt.ctrs[i].behaviour = Some(behaviour);
+                rt.ctrs[i].behaviour = Some(*behaviour);
                 rt.ctrs[i].image_id = format!("{repo}@{digest}");
                 rt.ctrs[i].pull_failures = 0;
                 self.create_container(cx, ni, key, i);
@@ -910,7 +908,8 @@ impl Kubelets {
         let host_ip = host_ip(self.nodes[ni].index);
         let rt = &self.nodes[ni].pods[key];
         let pod_ip = rt.ip.clone().unwrap_or_default();
-        let sources = Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: &pod_ip, node_alloc: &self.nodes[ni].allocatable };
+        let sources =
+            Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: &pod_ip, node_alloc: &self.nodes[ni].allocatable };
         let env = environment(&pod, &c.spec, &self.services, &sources, &self.nodes[ni].allocatable);
         let mounts = mounts(&c.spec, &rt.volume_names);
         let root = root_tree(&pod, rt.ip.as_deref(), &b);
@@ -948,7 +947,18 @@ impl Kubelets {
         ctr.state = CState::Running { started: cx.now };
         let instance = ctr.instance;
         cx.event(&src, &pod, Some(&field), "Normal", "Started", "Container started", None);
-        cx.trace(Flow::Runtime, "start", obj.clone(), "ok", "", if argv.is_empty() { format!("CRI started container {} ({})", c.name, c.image) } else { format!("CRI started container {} ({}): {}", c.name, c.image, shell_words(&argv)) });
+        cx.trace(
+            Flow::Runtime,
+            "start",
+            obj.clone(),
+            "ok",
+            "",
+            if argv.is_empty() {
+                format!("CRI started container {} ({})", c.name, c.image)
+            } else {
+                format!("CRI started container {} ({}): {}", c.name, c.image, shell_words(&argv))
+            },
+        );
         // The image's own start-up lines (scenario images declare theirs).
         let t = rfc3339(cx.now);
         let (date, time) = (&t[..10], &t[11..19]);
@@ -973,7 +983,12 @@ impl Kubelets {
         let has_startup = get(&spec, &["startupProbe"]).is_some();
         if let Some(rt) = self.nodes[ni].pods.get_mut(key) {
             rt.ctrs[i].started = !has_startup;
-            if get(&spec, &["readinessProbe"]).is_none() && !has_startup && !b.never_ready && matches!(rt.ctrs[i].state, CState::Running { .. }) && (!c.init || c.sidecar) {
+            if get(&spec, &["readinessProbe"]).is_none()
+                && !has_startup
+                && !b.never_ready
+                && matches!(rt.ctrs[i].state, CState::Running { .. })
+                && (!c.init || c.sidecar)
+            {
                 rt.ctrs[i].ready = true;
             }
         }
@@ -1059,7 +1074,9 @@ impl Kubelets {
         let r = match start(argv, &env, &b) {
             Start::NotFound(msg) => {
                 let first = argv.first().cloned().unwrap_or_default();
-                out.push(format!("OCI runtime exec failed: exec failed: unable to start container process: exec: {first:?}: executable file not found in $PATH: unknown"));
+                out.push(format!(
+                    "OCI runtime exec failed: exec failed: unable to start container process: exec: {first:?}: executable file not found in $PATH: unknown"
+                ));
                 let _ = msg;
                 return (126, out, 0);
             }
@@ -1219,11 +1236,10 @@ impl Kubelets {
             }
             (ProbeKind::Liveness | ProbeKind::Startup, false, true) => {
                 ctr.probes[kind.index()] = ProbeRun::default();
-                let grace = get_i64(&p, &["terminationGracePeriodSeconds"])
-                    .or_else(|| get_i64(&pod, &["spec", "terminationGracePeriodSeconds"]))
-                    .unwrap_or(30)
-                    .max(0) as Millis
-                    * 1000;
+                let grace =
+                    get_i64(&p, &["terminationGracePeriodSeconds"]).or_else(|| get_i64(&pod, &["spec", "terminationGracePeriodSeconds"])).unwrap_or(30).max(0)
+                        as Millis
+                        * 1000;
                 let what = if kind == ProbeKind::Liveness { "liveness" } else { "startup" };
                 let msg = format!("Container {} failed {what} probe, will be restarted", c.name);
                 self.kill_container(cx, ni, key, i, &msg, "Killing", grace);
@@ -1377,7 +1393,8 @@ impl Kubelets {
             return;
         }
         let grace = get_i64(&pod, &["spec", "terminationGracePeriodSeconds"]).unwrap_or(30).max(0) as Millis * 1000;
-        let sidecars: Vec<usize> = rt.ctrs.iter().enumerate().filter(|(_, c)| c.sidecar && matches!(c.state, CState::Running { .. }) && !c.stopping).map(|(i, _)| i).collect();
+        let sidecars: Vec<usize> =
+            rt.ctrs.iter().enumerate().filter(|(_, c)| c.sidecar && matches!(c.state, CState::Running { .. }) && !c.stopping).map(|(i, _)| i).collect();
         for i in sidecars.into_iter().rev() {
             let name = self.nodes[ni].pods[key].ctrs[i].name.clone();
             self.kill_container(cx, ni, key, i, &format!("Stopping container {name}"), "Killing", grace);
@@ -1447,7 +1464,8 @@ impl Kubelets {
             }
             cx.event(&src, pod, Some(&field), "Normal", "Killing", &format!("Stopping container {name}"), None);
             let left = grace.saturating_sub(spent);
-            let exited_already = !matches!(self.nodes[ni].pods[key].ctrs[i].state, CState::Running { .. }) || self.nodes[ni].pods[key].ctrs[i].daemon.is_none() && self.nodes[ni].pods[key].ctrs[i].proc.is_none();
+            let exited_already = !matches!(self.nodes[ni].pods[key].ctrs[i].state, CState::Running { .. })
+                || self.nodes[ni].pods[key].ctrs[i].daemon.is_none() && self.nodes[ni].pods[key].ctrs[i].proc.is_none();
             let (t, _code) = if exited_already { (1, 0) } else { self.sigterm(cx.now, ni, key, i, left) };
             wait = wait.max(spent.min(grace) + t);
         }
@@ -1507,7 +1525,8 @@ impl Kubelets {
         let term_json = |c: &Ctr, s: &CState| -> Value {
             match s {
                 CState::Terminated { exit, reason, message, started, finished } => {
-                    let mut t = json!({"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id});
+                    let mut t =
+                        json!({"exitCode": exit, "reason": reason, "startedAt": ts(*started), "finishedAt": ts(*finished), "containerID": c.container_id});
                     if let Some(m) = message {
                         t["message"] = json!(m);
                     }
@@ -1732,6 +1751,39 @@ impl Kubelets {
     }
 }
 
+impl Kubelets {
+    /// `kubectl exec`: run a command in a running container (`pkg/kubelet/server` `getExec`).
+    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
+        self.sync_informers(cx);
+        let key = (namespace.to_string(), pod.to_string());
+        let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
+            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
+        };
+        if self.nodes[ni].down {
+            let node = &self.nodes[ni].name;
+            return Err(Status::new(500, "", format!("error dialing backend: dial tcp {node}:10250: connect: no route to host")));
+        }
+        let rt = &self.nodes[ni].pods[&key];
+        let Some(i) = rt.ctrs.iter().position(|c| c.name == container) else {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        };
+        if !matches!(rt.ctrs[i].state, CState::Running { .. }) || rt.ctrs[i].proc.is_none() && rt.ctrs[i].daemon.is_none() {
+            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
+        }
+        cx.user = self.nodes[ni].user.name.clone();
+        cx.trace(
+            Flow::Runtime,
+            "exec",
+            format!("Pod/{namespace}/{pod}"),
+            "ok",
+            "",
+            format!("kubelet on {} runs `{}` in container {container}", self.nodes[ni].name, shell_words(argv)),
+        );
+        let (code, out, _) = self.exec_in(cx, ni, &key, i, argv);
+        Ok((out, code))
+    }
+}
+
 impl KubeletClient for Kubelets {
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
         self.read_logs(namespace, pod, container, previous)
@@ -1741,6 +1793,9 @@ impl KubeletClient for Kubelets {
 impl Controller for Kubelets {
     fn kubelet_client(&self) -> Option<&dyn KubeletClient> {
         Some(self)
+    }
+    fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<(Vec<String>, i32), Status>> {
+        Some(self.exec_command(cx, namespace, pod, container, argv))
     }
     fn name(&self) -> &'static str {
         "kubelet"
@@ -1885,7 +1940,13 @@ fn host_ip(index: usize) -> String {
 /// A command line as a shell would show it.
 fn shell_words(argv: &[String]) -> String {
     argv.iter()
-        .map(|a| if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?".contains(c)) { format!("'{}'", a.replace('\'', "'\\''")) } else { a.clone() })
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$;&|<>*?".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a.clone()
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -1928,7 +1989,7 @@ fn phase(pod: &Value, rt: &PodRt) -> &'static str {
     let (mut pending_init, mut pending_sidecar, mut failed_init) = (0, 0, 0);
     for c in rt.ctrs.iter().filter(|c| c.init) {
         if c.sidecar {
-            if !has_initialized && !(matches!(c.state, CState::Running { .. }) && c.started) {
+            if !(has_initialized || matches!(c.state, CState::Running { .. }) && c.started) {
                 pending_sidecar += 1;
             }
             continue;

@@ -151,9 +151,12 @@ struct Known {
     family: Family,
     entrypoint: &'static [&'static str],
     cmd: &'static [&'static str],
-    server: Option<(&'static [&'static str], &'static [u16], u64, Option<&'static str>)>,
+    server: Option<KnownServer>,
     lacks: &'static [&'static str],
 }
+
+/// Programs that start it, ports, MiB of memory, web root.
+type KnownServer = (&'static [&'static str], &'static [u16], u64, Option<&'static str>);
 
 const ENTRY: &[&str] = &["docker-entrypoint.sh"];
 const SHELL_IMAGE_LACKS: &[&str] = &["curl", "bash"];
@@ -170,12 +173,66 @@ const CATALOGUE: &[Known] = &[
         server: Some((&["nginx", "docker-entrypoint.sh", "/docker-entrypoint.sh"], &[80], 8, Some("/usr/share/nginx/html"))),
         lacks: &["wget", "nslookup", "ps"],
     },
-    Known { repo: "docker.io/library/busybox", majors: &["1"], size: 2_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
-    Known { repo: "registry.k8s.io/busybox", majors: &[], size: 1_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
-    Known { repo: "k8s.gcr.io/busybox", majors: &[], size: 1_150_000, family: Family::Busybox, entrypoint: &[], cmd: &["sh"], server: None, lacks: SHELL_IMAGE_LACKS },
-    Known { repo: "docker.io/library/alpine", majors: &["3"], size: 3_640_000, family: Family::Busybox, entrypoint: &[], cmd: &["/bin/sh"], server: None, lacks: SHELL_IMAGE_LACKS },
-    Known { repo: "docker.io/library/bash", majors: &["4", "5"], size: 6_300_000, family: Family::Busybox, entrypoint: ENTRY, cmd: &["bash"], server: None, lacks: &["curl"] },
-    Known { repo: "docker.io/polinux/stress", majors: &[], size: 4_000_000, family: Family::Busybox, entrypoint: &[], cmd: &["stress"], server: None, lacks: SHELL_IMAGE_LACKS },
+    Known {
+        repo: "docker.io/library/busybox",
+        majors: &["1"],
+        size: 2_150_000,
+        family: Family::Busybox,
+        entrypoint: &[],
+        cmd: &["sh"],
+        server: None,
+        lacks: SHELL_IMAGE_LACKS,
+    },
+    Known {
+        repo: "registry.k8s.io/busybox",
+        majors: &[],
+        size: 1_150_000,
+        family: Family::Busybox,
+        entrypoint: &[],
+        cmd: &["sh"],
+        server: None,
+        lacks: SHELL_IMAGE_LACKS,
+    },
+    Known {
+        repo: "k8s.gcr.io/busybox",
+        majors: &[],
+        size: 1_150_000,
+        family: Family::Busybox,
+        entrypoint: &[],
+        cmd: &["sh"],
+        server: None,
+        lacks: SHELL_IMAGE_LACKS,
+    },
+    Known {
+        repo: "docker.io/library/alpine",
+        majors: &["3"],
+        size: 3_640_000,
+        family: Family::Busybox,
+        entrypoint: &[],
+        cmd: &["/bin/sh"],
+        server: None,
+        lacks: SHELL_IMAGE_LACKS,
+    },
+    Known {
+        repo: "docker.io/library/bash",
+        majors: &["4", "5"],
+        size: 6_300_000,
+        family: Family::Busybox,
+        entrypoint: ENTRY,
+        cmd: &["bash"],
+        server: None,
+        lacks: &["curl"],
+    },
+    Known {
+        repo: "docker.io/polinux/stress",
+        majors: &[],
+        size: 4_000_000,
+        family: Family::Busybox,
+        entrypoint: &[],
+        cmd: &["stress"],
+        server: None,
+        lacks: SHELL_IMAGE_LACKS,
+    },
     Known {
         repo: "docker.io/library/ubuntu",
         majors: &["20.04", "22.04", "24.04", "jammy", "noble", "focal"],
@@ -196,8 +253,26 @@ const CATALOGUE: &[Known] = &[
         server: None,
         lacks: &["wget", "curl", "nslookup", "ps"],
     },
-    Known { repo: "docker.io/library/fedora", majors: &["39", "40", "41", "42", "43"], size: 60_000_000, family: Family::Debian, entrypoint: &[], cmd: &["/bin/bash"], server: None, lacks: &["wget", "nslookup"] },
-    Known { repo: "docker.io/library/redis", majors: &["5", "6", "7", "8"], size: 45_100_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["redis-server"], server: Some((&["redis-server", "docker-entrypoint.sh"], &[6379], 4, None)), lacks: DEBIAN_LACKS },
+    Known {
+        repo: "docker.io/library/fedora",
+        majors: &["39", "40", "41", "42", "43"],
+        size: 60_000_000,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["/bin/bash"],
+        server: None,
+        lacks: &["wget", "nslookup"],
+    },
+    Known {
+        repo: "docker.io/library/redis",
+        majors: &["5", "6", "7", "8"],
+        size: 45_100_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["redis-server"],
+        server: Some((&["redis-server", "docker-entrypoint.sh"], &[6379], 4, None)),
+        lacks: DEBIAN_LACKS,
+    },
     Known {
         repo: "docker.io/library/postgres",
         majors: &["12", "13", "14", "15", "16", "17", "18"],
@@ -208,7 +283,16 @@ const CATALOGUE: &[Known] = &[
         server: Some((&["postgres", "docker-entrypoint.sh"], &[5432], 30, None)),
         lacks: DEBIAN_LACKS,
     },
-    Known { repo: "docker.io/library/mysql", majors: &["5", "8", "9"], size: 172_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["mysqld"], server: Some((&["mysqld", "docker-entrypoint.sh"], &[3306, 33060], 360, None)), lacks: DEBIAN_LACKS },
+    Known {
+        repo: "docker.io/library/mysql",
+        majors: &["5", "8", "9"],
+        size: 172_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["mysqld"],
+        server: Some((&["mysqld", "docker-entrypoint.sh"], &[3306, 33060], 360, None)),
+        lacks: DEBIAN_LACKS,
+    },
     Known {
         repo: "docker.io/library/httpd",
         majors: &["2"],
@@ -219,8 +303,26 @@ const CATALOGUE: &[Known] = &[
         server: Some((&["httpd-foreground", "httpd"], &[80], 10, Some("/usr/local/apache2/htdocs"))),
         lacks: DEBIAN_LACKS,
     },
-    Known { repo: "docker.io/library/memcached", majors: &["1"], size: 30_600_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["memcached"], server: Some((&["memcached", "docker-entrypoint.sh"], &[11211], 2, None)), lacks: DEBIAN_LACKS },
-    Known { repo: "docker.io/library/mongo", majors: &["5", "6", "7", "8"], size: 250_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["mongod"], server: Some((&["mongod", "docker-entrypoint.sh"], &[27017], 150, None)), lacks: DEBIAN_LACKS },
+    Known {
+        repo: "docker.io/library/memcached",
+        majors: &["1"],
+        size: 30_600_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["memcached"],
+        server: Some((&["memcached", "docker-entrypoint.sh"], &[11211], 2, None)),
+        lacks: DEBIAN_LACKS,
+    },
+    Known {
+        repo: "docker.io/library/mongo",
+        majors: &["5", "6", "7", "8"],
+        size: 250_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["mongod"],
+        server: Some((&["mongod", "docker-entrypoint.sh"], &[27017], 150, None)),
+        lacks: DEBIAN_LACKS,
+    },
     Known {
         repo: "docker.io/library/rabbitmq",
         majors: &["3", "4"],
@@ -241,10 +343,46 @@ const CATALOGUE: &[Known] = &[
         server: Some((&["apache2-foreground", "docker-entrypoint.sh"], &[80], 60, Some("/var/www/html"))),
         lacks: DEBIAN_LACKS,
     },
-    Known { repo: "docker.io/library/python", majors: &["3"], size: 370_000_000, family: Family::Debian, entrypoint: &[], cmd: &["python3"], server: None, lacks: &["nslookup"] },
-    Known { repo: "docker.io/library/node", majors: &["18", "20", "22", "24"], size: 390_000_000, family: Family::Debian, entrypoint: ENTRY, cmd: &["node"], server: None, lacks: &["nslookup"] },
-    Known { repo: "docker.io/library/golang", majors: &["1"], size: 300_000_000, family: Family::Debian, entrypoint: &[], cmd: &["bash"], server: None, lacks: &["nslookup"] },
-    Known { repo: "docker.io/library/perl", majors: &["5"], size: 330_000_000, family: Family::Debian, entrypoint: &[], cmd: &["perl", "-de0"], server: None, lacks: &["nslookup"] },
+    Known {
+        repo: "docker.io/library/python",
+        majors: &["3"],
+        size: 370_000_000,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["python3"],
+        server: None,
+        lacks: &["nslookup"],
+    },
+    Known {
+        repo: "docker.io/library/node",
+        majors: &["18", "20", "22", "24"],
+        size: 390_000_000,
+        family: Family::Debian,
+        entrypoint: ENTRY,
+        cmd: &["node"],
+        server: None,
+        lacks: &["nslookup"],
+    },
+    Known {
+        repo: "docker.io/library/golang",
+        majors: &["1"],
+        size: 300_000_000,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["bash"],
+        server: None,
+        lacks: &["nslookup"],
+    },
+    Known {
+        repo: "docker.io/library/perl",
+        majors: &["5"],
+        size: 330_000_000,
+        family: Family::Debian,
+        entrypoint: &[],
+        cmd: &["perl", "-de0"],
+        server: None,
+        lacks: &["nslookup"],
+    },
     Known {
         repo: "docker.io/library/cassandra",
         majors: &["3", "4", "5"],
@@ -295,7 +433,7 @@ fn tag_ok(tag: &str, majors: &[&str]) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pull {
     Ok {
-        behaviour: Behaviour,
+        behaviour: Box<Behaviour>,
         digest: String,
     },
     /// The CRI error text (`rpc error: code = NotFound desc = ...`).
@@ -332,7 +470,7 @@ impl Registry {
             ));
         }
         if let Some(b) = self.declared.get(image).or_else(|| self.declared.get(&full)) {
-            return Pull::Ok { behaviour: b.clone(), digest: r.digest() };
+            return Pull::Ok { behaviour: Box::new(b.clone()), digest: r.digest() };
         }
         let repo_path = format!("{}/{}", r.registry, r.repository);
         if let Some(k) = CATALOGUE.iter().find(|k| k.repo == repo_path) {
@@ -355,7 +493,7 @@ impl Registry {
                     logs: default_logs(&repo_path),
                     ..Behaviour::default()
                 };
-                return Pull::Ok { behaviour: b, digest: r.digest() };
+                return Pull::Ok { behaviour: Box::new(b), digest: r.digest() };
             }
             return Pull::Err(format!(
                 "rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"
@@ -368,7 +506,7 @@ impl Registry {
             if r.repository == "liveness" || r.repository.ends_with("/liveness") {
                 b.unhealthy_after_ms = Some(10_000);
             }
-            return Pull::Ok { behaviour: b, digest: r.digest() };
+            return Pull::Ok { behaviour: Box::new(b), digest: r.digest() };
         }
         if r.registry == "docker.io" {
             return Pull::Err(format!(

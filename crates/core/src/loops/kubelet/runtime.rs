@@ -80,7 +80,8 @@ pub fn root_tree(pod: &Value, ip: Option<&str>, b: &Behaviour) -> Tree {
     }
     t.files.insert("/etc/hosts".into(), hosts);
     t.files.insert("/etc/hostname".into(), format!("{hostname}\n"));
-    t.files.insert("/etc/resolv.conf".into(), format!("search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"));
+    t.files
+        .insert("/etc/resolv.conf".into(), format!("search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"));
     if let Some(root) = b.server.as_ref().and_then(|s| s.web_root.as_deref()) {
         let page = if root.contains("nginx") { NGINX_INDEX } else { "<html><body><h1>It works!</h1></body></html>\n" };
         t.files.insert(format!("{root}/index.html"), page.to_string());
@@ -98,7 +99,9 @@ const NGINX_404: &str = "<html>\r\n<head><title>404 Not Found</title></head>\r\n
 /// A downward API field (`metadata.name`, `metadata.labels['app']`, `status.podIP`, ...).
 pub fn field_ref(pod: &Value, path: &str, host_ip: &str, pod_ip: &str) -> Option<String> {
     let map_text = |m: Option<&Value>| -> String {
-        m.and_then(Value::as_object).map(|o| o.iter().map(|(k, v)| format!("{k}=\"{}\"", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+        m.and_then(Value::as_object)
+            .map(|o| o.iter().map(|(k, v)| format!("{k}=\"{}\"", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
     };
     if let Some(rest) = path.strip_prefix("metadata.labels['").and_then(|r| r.strip_suffix("']")) {
         return Some(get_str(pod, &["metadata", "labels", rest]).unwrap_or("").to_string());
@@ -394,7 +397,9 @@ pub fn environment(pod: &Value, spec: &Value, services: &Informer, src: &Sources
                 }
                 resource_ref(pod, &r, alloc)
             } else if let Some(r) = get(vf, &["configMapKeyRef"]) {
-                src.configmaps.get(ns, get_str(r, &["name"]).unwrap_or("")).and_then(|cm| get_str(cm, &["data", get_str(r, &["key"]).unwrap_or("")]).map(str::to_string))
+                src.configmaps
+                    .get(ns, get_str(r, &["name"]).unwrap_or(""))
+                    .and_then(|cm| get_str(cm, &["data", get_str(r, &["key"]).unwrap_or("")]).map(str::to_string))
             } else if let Some(r) = get(vf, &["secretKeyRef"]) {
                 src.secrets.get(ns, get_str(r, &["name"]).unwrap_or("")).and_then(|s| get(s, &["data", get_str(r, &["key"]).unwrap_or("")]).map(secret_value))
             } else {
@@ -420,6 +425,9 @@ pub fn environment(pod: &Value, spec: &Value, services: &Informer, src: &Sources
     env
 }
 
+/// What a pod IP answers on a port for a path: (status, body) or the connect error.
+pub type Backend<'a> = dyn Fn(&str, u16, &str) -> Result<(u16, String), String> + 'a;
+
 /// How a container's program reaches the cluster: DNS and connections, read from the
 /// kubelet's informers and the other pods' runtimes.
 pub struct Net<'a> {
@@ -427,7 +435,7 @@ pub struct Net<'a> {
     pub services: &'a Informer,
     pub slices: &'a Informer,
     /// A pod IP's servers: the port answers and the server's documents.
-    pub backend: &'a dyn Fn(&str, u16, &str) -> Result<(u16, String), String>,
+    pub backend: &'a Backend<'a>,
 }
 
 impl Net<'_> {
@@ -450,7 +458,8 @@ impl Net<'_> {
             if get_str(s, &["metadata", "labels", "kubernetes.io/service-name"]) != Some(name) {
                 continue;
             }
-            let ports: Vec<(String, i64)> = get_array(s, &["ports"]).iter().map(|p| (get_str(p, &["name"]).unwrap_or("").to_string(), get_i64(p, &["port"]).unwrap_or(0))).collect();
+            let ports: Vec<(String, i64)> =
+                get_array(s, &["ports"]).iter().map(|p| (get_str(p, &["name"]).unwrap_or("").to_string(), get_i64(p, &["port"]).unwrap_or(0))).collect();
             for e in get_array(s, &["endpoints"]) {
                 if api::get_bool(e, &["conditions", "ready"]) == Some(false) {
                     continue;

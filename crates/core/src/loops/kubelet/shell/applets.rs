@@ -560,13 +560,14 @@ fn resolve(host: &dyn Host, name: &str) -> Option<(String, String)> {
 /// Tools every image here has (busybox applets or GNU coreutils and friends), unless its
 /// entry in the registry says it lacks them.
 pub const TOOLS: &[&str] = &[
-    "sh", "ash", "bash", "dash", "sleep", "date", "hostname", "whoami", "id", "uname", "env", "printenv", "cat", "rev", "head", "tail", "wc", "grep", "sort", "tac", "tee",
-    "touch", "rm", "mkdir", "cp", "mv", "ls", "basename", "dirname", "seq", "expr", "yes", "wget", "curl", "nslookup", "killall", "pkill", "kill", "echo", "printf", "true",
-    "false", "test", "[", "pwd",
+    "sh", "ash", "bash", "dash", "sleep", "date", "hostname", "whoami", "id", "uname", "env", "printenv", "cat", "rev", "head", "tail", "wc", "grep", "sort",
+    "tac", "tee", "touch", "rm", "mkdir", "cp", "mv", "ls", "basename", "dirname", "seq", "expr", "yes", "wget", "curl", "nslookup", "killall", "pkill",
+    "kill", "echo", "printf", "true", "false", "test", "[", "pwd",
 ];
 
 /// Programs only some images carry.
-pub const IMAGE_PROGRAMS: &[&str] = &["nginx", "redis-cli", "mysqladmin", "mysql", "pg_isready", "stress", "perl", "python", "python3", "node", "ruby", "java", "php"];
+pub const IMAGE_PROGRAMS: &[&str] =
+    &["nginx", "redis-cli", "mysqladmin", "mysql", "pg_isready", "stress", "perl", "python", "python3", "node", "ruby", "java", "php"];
 
 /// Whether kubeloop knows a program by this name at all.
 pub fn is_program(name: &str) -> bool {

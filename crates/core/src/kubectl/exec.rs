@@ -1,0 +1,86 @@
+//! `kubectl exec` (`k8s.io/kubectl/pkg/cmd/exec`): the client finds the pod and the
+//! container, the API server authorizes `create pods/exec`, the node's kubelet runs the
+//! command; its output and exit code come back.
+
+use super::logs::{default_container, pod_for_target};
+use super::*;
+
+/// What the client asks the kubelet to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecTarget {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub argv: Vec<String>,
+    /// Lines kubectl prints before the command's (`Defaulted container ...`).
+    pub notes: Vec<String>,
+}
+
+/// Parse `kubectl exec [-it] POD|TYPE/NAME [-c C] -- COMMAND [ARGS...]`, look the pod up
+/// and send the `pods/exec` request. Errors are kubectl's lines.
+pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Result<ExecTarget, Vec<String>> {
+    let words = split_args(line).map_err(|e| vec![format!("error: {e}")])?;
+    let mut words: Vec<String> = words.into_iter().skip_while(|a| a == "kubectl").skip(1).collect();
+    let argv = match words.iter().position(|w| w == "--") {
+        Some(i) => {
+            let rest = words.split_off(i);
+            rest[1..].to_vec()
+        }
+        None => vec![],
+    };
+    let mut container: Option<String> = None;
+    let mut ns: Option<String> = None;
+    let mut positional = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        match w.as_str() {
+            "-c" | "--container" => container = it.next(),
+            "-n" | "--namespace" => ns = it.next(),
+            "-i" | "-t" | "-it" | "-ti" | "--stdin" | "--tty" | "-q" | "--quiet" => {}
+            s if s.starts_with("--container=") => container = Some(s["--container=".len()..].to_string()),
+            s if s.starts_with("--namespace=") => ns = Some(s["--namespace=".len()..].to_string()),
+            s if s.starts_with("-c") && s.len() > 2 => container = Some(s[2..].to_string()),
+            s if s.starts_with('-') => return Err(vec![format!("error: unknown shorthand flag: {:?} in {s}", s.chars().nth(1).unwrap_or('-'))]),
+            _ => positional.push(w),
+        }
+    }
+    let Some(target) = positional.first().cloned() else {
+        return Err(vec!["error: pod, type/name or --filename must be specified".into()]);
+    };
+    if positional.len() > 1 {
+        return Err(vec!["error: exec [POD] [COMMAND] is not supported anymore. Use exec [POD] -- [COMMAND] instead".into()]);
+    }
+    if argv.is_empty() {
+        return Err(vec!["error: you must specify at least one command for the container".into()]);
+    }
+    let ns = ns.unwrap_or_else(|| "default".into());
+    let mut notes = Vec::new();
+    let pod = pod_for_target(api, creds, &target, &ns, &mut notes)?;
+    let phase = get_str(&pod, &["status", "phase"]).unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return Err(vec![format!("error: cannot exec into a container in a completed pod; current phase is {phase}")]);
+    }
+    let container = default_container(&pod, container.as_deref(), &mut notes);
+    let name = api::name(&pod).to_string();
+    let r = api.handle(Request::new(Verb::Create, api::rid::POD, &ns, &name, creds.clone()).with_sub("exec"));
+    if let Err(s) = r {
+        notes.push(s.kubectl_message(None, ""));
+        return Err(notes);
+    }
+    Ok(ExecTarget { namespace: ns, pod: name, container, argv, notes })
+}
+
+/// What kubectl prints after the kubelet answered.
+pub fn exec_finish(target: &ExecTarget, result: Result<(Vec<String>, i32), Status>) -> Vec<String> {
+    let mut out = target.notes.clone();
+    match result {
+        Ok((lines, code)) => {
+            out.extend(lines);
+            if code != 0 {
+                out.push(format!("command terminated with exit code {code}"));
+            }
+        }
+        Err(s) => out.push(format!("error: {}", s.message)),
+    }
+    out
+}
