@@ -458,3 +458,40 @@ fn typed_clients_apply_and_maintenance() {
     std::fs::write(&sar, r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"ajay","resourceAttributes":{"verb":"delete","resource":"nodes"}}}"#).unwrap();
     assert!(s.ok(&["create", "--raw", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "-f", sar.to_str().unwrap()]).contains(r#""allowed":false"#));
 }
+
+#[test]
+fn exec_and_logs_through_the_real_kubectl() {
+    let s = Server::start("exec", &[]);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: box}\nspec:\n  containers:\n  - name: box\n    image: busybox:1.36\n    command: [\"sh\", \"-c\", \"echo starting; i=0; while true; do i=$((i+1)); echo tick $i; sleep 1; done\"]\n";
+    assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
+    s.until(&["get", "pod", "box", "-o", "jsonpath={.status.phase}"], 60, |o| o == "Running");
+    // kubectl exec over WebSocket (v5.channel.k8s.io): output, then the exit code.
+    let cmd = ["exec", "box", "--", "sh", "-c", "echo hello; hostname; exit 3"];
+    let out = s.run(&cmd, None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\nbox\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "command terminated with exit code 3\n");
+    assert_eq!(out.status.code(), Some(3));
+    // The page's terminal prints the same.
+    assert_eq!(s.terminal("exec box -- sh -c 'echo hello; hostname; exit 3'"), "hello\nbox\ncommand terminated with exit code 3\n");
+    // Files the container wrote are there for the next exec.
+    assert_eq!(s.ok(&["exec", "box", "--", "sh", "-c", "echo saved > /tmp/note"]), "");
+    assert_eq!(s.ok(&["exec", "-i", "box", "-c", "box", "--", "cat", "/tmp/note"]), "saved\n");
+    // The API server's refusals, and the runtime's.
+    assert_eq!(s.fails(&["exec", "box", "-c", "nope", "--", "ls"], None), "Error from server (BadRequest): container nope is not valid for pod box\n");
+    let missing = s.fails(&["exec", "box", "--", "nope"], None);
+    assert!(
+        missing.starts_with("error: Internal error occurred: error executing command in container: failed to exec in container: failed to start exec "),
+        "{missing}"
+    );
+    assert!(
+        missing.ends_with(
+            "OCI runtime exec failed: exec failed: unable to start container process: exec: \"nope\": executable file not found in $PATH: unknown\n"
+        ),
+        "{missing}"
+    );
+    // kubectl logs reads what the program wrote, as the terminal does.
+    let logs = s.until(&["logs", "box"], 30, |o| o.contains("tick 3\n"));
+    assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");
+    assert!(s.terminal("logs box").starts_with("starting\ntick 1\ntick 2\ntick 3\n"));
+    assert_eq!(s.ok(&["logs", "box", "--tail=1"]).lines().count(), 1);
+}

@@ -27,6 +27,12 @@ pub enum Reply {
     /// A response that streams (a watch, a followed log), of this content type: the
     /// function sends its chunks until it returns.
     Stream(&'static str, StreamFn),
+    /// A WebSocket the request asked to upgrade to, with the subprotocol agreed and the
+    /// binary messages to send before closing (`pods/exec` over `v5.channel.k8s.io`).
+    WebSocket {
+        protocol: String,
+        messages: Vec<Vec<u8>>,
+    },
 }
 
 fn json_response(code: u16, v: &Value) -> http::Response {
@@ -361,12 +367,15 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
     if (!res.namespaced && !ns.is_empty()) || (res.namespaced && ns.is_empty() && !name.is_empty()) {
         return Err(not_found());
     }
-    if matches!(sub, "exec" | "attach" | "portforward" | "proxy") {
+    let creds = Credentials::User(user.clone());
+    if sub == "exec" && res.kind == "Pod" && !name.is_empty() && matches!(req.method.as_str(), "GET" | "POST") {
+        return exec(sh, req, creds, ns, name);
+    }
+    if matches!(sub, "attach" | "portforward" | "proxy") {
         return Err(Status::bad_request(format!(
-            "kubeloop simulates containers and runs no processes, so {sub} is not available; kubectl logs shows what the simulated container wrote"
+            "kubeloop runs no network listeners for pods, so {sub} is not available; kubectl exec and kubectl logs reach the simulated containers"
         )));
     }
-    let creds = Credentials::User(user.clone());
     match (req.method.as_str(), name.is_empty()) {
         ("GET", true) if req.flag("watch") => watch(sh, req, &user, rid, ns),
         ("GET", true) => list(sh, req, creds, rid, ns),
@@ -566,6 +575,62 @@ fn delete_collection(sh: &Shared, req: &http::Request, creds: Credentials, rid: 
     })?
 }
 
+/// The stream protocols kubeloop speaks for `pods/exec`, best first: the WebSocket
+/// channel protocols (`k8s.io/apimachinery/pkg/util/remotecommand`). SPDY is not served;
+/// kubectl 1.30 and later use WebSockets.
+const EXEC_PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+
+/// `pods/NAME/exec?command=…&container=…&stdout=true`: run the command in the container and
+/// answer over the WebSocket the client asked for: stdout on channel 1, then the result
+/// on channel 3 (a `metav1.Status`, `NonZeroExitCode` with the code as its cause).
+fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
+    let wants_ws = req.header("Upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let offered: Vec<String> = req.headers_named("Sec-WebSocket-Protocol").flat_map(|v| v.split(',')).map(|p| p.trim().to_string()).collect();
+    let argv: Vec<String> = req.query.iter().filter(|(k, _)| k == "command").map(|(_, v)| v.clone()).collect();
+    let (ns, name, container) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string));
+    // The API server's checks come first, whatever the protocol.
+    let check = {
+        let (creds, ns, name, container, argv) = (creds.clone(), ns.clone(), name.clone(), container.clone(), argv.clone());
+        sh.with(move |c| c.exec_check(creds, &ns, &name, container.as_deref(), &argv)).and_then(|r| r)
+    };
+    let container = check?;
+    let Some(protocol) = EXEC_PROTOCOLS.iter().find(|p| offered.iter().any(|o| o == *p)) else {
+        return Err(Status::bad_request(if wants_ws {
+            format!("kubeloop speaks only the WebSocket protocols {} for exec; the client offered {}", EXEC_PROTOCOLS.join(", "), offered.join(", "))
+        } else {
+            "Upgrade request required: kubeloop serves exec over WebSockets (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY".to_string()
+        }));
+    };
+    let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
+    let mut messages = Vec::new();
+    let (lines, code) = match result {
+        Ok(r) => r,
+        Err(s) => {
+            let mut err = vec![3u8];
+            err.extend(serde_json::to_vec(&s.to_json()).unwrap_or_default());
+            return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err] });
+        }
+    };
+    let mut out = vec![1u8];
+    for l in &lines {
+        out.extend_from_slice(l.as_bytes());
+        out.push(b'\n');
+    }
+    if out.len() > 1 {
+        messages.push(out);
+    }
+    let status = if code == 0 {
+        json!({"metadata": {}, "status": "Success"})
+    } else {
+        json!({"metadata": {}, "status": "Failure", "message": format!("command terminated with non-zero exit code: error executing command, exit code {code}"),
+            "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
+    };
+    let mut err = vec![3u8];
+    err.extend(serde_json::to_vec(&status).unwrap_or_default());
+    messages.push(err);
+    Ok(Reply::WebSocket { protocol: protocol.to_string(), messages })
+}
+
 fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
     let (ns, name, container, previous) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string), req.flag("previous"));
     let fetch = move |sh: &Shared| {
@@ -593,17 +658,13 @@ fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
                 return;
             }
             let mut seen = text;
-            // Logs only change when the store does (a container starts or stops).
+            // Programs write between store changes: look again at least every half second.
             let mut rev = sh.wait_change(0, Duration::ZERO);
             loop {
-                let next = sh.wait_change(rev, Duration::from_millis(500));
+                rev = sh.wait_change(rev, Duration::from_millis(500));
                 if w.closed() {
                     return;
                 }
-                if next == rev {
-                    continue;
-                }
-                rev = next;
                 match fetch(sh) {
                     Ok(now) if now == seen => {}
                     Ok(now) if now.starts_with(&seen) => {

@@ -91,7 +91,8 @@ fn status(s: &Status) -> hyper::Response<ResponseBody> {
 async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Request<Incoming>) -> Result<hyper::Response<ResponseBody>, Infallible> {
     // The connection is busy until the answer is made, or for a stream until it ends.
     let busy = Busy::new(activity);
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    let upgrade = parts.extensions.remove::<hyper::upgrade::OnUpgrade>();
     let too_large = || status(&Status::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {}", http::MAX_BODY)));
     // A declared length over the limit is refused before any of the body is read.
     if body.size_hint().lower() > http::MAX_BODY as u64 {
@@ -113,6 +114,29 @@ async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Reques
     };
     Ok(match reply {
         api::Reply::Whole(r) => whole(r),
+        api::Reply::WebSocket { protocol, messages } => {
+            let key = parts.headers.get("sec-websocket-key").map(|v| v.as_bytes().to_vec());
+            let (Some(key), Some(upgrade)) = (key, upgrade) else {
+                return Ok(status(&Status::bad_request(
+                    "this request needs an HTTP/1.1 WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Key)",
+                )));
+            };
+            tokio::spawn(async move {
+                let _busy = busy;
+                if let Ok(io) = upgrade.await {
+                    let mut io = TokioIo::new(io);
+                    let _ = websocket_send(&mut io, &messages).await;
+                }
+            });
+            hyper::Response::builder()
+                .status(101)
+                .header("Upgrade", "websocket")
+                .header("Connection", "Upgrade")
+                .header("Sec-WebSocket-Accept", websocket_accept(&key))
+                .header("Sec-WebSocket-Protocol", protocol)
+                .body(Full::new(Bytes::new()).boxed())
+                .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+        }
         api::Reply::Stream(content_type, send) => {
             let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BACKLOG);
             tokio::task::spawn_blocking(move || {
@@ -128,6 +152,53 @@ async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Reques
                 .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
         }
     })
+}
+
+/// `Sec-WebSocket-Accept` for a key (RFC 6455 section 4.2.2).
+fn websocket_accept(key: &[u8]) -> String {
+    use base64::Engine;
+    let mut h = sha1_smol::Sha1::new();
+    h.update(key);
+    h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    base64::engine::general_purpose::STANDARD.encode(h.digest().bytes())
+}
+
+/// One unmasked server frame (RFC 6455 section 5.2).
+fn websocket_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(n as u8),
+        n if n < 65_536 => {
+            f.push(126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Send binary messages, then a normal close, and wait briefly for the client's close.
+async fn websocket_send<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: &mut T, messages: &[Vec<u8>]) -> std::io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    for m in messages {
+        io.write_all(&websocket_frame(0x2, m)).await?;
+    }
+    io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
+    io.flush().await?;
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Ok(n) = io.read(&mut buf).await {
+            if n == 0 || buf[..n].iter().any(|b| *b & 0x0f == 0x8 && *b & 0x80 != 0) {
+                break;
+            }
+        }
+    })
+    .await;
+    io.shutdown().await
 }
 
 /// How often a connection's idleness is looked at.

@@ -239,17 +239,73 @@ impl Cluster {
             Ok(t) => t,
             Err(lines) => return lines,
         };
+        let result = self.kubelet_exec(&target.namespace, &target.pod, &target.container, &target.argv);
+        crate::kubectl::exec_finish(&target, result)
+    }
+
+    /// `POST|GET pods/NAME/exec` as a client sends it: the API server authorizes `create
+    /// pods/exec` and picks the container (`ExecLocation`), the node's kubelet runs the
+    /// command. Returns its output lines and exit code.
+    pub fn exec_request(
+        &mut self,
+        credentials: Credentials,
+        namespace: &str,
+        pod: &str,
+        container: Option<&str>,
+        argv: &[String],
+    ) -> Result<(Vec<String>, i32), Status> {
+        let container = self.exec_check(credentials, namespace, pod, container, argv)?;
+        self.kubelet_exec(namespace, pod, &container, argv)
+    }
+
+    /// The API server's checks of an exec request, before it connects to the kubelet:
+    /// the container it names (or the only one).
+    pub fn exec_check(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, argv: &[String]) -> Result<String, Status> {
+        self.api.now = self.now;
+        let obj = self.api.handle(Request::new(crate::apiserver::Verb::Create, rid::POD, namespace, pod, credentials).with_sub("exec"))?;
+        let names = |list: &str| {
+            crate::foundation::api::get_array(&obj, &["spec", list])
+                .iter()
+                .filter_map(|c| crate::foundation::api::get_str(c, &["name"]).map(str::to_string))
+                .collect::<Vec<_>>()
+        };
+        let (containers, inits) = (names("containers"), names("initContainers"));
+        let container = match container.filter(|c| !c.is_empty()) {
+            Some(c) => c.to_string(),
+            None if containers.len() == 1 => containers[0].clone(),
+            None => {
+                let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
+                if !inits.is_empty() {
+                    msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
+                }
+                return Err(Status::bad_request(msg));
+            }
+        };
+        if !containers.contains(&container) && !inits.contains(&container) {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        }
+        if argv.is_empty() {
+            return Err(Status::bad_request("you must specify at least one command for the container".to_string()));
+        }
+        Ok(container)
+    }
+
+    /// Run a command through the node's kubelet (after [`Cluster::exec_check`]).
+    pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
+        self.api.now = self.now;
+        self.kubelet_exec(namespace, pod, container, argv)
+    }
+
+    fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
         let mut result = None;
         for i in 0..self.controllers.len() {
             if result.is_some() || !self.running[i] {
                 continue;
             }
-            let t = &target;
-            self.with_controller(i, |c, cx| result = c.exec(cx, &t.namespace, &t.pod, &t.container, &t.argv));
+            self.with_controller(i, |c, cx| result = c.exec(cx, namespace, pod, container, argv));
         }
         self.dispatch();
-        let result = result.unwrap_or_else(|| Err(Status::bad_request(format!("unable to upgrade connection: container not found ({:?})", target.container))));
-        crate::kubectl::exec_finish(&target, result)
+        result.unwrap_or_else(|| Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})"))))
     }
 
     pub fn controller_names(&self) -> Vec<&'static str> {

@@ -1780,6 +1780,15 @@ impl Kubelets {
             format!("kubelet on {} runs `{}` in container {container}", self.nodes[ni].name, shell_words(argv)),
         );
         let (code, out, _) = self.exec_in(cx, ni, &key, i, argv);
+        if code == 126 && out.len() == 1 && out[0].starts_with("OCI runtime exec failed") {
+            // containerd reports a missing program as an error of the exec, not an exit code.
+            let id = format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64());
+            return Err(Status::new(
+                500,
+                "InternalError",
+                format!("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec {id:?}: {}", out[0]),
+            ));
+        }
         Ok((out, code))
     }
 }
