@@ -15,6 +15,7 @@ pub const COMMANDS: &[&str] = &[
     "describe",
     "diff",
     "drain",
+    "exec",
     "explain",
     "get",
     "label",
@@ -72,8 +73,8 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
         COMMANDS.iter().map(|c| c.to_string()).collect()
     } else if positional.len() == 1 && !subcommands(positional[0]).is_empty() {
         subcommands(positional[0]).iter().map(|c| c.to_string()).collect()
-    } else if positional.first() == Some(&"logs") {
-        // `logs` takes pod names directly.
+    } else if matches!(positional.first(), Some(&"logs") | Some(&"exec")) && positional.len() == 1 {
+        // `logs` and `exec` take pod names directly.
         api.store.list(crate::foundation::api::rid::POD, Some(ns)).map(|o| api::name(o).to_string()).collect()
     } else if positional.len() == type_at {
         RESOURCES.iter().flat_map(|r| std::iter::once(r.plural).chain(r.short_names.iter().copied())).map(str::to_string).collect()
