@@ -75,3 +75,60 @@ fn the_website_examples_apply_as_on_a_real_cluster() {
     rejected.sort();
     assert_eq!(rejected, expected, "rejections differ from a real API server's");
 }
+
+/// Apply website examples to one cluster (admin) and run it for `ms`.
+fn run_examples(files: &[&str], ms: u64) -> Cluster {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/kubernetes-website-examples");
+    let mut c = Cluster::new(Config { trace: false, ..Default::default() });
+    for f in files {
+        let text = std::fs::read_to_string(root.join(f)).expect("example");
+        let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text, file: f.to_string() });
+        assert!(out.output.iter().all(|l| l.ends_with(" created")), "{f}: {:?}", out.output);
+    }
+    c.run_until(ms);
+    c
+}
+
+fn kubectl(c: &mut Cluster, line: &str) -> Vec<String> {
+    c.act(Credentials::Token("admin-token".into()), Action::Kubectl(line.to_string())).output
+}
+
+fn events_of(c: &Cluster, pod: &str) -> Vec<String> {
+    use kubeloop_core::foundation::api::{get_str, rid};
+    c.api
+        .store
+        .list(rid::EVENT, None)
+        .filter(|e| get_str(e, &["involvedObject", "name"]) == Some(pod))
+        .map(|e| format!("{} {}", get_str(e, &["reason"]).unwrap_or(""), get_str(e, &["message"]).unwrap_or("")))
+        .collect()
+}
+
+#[test]
+fn the_website_container_tutorials_do_what_their_pages_say() {
+    // Configure Liveness, Readiness and Startup Probes: the exec probe finds /tmp/healthy
+    // gone after 30s and the container is restarted; the HTTP server answers 500 after 10s.
+    let mut c = run_examples(&["pods/probe/exec-liveness.yaml", "pods/probe/http-liveness.yaml", "pods/probe/tcp-liveness-readiness.yaml"], 100_000);
+    let ev = events_of(&c, "liveness-exec");
+    assert!(ev.contains(&"Unhealthy Liveness probe failed: cat: can't open '/tmp/healthy': No such file or directory".to_string()), "{ev:?}");
+    assert!(ev.contains(&"Killing Container liveness failed liveness probe, will be restarted".to_string()), "{ev:?}");
+    let ev = events_of(&c, "liveness-http");
+    assert!(ev.contains(&"Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500".to_string()), "{ev:?}");
+    let get = kubectl(&mut c, "get pods");
+    assert!(get.iter().any(|l| l.starts_with("goproxy ") && l.contains("1/1     Running   0")), "{get:?}");
+    assert!(get.iter().any(|l| l.starts_with("liveness-exec ") && l.contains("Running   1 (")), "{get:?}");
+    // Init containers: wget fills the shared emptyDir before nginx serves it.
+    let mut c = run_examples(&["pods/init-containers.yaml", "pods/multi-container/shared-volume.yaml", "pods/lifecycle-events.yaml"], 30_000);
+    let page = kubectl(&mut c, "exec init-demo -- curl -s localhost");
+    assert!(page.iter().any(|l| l.contains("http://info.cern.ch")), "{page:?}");
+    assert_eq!(kubectl(&mut c, "exec shared-volume-example -c web -- curl -s localhost"), vec!["Hello from the init container"]);
+    // The postStart handler wrote its file.
+    assert_eq!(kubectl(&mut c, "exec lifecycle-demo -- cat /usr/share/message"), vec!["Hello from the postStart handler"]);
+    // ConfigMaps as environment variables and as files.
+    let mut c = run_examples(&["configmap/configmap-multikeys.yaml", "pods/pod-configmap-envFrom.yaml"], 30_000);
+    let env = kubectl(&mut c, "logs dapi-test-pod");
+    assert!(env.contains(&"SPECIAL_LEVEL=very".to_string()) && env.contains(&"SPECIAL_TYPE=charm".to_string()), "{env:?}");
+    let get = kubectl(&mut c, "get pod dapi-test-pod");
+    assert!(get[1].contains("0/1     Completed   0"), "{get:?}");
+    let mut c = run_examples(&["configmap/configmap-multikeys.yaml", "pods/pod-configmap-volume.yaml"], 30_000);
+    assert_eq!(kubectl(&mut c, "logs dapi-test-pod"), vec!["SPECIAL_LEVEL", "SPECIAL_TYPE"]);
+}

@@ -764,9 +764,12 @@ impl App {
     fn pod_chip(&self, ctx: &Context<Self>, p: &Object, now: u64) -> Html {
         let row = pod_row(p, now);
         let key = format!("Pod/{}/{}", api::namespace(p), api::name(p));
+        // `Init:1/2` is progress; `Init:Error`, `OOMKilled`, `CrashLoopBackOff` are not.
+        let initializing = row.status.strip_prefix("Init:").is_some_and(|r| r.split('/').count() == 2 && r.split('/').all(|n| n.parse::<u32>().is_ok()));
         let state = match row.status.as_str() {
             "Running" if row.ready.split('/').next() == row.ready.split('/').nth(1) => "ok",
-            "Running" | "ContainerCreating" | "PodInitializing" | "Pending" | "Terminating" => "wait",
+            "Running" | "NotReady" | "ContainerCreating" | "PodInitializing" | "Pending" | "Terminating" => "wait",
+            _ if initializing => "wait",
             "Completed" => "done",
             _ => "bad",
         };

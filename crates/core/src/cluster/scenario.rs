@@ -118,6 +118,7 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
         }
         b.never_ready = img.get("neverReady").and_then(Value::as_bool).unwrap_or(false);
         b.ready_after_ms = duration_field(img, "readyAfter")?.unwrap_or(0);
+        b.unhealthy_after_ms = duration_field(img, "unhealthyAfter")?;
         if let Some(p) = duration_field(img, "pullTime")? {
             b.pull_ms = p;
         }

@@ -691,6 +691,11 @@ impl Kubelets {
         let pod = self.pods.get(&key.0, &key.1).cloned();
         let hostname = pod.as_ref().and_then(|p| get_str(p, &["spec", "hostname"]).map(str::to_string)).unwrap_or_else(|| key.1.clone());
         let limit = self.memory_limit(ni, &rt.ctrs[i].spec);
+        let pod_ip = rt.ip.clone().unwrap_or_default();
+        let local = match (&rt.ctrs[i].daemon, &rt.ctrs[i].state) {
+            (Some(d), CState::Running { started }) => Some((d.clone(), now.saturating_sub(*started))),
+            _ => None,
+        };
         let out = {
             let PodRt { volumes, volume_ro, ctrs, .. } = &mut rt;
             let Ctr { mounts, root, logs, alive, proc, behaviour, .. } = &mut ctrs[i];
@@ -708,6 +713,8 @@ impl Kubelets {
                 image: &b,
                 limit,
                 max_lines: MAX_LOG_LINES,
+                pod_ip,
+                local,
             };
             f(&mut host, proc)
         };

@@ -499,7 +499,7 @@ impl Registry {
                 "rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"
             ));
         }
-        let trusted = ["registry.k8s.io", "gcr.io", "us-docker.pkg.dev", "registry.example", "quay.io"];
+        let trusted = ["registry.k8s.io", "k8s.gcr.io", "gcr.io", "us.gcr.io", "us-docker.pkg.dev", "registry.example", "quay.io"];
         if r.registry == "registry.example" || (trusted.contains(&r.registry.as_str()) && r.registry != "quay.io") {
             let mut b = Behaviour { size: 24_000_000, pull_ms: 1200, logs: vec![], ..Behaviour::default() };
             // The docs' liveness demo: `/healthz` answers 200 for ten seconds, then 500.

@@ -504,7 +504,7 @@ impl Net<'_> {
         public.then(|| (name.to_string(), public_address(name)))
     }
 
-    pub fn http(&self, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+    pub fn http(&self, host: &str, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
         if let Some(svc) = self.services.list(None).find(|s| get_str(s, &["spec", "clusterIP"]) == Some(addr)) {
             let sp = get_array(svc, &["spec", "ports"]).iter().find(|p| get_i64(p, &["port"]) == Some(port as i64)).cloned();
             let Some(sp) = sp else { return Err("Connection refused".into()) };
@@ -515,7 +515,7 @@ impl Net<'_> {
             return (self.backend)(ip, target as u16, path);
         }
         if addr.starts_with("93.184.") {
-            return Ok((200, format!("<html><body><p>kubeloop simulates the Internet: this page stands in for http://{addr}{path}</p></body></html>\n")));
+            return Ok((200, format!("<html><body><p>kubeloop simulates the Internet: this page stands in for http://{host}{path}</p></body></html>\n")));
         }
         (self.backend)(addr, port, path)
     }
@@ -565,6 +565,9 @@ pub struct CtrHost<'a> {
     pub image: &'a Behaviour,
     pub limit: Option<u64>,
     pub max_lines: usize,
+    /// The pod's own address, and this container's server with its uptime (`localhost`).
+    pub pod_ip: String,
+    pub local: Option<(Daemon, Millis)>,
 }
 
 impl Host for CtrHost<'_> {
@@ -598,8 +601,16 @@ impl Host for CtrHost<'_> {
         }
         self.net.resolve(name)
     }
-    fn http(&self, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
-        self.net.http(addr, port, path)
+    fn http(&self, host: &str, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        if addr == "127.0.0.1" || addr == self.pod_ip {
+            // The pod's own network namespace: this container's server answers here.
+            return match &self.local {
+                Some((d, uptime)) => serve_http(d, self.image, &self.view.ro(), *uptime, port, path),
+                None if addr == "127.0.0.1" => Err("Connection refused".into()),
+                None => self.net.http(host, addr, port, path),
+            };
+        }
+        self.net.http(host, addr, port, path)
     }
     fn daemon(&self, argv: &[String]) -> Option<Daemon> {
         let first = argv.first()?;

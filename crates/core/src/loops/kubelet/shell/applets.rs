@@ -1247,7 +1247,7 @@ fn text_tool(p: &mut Process, host: &mut dyn Host, name: &str, args: &[String]) 
 fn fetch(host: &dyn Host, u: &str) -> Result<(String, String, u16, u16, String), FetchError> {
     let (name, port, path) = url(u);
     let (_, addr) = resolve(host, &name).ok_or(FetchError::Dns(name.clone()))?;
-    let (code, body) = host.http(&addr, port, &path).map_err(|e| FetchError::Connect(name.clone(), addr.clone(), port, e))?;
+    let (code, body) = host.http(&name, &addr, port, &path).map_err(|e| FetchError::Connect(name.clone(), addr.clone(), port, e))?;
     Ok((name, addr, port, code, body))
 }
 

@@ -67,9 +67,9 @@ pub trait Host {
     fn kind(&self, path: &str) -> Option<bool>;
     /// A DNS name to (fully qualified name, address).
     fn resolve(&self, name: &str) -> Option<(String, String)>;
-    /// An HTTP GET of `path` on `addr:port`: (status, body), or the connect error
-    /// (`Connection refused`).
-    fn http(&self, addr: &str, port: u16, path: &str) -> Result<(u16, String), String>;
+    /// An HTTP GET of `path` on `addr:port` for the name `host`: (status, body), or the
+    /// connect error (`Connection refused`).
+    fn http(&self, host: &str, addr: &str, port: u16, path: &str) -> Result<(u16, String), String>;
     /// The image's long-running program this command line starts, if it is one.
     fn daemon(&self, argv: &[String]) -> Option<Daemon>;
     /// Whether the image has a program by this name that kubeloop cannot run.

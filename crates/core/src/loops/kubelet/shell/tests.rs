@@ -78,7 +78,7 @@ impl Host for Box_ {
             _ => None,
         }
     }
-    fn http(&self, addr: &str, _port: u16, _path: &str) -> Result<(u16, String), String> {
+    fn http(&self, _host: &str, addr: &str, _port: u16, _path: &str) -> Result<(u16, String), String> {
         if addr == "10.96.0.20" {
             Ok((200, "<h1>hello</h1>\n".into()))
         } else {
