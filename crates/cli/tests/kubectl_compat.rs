@@ -489,6 +489,11 @@ fn exec_and_logs_through_the_real_kubectl() {
         ),
         "{missing}"
     );
+    // An interactive shell is not simulated: said plainly, in both.
+    let out = s.run(&["exec", "-i", "box", "--", "sh"], Some("ls /\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("kubeloop does not simulate interactive sessions"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(s.terminal("exec -it box -- sh").starts_with("kubeloop does not simulate interactive sessions"));
     // kubectl logs reads what the program wrote, as the terminal does.
     let logs = s.until(&["logs", "box"], 30, |o| o.contains("tick 3\n"));
     assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");

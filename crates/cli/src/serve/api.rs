@@ -601,6 +601,16 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             "Upgrade request required: kubeloop serves exec over WebSockets (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY".to_string()
         }));
     };
+    if req.flag("stdin") && kubeloop_core::kubectl::interactive_shell(&argv) {
+        // Said on stderr and as the result, rather than a shell that exits at once.
+        let mut err = vec![2u8];
+        err.extend(format!("{}\n", kubeloop_core::kubectl::NO_INTERACTIVE).into_bytes());
+        let status = json!({"metadata": {}, "status": "Failure", "message": kubeloop_core::kubectl::NO_INTERACTIVE, "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}});
+        let mut result = vec![3u8];
+        result.extend(serde_json::to_vec(&status).unwrap_or_default());
+        return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err, result] });
+    }
     let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
     let mut messages = Vec::new();
     let (lines, code) = match result {

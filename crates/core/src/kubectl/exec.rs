@@ -14,6 +14,18 @@ pub struct ExecTarget {
     pub argv: Vec<String>,
     /// Lines kubectl prints before the command's (`Defaulted container ...`).
     pub notes: Vec<String>,
+    /// `-i`: the client would pass its stdin to the command.
+    pub stdin: bool,
+}
+
+/// What kubeloop says instead of opening an interactive shell, which it does not simulate.
+pub const NO_INTERACTIVE: &str =
+    "kubeloop does not simulate interactive sessions: run one command at a time, for example kubectl exec POD -- sh -c 'ls /; env'";
+
+/// Whether a command is a shell that would read its commands from stdin.
+pub fn interactive_shell(argv: &[String]) -> bool {
+    let base = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a)).unwrap_or("");
+    matches!(base, "sh" | "bash" | "ash" | "dash" | "zsh") && !argv.iter().any(|a| a == "-c")
 }
 
 /// Parse `kubectl exec [-it] POD|TYPE/NAME [-c C] -- COMMAND [ARGS...]`, look the pod up
@@ -31,12 +43,14 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
     let mut container: Option<String> = None;
     let mut ns: Option<String> = None;
     let mut positional = Vec::new();
+    let mut stdin = false;
     let mut it = words.into_iter();
     while let Some(w) = it.next() {
         match w.as_str() {
             "-c" | "--container" => container = it.next(),
             "-n" | "--namespace" => ns = it.next(),
-            "-i" | "-t" | "-it" | "-ti" | "--stdin" | "--tty" | "-q" | "--quiet" => {}
+            "-i" | "-it" | "-ti" | "--stdin" => stdin = true,
+            "-t" | "--tty" | "-q" | "--quiet" => {}
             s if s.starts_with("--container=") => container = Some(s["--container=".len()..].to_string()),
             s if s.starts_with("--namespace=") => ns = Some(s["--namespace=".len()..].to_string()),
             s if s.starts_with("-c") && s.len() > 2 => container = Some(s[2..].to_string()),
@@ -67,7 +81,11 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
         notes.push(s.kubectl_message(None, ""));
         return Err(notes);
     }
-    Ok(ExecTarget { namespace: ns, pod: name, container, argv, notes })
+    if stdin && interactive_shell(&argv) {
+        notes.push(NO_INTERACTIVE.to_string());
+        return Err(notes);
+    }
+    Ok(ExecTarget { namespace: ns, pod: name, container, argv, notes, stdin })
 }
 
 /// What kubectl prints after the kubelet answered.

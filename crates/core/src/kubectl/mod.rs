@@ -40,7 +40,7 @@ pub use completion::{complete, COMMANDS};
 use create::*;
 use delete::*;
 use drain::*;
-pub use exec::{exec_finish, exec_prepare, ExecTarget};
+pub use exec::{exec_finish, exec_prepare, interactive_shell, ExecTarget, NO_INTERACTIVE};
 use get::*;
 pub use get::{run_watching, Watch};
 use label::*;
