@@ -295,6 +295,12 @@ fn containers_run_their_commands_probes_restart_them_and_sidecars_count() {
     let side = pod(&c, "with-sidecar");
     assert!(ready(&side));
     assert_eq!(kubeloop_core::kubectl::printers::pod_row(&side, c.now).ready, "2/2");
+    // With restartPolicy Never, the sidecar is stopped once the task is done (its trap
+    // runs) and not restarted; the pod Succeeded.
+    let task = pod(&c, "task-with-sidecar");
+    assert_eq!(task["status"]["phase"], "Succeeded");
+    assert_eq!(terminated(&task, "initContainerStatuses", "state"), (0, "Completed".into()));
+    assert_eq!(task["status"]["initContainerStatuses"][0]["restartCount"], 0);
     c.run_until(90_000);
     // The liveness probe found /tmp/healthy gone, the kubelet killed the container
     // (sh ignores SIGTERM: 30s later, SIGKILL, 137) and started it again.

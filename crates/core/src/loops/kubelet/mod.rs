@@ -154,6 +154,40 @@ struct Ctr {
     previous_logs: Option<Vec<String>>,
 }
 
+impl Ctr {
+    /// A copy without what the container holds at run time (logs, files, process): what
+    /// a probe or a start needs to read.
+    fn light(&self) -> Ctr {
+        Ctr {
+            name: self.name.clone(),
+            image: self.image.clone(),
+            init: self.init,
+            sidecar: self.sidecar,
+            spec: self.spec.clone(),
+            state: self.state.clone(),
+            last: self.last.clone(),
+            restarts: self.restarts,
+            ready: self.ready,
+            started: self.started,
+            behaviour: self.behaviour.clone(),
+            image_id: self.image_id.clone(),
+            container_id: self.container_id.clone(),
+            pull_failures: self.pull_failures,
+            crash_backoff: self.crash_backoff,
+            instance: self.instance,
+            proc: None,
+            daemon: self.daemon.clone(),
+            alive: self.alive.clone(),
+            root: Tree::default(),
+            mounts: self.mounts.clone(),
+            probes: self.probes,
+            stopping: self.stopping,
+            logs: vec![],
+            previous_logs: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     Volumes,
@@ -899,7 +933,7 @@ impl Kubelets {
         let node_name = self.nodes[ni].name.clone();
         let src = self.nodes[ni].source.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
-        let c = self.nodes[ni].pods[key].ctrs[i].clone();
+        let c = self.nodes[ni].pods[key].ctrs[i].light();
         let epoch = self.nodes[ni].pods[key].epoch;
         let field = ctr_field(&c);
         if let Some(err) = self.missing_env(&pod, &c.name) {
@@ -1144,7 +1178,7 @@ impl Kubelets {
         let Some(rt) = self.nodes[ni].pods.get(key) else { return };
         let epoch = rt.epoch;
         let ip = rt.ip.clone().unwrap_or_default();
-        let c = rt.ctrs[i].clone();
+        let c = rt.ctrs[i].light();
         if c.instance != instance || c.stopping {
             return;
         }
@@ -1271,12 +1305,16 @@ impl Kubelets {
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
         let epoch = rt.epoch;
         let c = &mut rt.ctrs[i];
+        // Probes stop counting; the container stays as it was until it has exited.
         c.stopping = true;
-        c.ready = false;
         let instance = c.instance;
         let field = ctr_field(c);
         cx.event(&src, &pod, Some(&field), if reason == "Killing" { "Normal" } else { "Warning" }, "Killing", message, None);
-        cx.trace(Flow::NodeError, "restart", format!("Pod/{}/{}", key.0, key.1), "error", "", message.to_string());
+        if message.starts_with("Stopping") {
+            cx.trace(Flow::Kubelet, "terminate", format!("Pod/{}/{}", key.0, key.1), "ok", "", message.to_string());
+        } else {
+            cx.trace(Flow::NodeError, "restart", format!("Pod/{}/{}", key.0, key.1), "error", "", message.to_string());
+        }
         let (wait, code) = self.sigterm(cx.now, ni, key, i, grace);
         self.write_status(cx, ni, key);
         cx.after(wait.max(1), Self::timer_key(&node_name, key, epoch, &format!("exit:{i}:{instance}:{code}")));
@@ -1347,7 +1385,10 @@ impl Kubelets {
             self.run_containers(cx, ni, key, &pod);
             return;
         }
-        let restart = sidecar || restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0);
+        // Sidecars restart until the main containers are done for good.
+        let regular_done = rt.ctrs.iter().filter(|x| !x.init).all(|x| matches!(x.state, CState::Terminated { .. }));
+        let c = &mut rt.ctrs[i];
+        let restart = (sidecar && !regular_done) || (!sidecar && (restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0)));
         if !restart {
             c.state = term;
             self.write_status(cx, ni, key);
@@ -1994,8 +2035,12 @@ fn init_done(c: &Ctr) -> bool {
     }
 }
 
+/// Whether the pod is past initialization: every init container done, or a regular
+/// container already started (`HasAnyActiveRegularContainerStarted`; sidecars stopped at
+/// the end do not take a pod back to initializing).
 fn initialized(rt: &PodRt) -> bool {
     rt.ctrs.iter().filter(|c| c.init).all(init_done)
+        || rt.ctrs.iter().any(|c| !c.init && (matches!(c.state, CState::Running { .. } | CState::Terminated { .. }) || c.last.is_some()))
 }
 
 /// The pod's phase from its containers (`kubelet_pods.go` `getPhase`).
