@@ -214,6 +214,25 @@ await test('the terminal runs kubectl as the chosen user', async (page) => {
   await out.getByText(/^Found 2 pods, using pod\/checkout-\S+$/).waitFor();
 });
 
+await test('containers run their commands: exit codes show, exec runs in the pod', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await setEditor(page, 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: fails\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: busybox:1.36\n    command: ["sh", "-c", "echo hi; exit 1"]\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: box\nspec:\n  containers:\n  - name: box\n    image: busybox:1.36\n    command: ["sh", "-c", "echo started; sleep 3600"]\n');
+  // The failed pod's chip says Error, as kubectl get pods would.
+  await page.locator('button.chip.bad', { hasText: 'fails' }).filter({ hasText: 'Error' }).waitFor({ timeout: 20000 });
+  await page.locator('button.chip.ok', { hasText: 'box' }).waitFor({ timeout: 20000 });
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  const out = page.locator('.term-out');
+  await input.fill('logs fails');
+  await input.press('Enter');
+  await out.getByText(/^hi$/).waitFor();
+  await input.fill("exec box -- sh -c 'echo from $(hostname); exit 3'");
+  await input.press('Enter');
+  await out.getByText('from box').waitFor();
+  await out.getByText('command terminated with exit code 3').waitFor();
+});
+
 await test('embed mode shows only the requested panes', async (page) => {
   await page.setViewportSize({ width: 800, height: 500 });
   await page.goto(base + '?embed=editor,diagram');

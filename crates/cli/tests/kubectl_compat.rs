@@ -473,6 +473,10 @@ fn exec_and_logs_through_the_real_kubectl() {
     assert_eq!(out.status.code(), Some(3));
     // The page's terminal prints the same.
     assert_eq!(s.terminal("exec box -- sh -c 'echo hello; hostname; exit 3'"), "hello\nbox\ncommand terminated with exit code 3\n");
+    // stderr comes back on its own stream.
+    let out = s.run(&["exec", "box", "--", "sh", "-c", "echo out; cat /nope; echo more"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out\nmore\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "cat: can't open '/nope': No such file or directory\n");
     // Files the container wrote are there for the next exec.
     assert_eq!(s.ok(&["exec", "box", "--", "sh", "-c", "echo saved > /tmp/note"]), "");
     assert_eq!(s.ok(&["exec", "-i", "box", "-c", "box", "--", "cat", "/tmp/note"]), "saved\n");

@@ -612,7 +612,7 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
         return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err, result] });
     }
     let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
-    let mut messages = Vec::new();
+    let mut messages: Vec<Vec<u8>> = Vec::new();
     let (lines, code) = match result {
         Ok(r) => r,
         Err(s) => {
@@ -621,13 +621,16 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err] });
         }
     };
-    let mut out = vec![1u8];
-    for l in &lines {
-        out.extend_from_slice(l.as_bytes());
-        out.push(b'\n');
-    }
-    if out.len() > 1 {
-        messages.push(out);
+    // One message per run of lines on the same stream, in order.
+    for (stream, l) in &lines {
+        match messages.last_mut() {
+            Some(m) if m.first() == Some(stream) => {}
+            _ => messages.push(vec![*stream]),
+        }
+        if let Some(m) = messages.last_mut() {
+            m.extend_from_slice(l.as_bytes());
+            m.push(b'\n');
+        }
     }
     let status = if code == 0 {
         json!({"metadata": {}, "status": "Success"})

@@ -184,9 +184,20 @@ fn websocket_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
 /// Send binary messages, then a normal close, and wait briefly for the client's close.
 async fn websocket_send<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: &mut T, messages: &[Vec<u8>]) -> std::io::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    for m in messages {
+    // The output, then the result a moment later, as a process's streams end before its
+    // exit is reported: a client that reads the result first could otherwise stop before
+    // it has copied the output.
+    let (last, output) = messages.split_last().map_or((None, &[][..]), |(l, o)| (Some(l), o));
+    for m in output {
         io.write_all(&websocket_frame(0x2, m)).await?;
     }
+    io.flush().await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    if let Some(m) = last {
+        io.write_all(&websocket_frame(0x2, m)).await?;
+        io.flush().await?;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
     io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
     io.flush().await?;
     let mut buf = [0u8; 4096];

@@ -253,7 +253,7 @@ impl Cluster {
         pod: &str,
         container: Option<&str>,
         argv: &[String],
-    ) -> Result<(Vec<String>, i32), Status> {
+    ) -> Result<(Vec<(u8, String)>, i32), Status> {
         let container = self.exec_check(credentials, namespace, pod, container, argv)?;
         self.kubelet_exec(namespace, pod, &container, argv)
     }
@@ -291,12 +291,12 @@ impl Cluster {
     }
 
     /// Run a command through the node's kubelet (after [`Cluster::exec_check`]).
-    pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
+    pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
         self.api.now = self.now;
         self.kubelet_exec(namespace, pod, container, argv)
     }
 
-    fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
+    fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
         let mut result = None;
         for i in 0..self.controllers.len() {
             if result.is_some() || !self.running[i] {

@@ -89,11 +89,11 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
 }
 
 /// What kubectl prints after the kubelet answered.
-pub fn exec_finish(target: &ExecTarget, result: Result<(Vec<String>, i32), Status>) -> Vec<String> {
+pub fn exec_finish(target: &ExecTarget, result: Result<(Vec<(u8, String)>, i32), Status>) -> Vec<String> {
     let mut out = target.notes.clone();
     match result {
         Ok((lines, code)) => {
-            out.extend(lines);
+            out.extend(lines.into_iter().map(|(_, l)| l));
             if code != 0 {
                 out.push(format!("command terminated with exit code {code}"));
             }

@@ -126,8 +126,9 @@ pub trait Controller {
         None
     }
     /// Run a command in a pod's container (`pods/exec` reaching the kubelet): its output
-    /// lines and exit code. `None` from loops that run no containers.
-    fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<(Vec<String>, i32), Status>> {
+    /// lines with their stream (1 stdout, 2 stderr) and its exit code. `None` from loops
+    /// that run no containers.
+    fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<(Vec<(u8, String)>, i32), Status>> {
         None
     }
 }

@@ -714,7 +714,7 @@ impl Kubelets {
         ni: usize,
         key: &Key,
         i: usize,
-        capture: Option<&mut Vec<String>>,
+        capture: Option<(&mut Vec<String>, &mut Vec<u8>)>,
         f: impl FnOnce(&mut CtrHost, &mut Option<Box<Process>>) -> R,
     ) -> Option<R> {
         let mut rt = self.nodes[ni].pods.remove(key)?;
@@ -737,11 +737,16 @@ impl Kubelets {
             let this = &*self;
             let backend = |ip: &str, port: u16, path: &str| this.backend(now, ip, port, path);
             let net = Net { namespace: &key.0, services: &self.services, slices: &self.slices, backend: &backend };
+            let (out, streams) = match capture {
+                Some((o, st)) => (o, Some(st)),
+                None => (logs, None),
+            };
             let mut host = CtrHost {
                 now,
                 hostname,
                 view: View { volumes, volume_read_only: volume_ro, mounts, root },
-                out: capture.unwrap_or(logs),
+                streams,
+                out,
                 alive,
                 net: &net,
                 image: &b,
@@ -1092,7 +1097,7 @@ impl Kubelets {
             return if code == 0 {
                 Ok(slept)
             } else {
-                Err(format!("PostStartHook failed: command {:?} exited with {code}: {}", shell_words(&argv), out.join("\n")))
+                Err(format!("PostStartHook failed: command {:?} exited with {code}: {}", shell_words(&argv), text(&out)))
             };
         }
         if let Some(h) = get(hook, &["httpGet"]) {
@@ -1107,21 +1112,21 @@ impl Kubelets {
 
     /// Run a command in container `i` at once (exec probes, hooks, `kubectl exec`):
     /// exit code, output, simulated time its sleeps would have taken.
-    fn exec_in(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, argv: &[String]) -> (i32, Vec<String>, Millis) {
+    fn exec_in(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, argv: &[String]) -> (i32, Vec<(u8, String)>, Millis) {
         let now = cx.now;
         let mut out = Vec::new();
+        let mut streams = Vec::new();
         let env = self.nodes[ni].pods.get(key).and_then(|rt| rt.ctrs.get(i)).and_then(|c| c.proc.as_ref().map(|p| p.env())).unwrap_or_default();
         let b = self.nodes[ni].pods.get(key).and_then(|rt| rt.ctrs.get(i)).and_then(|c| c.behaviour.clone()).unwrap_or_default();
         let r = match start(argv, &env, &b) {
-            Start::NotFound(msg) => {
+            Start::NotFound(_) => {
                 let first = argv.first().cloned().unwrap_or_default();
-                out.push(format!(
+                let line = format!(
                     "OCI runtime exec failed: exec failed: unable to start container process: exec: {first:?}: executable file not found in $PATH: unknown"
-                ));
-                let _ = msg;
-                return (126, out, 0);
+                );
+                return (126, vec![(2, line)], 0);
             }
-            Start::Run(mut p) => self.in_container(now, ni, key, i, Some(&mut out), |host, _| {
+            Start::Run(mut p) => self.in_container(now, ni, key, i, Some((&mut out, &mut streams)), |host, _| {
                 let o = p.run_to_end(host, shell::OPS_PER_CALL);
                 (o, p.slept)
             }),
@@ -1133,7 +1138,8 @@ impl Kubelets {
             Outcome::Sleep(_) | Outcome::Serve(_) => 0,
         };
         self.after_exec(cx, ni, key, i);
-        (code, out, slept)
+        let lines = out.into_iter().zip(streams.into_iter().chain(std::iter::repeat(1))).map(|(l, s)| (s, l)).collect();
+        (code, lines, slept)
     }
 
     /// A command may have stopped the container's server (`nginx -s quit`): its main
@@ -1201,7 +1207,7 @@ impl Kubelets {
             if slept > timeout {
                 (false, format!("command {:?} timed out", shell_words(&argv)))
             } else {
-                (code == 0, out.join("\n"))
+                (code == 0, text(&out))
             }
         } else if kind == ProbeKind::Readiness && (b.never_ready || cx.now < started + b.ready_after_ms) {
             // A scenario image that is not ready (yet).
@@ -1801,7 +1807,7 @@ impl Kubelets {
 
 impl Kubelets {
     /// `kubectl exec`: run a command in a running container (`pkg/kubelet/server` `getExec`).
-    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<String>, i32), Status> {
+    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
         self.sync_informers(cx);
         let key = (namespace.to_string(), pod.to_string());
         let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
@@ -1828,13 +1834,16 @@ impl Kubelets {
             format!("kubelet on {} runs `{}` in container {container}", self.nodes[ni].name, shell_words(argv)),
         );
         let (code, out, _) = self.exec_in(cx, ni, &key, i, argv);
-        if code == 126 && out.len() == 1 && out[0].starts_with("OCI runtime exec failed") {
+        if code == 126 && out.len() == 1 && out[0].1.starts_with("OCI runtime exec failed") {
             // containerd reports a missing program as an error of the exec, not an exit code.
             let id = format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64());
             return Err(Status::new(
                 500,
                 "InternalError",
-                format!("Internal error occurred: error executing command in container: failed to exec in container: failed to start exec {id:?}: {}", out[0]),
+                format!(
+                    "Internal error occurred: error executing command in container: failed to exec in container: failed to start exec {id:?}: {}",
+                    out[0].1
+                ),
             ));
         }
         Ok((out, code))
@@ -1851,7 +1860,7 @@ impl Controller for Kubelets {
     fn kubelet_client(&self) -> Option<&dyn KubeletClient> {
         Some(self)
     }
-    fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<(Vec<String>, i32), Status>> {
+    fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<(Vec<(u8, String)>, i32), Status>> {
         Some(self.exec_command(cx, namespace, pod, container, argv))
     }
     fn name(&self) -> &'static str {
@@ -1978,6 +1987,11 @@ impl Controller for Kubelets {
         }
         true
     }
+}
+
+/// Output lines as one text (probe and hook messages).
+fn text(lines: &[(u8, String)]) -> String {
+    lines.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")
 }
 
 /// The event field path of a container (`spec.containers{web}`).

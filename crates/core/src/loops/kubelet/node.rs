@@ -4,11 +4,15 @@
 use crate::foundation::sim::{rfc3339, Millis};
 use crate::foundation::value::{json, Value};
 
+/// The `ephemeral-storage` capacity a node reports unless its spec sets one.
+pub const DEFAULT_EPHEMERAL_STORAGE: &str = "102626232Ki";
+
 /// A node of the simulated cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeSpec {
     pub name: String,
-    /// cpu, memory, pods (and any extended resource) as quantities.
+    /// cpu, memory, pods, ephemeral-storage (and any extended resource) as quantities; what
+    /// is left out gets the kubelet's defaults in [`node_object`].
     pub capacity: crate::foundation::value::Map,
     pub labels: crate::foundation::value::Map,
     pub taints: Vec<Value>,
@@ -49,13 +53,18 @@ pub fn node_object(spec: &NodeSpec, index: usize, total: usize, now: Millis) -> 
     let mut capacity = spec.capacity.clone();
     let mem_milli = capacity.get("memory").and_then(crate::foundation::quantity::value_milli).unwrap_or(8 << 30 << 10);
     capacity.insert("memory", json!(format!("{}Ki", mem_milli / 1000 / 1024)));
-    capacity.entry("ephemeral-storage").or_insert(json!("102400Mi"));
+    // The node file system (`/var/lib/kubelet`), as cAdvisor's statfs reports it: a kind node
+    // shares the host's disk, here a 100G volume with 102626232Ki of usable blocks.
+    capacity.entry("ephemeral-storage").or_insert(json!(DEFAULT_EPHEMERAL_STORAGE));
     capacity.entry("hugepages-1Gi").or_insert(json!("0"));
     capacity.entry("hugepages-2Mi").or_insert(json!("0"));
     capacity.entry("pods").or_insert(json!("110"));
     let mut allocatable = capacity.clone();
     allocatable.insert("memory", json!(format!("{}Ki", (mem_milli / 1000 - (100 << 20)) / 1024)));
-    allocatable.insert("ephemeral-storage", json!("92160Mi"));
+    // Allocatable is capacity less reservations and the hard eviction threshold
+    // (`nodestatus.MachineInfo`, `cm.GetNodeAllocatableAbsolute`): kind's kubelet configuration
+    // reserves nothing and sets `evictionHard: {nodefs.available: "0%"}`, so its nodes report
+    // the whole disk as allocatable ephemeral-storage.
     // Quantities as the API server serialises them (`8388608Ki` is `8Gi`).
     for m in [&mut capacity, &mut allocatable] {
         for v in m.values_mut() {

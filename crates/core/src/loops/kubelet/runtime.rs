@@ -560,6 +560,8 @@ pub struct CtrHost<'a> {
     pub hostname: String,
     pub view: View<'a>,
     pub out: &'a mut Vec<String>,
+    /// For `kubectl exec`: the stream (1 stdout, 2 stderr) of each line of `out`.
+    pub streams: Option<&'a mut Vec<u8>>,
     pub alive: &'a mut BTreeSet<String>,
     pub net: &'a Net<'a>,
     pub image: &'a Behaviour,
@@ -645,8 +647,20 @@ impl Host for CtrHost<'_> {
         if self.out.len() >= self.max_lines {
             let drop = self.out.len() + 1 - self.max_lines;
             self.out.drain(..drop);
+            if let Some(s) = self.streams.as_deref_mut() {
+                s.drain(..drop.min(s.len()));
+            }
         }
         self.out.push(line);
+        if let Some(s) = self.streams.as_deref_mut() {
+            s.push(1);
+        }
+    }
+    fn log_stderr(&mut self, line: String) {
+        self.log(line);
+        if let Some(s) = self.streams.as_deref_mut().and_then(|s| s.last_mut()) {
+            *s = 2;
+        }
     }
     fn memory_limit(&self) -> Option<u64> {
         self.limit

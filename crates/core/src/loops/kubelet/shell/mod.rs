@@ -81,6 +81,10 @@ pub trait Host {
     fn signal(&mut self, name: &str, signal: i32) -> bool;
     /// One line the container writes to its log.
     fn log(&mut self, line: String);
+    /// One line written to stderr (the container log holds both streams).
+    fn log_stderr(&mut self, line: String) {
+        self.log(line)
+    }
     fn memory_limit(&self) -> Option<u64>;
 }
 
@@ -353,7 +357,8 @@ fn compile_list(list: &List) -> Program {
 
 #[derive(Debug, Clone, PartialEq)]
 enum Sink {
-    Log,
+    /// The process's stdout (1) or stderr (2) as the runtime collects them.
+    Log(u8),
     Null,
     File(String),
     Capture(usize),
@@ -415,6 +420,7 @@ pub struct Process {
     stdin: Option<String>,
     captures: Vec<String>,
     partial: String,
+    partial_err: String,
     pub errexit: bool,
     pub xtrace: bool,
     traps: BTreeMap<String, String>,
@@ -449,11 +455,12 @@ impl Process {
             args,
             arg0: arg0.to_string(),
             funcs: BTreeMap::new(),
-            fds: [Sink::Null, Sink::Log, Sink::Log],
+            fds: [Sink::Null, Sink::Log(1), Sink::Log(2)],
             saved: vec![],
             stdin: None,
             captures: vec![],
             partial: String::new(),
+            partial_err: String::new(),
             errexit: false,
             xtrace: false,
             traps: BTreeMap::new(),
@@ -518,6 +525,7 @@ impl Process {
         p.frames = vec![Frame { prog: Arc::new(prog), pc: 0, kind: FrameKind::Script, saved_args: None, slots, subjects: vec![], depth: 0 }];
         p.saved.clear();
         p.partial.clear();
+        p.partial_err.clear();
         p.exited = None;
         p
     }
@@ -550,8 +558,13 @@ impl Process {
     }
 
     fn flush(&mut self, host: &mut dyn Host) {
-        if !self.partial.is_empty() && self.exited.is_some() {
-            host.log(std::mem::take(&mut self.partial));
+        if self.exited.is_some() {
+            if !self.partial.is_empty() {
+                host.log(std::mem::take(&mut self.partial));
+            }
+            if !self.partial_err.is_empty() {
+                host.log_stderr(std::mem::take(&mut self.partial_err));
+            }
         }
     }
 
@@ -561,12 +574,17 @@ impl Process {
         }
         match self.fds.get(fd).cloned().unwrap_or(Sink::Null) {
             Sink::Null => {}
-            Sink::Log => {
-                self.partial.push_str(text);
-                while let Some(i) = self.partial.find('\n') {
-                    let line: String = self.partial[..i].to_string();
-                    self.partial.drain(..=i);
-                    host.log(line);
+            Sink::Log(stream) => {
+                let buf = if stream == 2 { &mut self.partial_err } else { &mut self.partial };
+                buf.push_str(text);
+                while let Some(i) = buf.find('\n') {
+                    let line: String = buf[..i].to_string();
+                    buf.drain(..=i);
+                    if stream == 2 {
+                        host.log_stderr(line);
+                    } else {
+                        host.log(line);
+                    }
                 }
             }
             Sink::File(path) => {
