@@ -134,6 +134,10 @@ impl ApiServer {
 /// The `autoscaling/v1` Scale of a workload (`GET .../scale`).
 /// How the API server reaches a node's kubelet for `pods/log` (`pkg/kubelet/client`):
 /// the kubelet answers with what a container wrote.
+/// What `pods/exec` gives back: output lines with their stream (1 stdout, 2 stderr), and
+/// the command's exit code.
+pub type ExecOutput = (Vec<(u8, String)>, i32);
+
 pub trait KubeletClient {
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status>;
 }

@@ -16,6 +16,7 @@ pub use crate::loops::Fault;
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::trace::{Flow, Record};
+use crate::apiserver::ExecOutput;
 use crate::apiserver::{ApiServer, Credentials, Request};
 use crate::foundation::api::{self, rid, Object, RESOURCES};
 use crate::foundation::sim::{Millis, Queue};
@@ -253,7 +254,7 @@ impl Cluster {
         pod: &str,
         container: Option<&str>,
         argv: &[String],
-    ) -> Result<(Vec<(u8, String)>, i32), Status> {
+    ) -> Result<ExecOutput, Status> {
         let container = self.exec_check(credentials, namespace, pod, container, argv)?;
         self.kubelet_exec(namespace, pod, &container, argv)
     }
@@ -291,12 +292,12 @@ impl Cluster {
     }
 
     /// Run a command through the node's kubelet (after [`Cluster::exec_check`]).
-    pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
+    pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
         self.api.now = self.now;
         self.kubelet_exec(namespace, pod, container, argv)
     }
 
-    fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
+    fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
         let mut result = None;
         for i in 0..self.controllers.len() {
             if result.is_some() || !self.running[i] {

@@ -4,6 +4,7 @@
 
 use super::logs::{default_container, pod_for_target};
 use super::*;
+use crate::apiserver::ExecOutput;
 
 /// What the client asks the kubelet to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +90,7 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
 }
 
 /// What kubectl prints after the kubelet answered.
-pub fn exec_finish(target: &ExecTarget, result: Result<(Vec<(u8, String)>, i32), Status>) -> Vec<String> {
+pub fn exec_finish(target: &ExecTarget, result: Result<ExecOutput, Status>) -> Vec<String> {
     let mut out = target.notes.clone();
     match result {
         Ok((lines, code)) => {

@@ -15,6 +15,7 @@ pub mod scheduler;
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::trace::{Flow, Record};
+use crate::apiserver::ExecOutput;
 use crate::apiserver::{ApiServer, Credentials, KubeletClient, Request};
 use crate::foundation::api::ResourceId;
 use crate::foundation::sim::Millis;
@@ -128,7 +129,7 @@ pub trait Controller {
     /// Run a command in a pod's container (`pods/exec` reaching the kubelet): its output
     /// lines with their stream (1 stdout, 2 stderr) and its exit code. `None` from loops
     /// that run no containers.
-    fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<(Vec<(u8, String)>, i32), Status>> {
+    fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<ExecOutput, Status>> {
         None
     }
 }

@@ -4,8 +4,9 @@
 //! Filter: NodeUnschedulable, TaintToleration, NodeAffinity (with nodeSelector),
 //! NodePorts, NodeResourcesFit, PodTopologySpread, InterPodAffinity. Score:
 //! NodeResourcesFit (LeastAllocated, weight 1), NodeResourcesBalancedAllocation (1),
-//! TaintToleration (3), NodeAffinity (2), PodTopologySpread (2, with the system default
-//! constraints) and InterPodAffinity (2); the best node wins, ties broken at random.
+//! TaintToleration (3), NodeAffinity (2), PodTopologySpread (2: the ScheduleAnyway
+//! constraints, or the system default ones) and InterPodAffinity (2); the best node wins,
+//! ties broken at random. Deleted nodes leave the node list at once.
 //! Large clusters use the adaptive percentageOfNodesToScore with a rotating start.
 //! A pod that fits nowhere gets the FailedScheduling message kube-scheduler composes,
 //! DefaultPreemption looks for lower-priority victims, and the pod waits in the
@@ -36,6 +37,8 @@ type Key = (String, String);
 pub struct Requests {
     pub cpu: i128,
     pub memory: i128,
+    /// `ephemeral-storage`, milli-bytes.
+    pub ephemeral: i128,
     /// Extended resources (`nvidia.com/gpu`, ...), milli-units.
     pub other: BTreeMap<String, i128>,
     /// With the scoring defaults for request-less containers (100m, 200Mi).
@@ -51,19 +54,22 @@ pub fn pod_requests(pod: &Value) -> Requests {
         let q = |k: &str| req.and_then(|m| m.get(k)).and_then(value_milli).map(i128::from);
         let cpu = q("cpu").unwrap_or(0);
         let mem = q("memory").unwrap_or(0);
+        let eph = q("ephemeral-storage").unwrap_or(0);
         if into {
             r.cpu += cpu;
             r.memory += mem;
+            r.ephemeral += eph;
             r.nonzero_cpu += q("cpu").unwrap_or(100);
             r.nonzero_memory += q("memory").unwrap_or(200 * 1024 * 1024 * 1000);
             for (k, v) in req.into_iter().flatten() {
-                if k != "cpu" && k != "memory" {
+                if !["cpu", "memory", "ephemeral-storage"].contains(&k.as_str()) {
                     *r.other.entry(k.to_string()).or_default() += i128::from(value_milli(v).unwrap_or(0));
                 }
             }
         } else {
             r.cpu = r.cpu.max(cpu);
             r.memory = r.memory.max(mem);
+            r.ephemeral = r.ephemeral.max(eph);
         }
     };
     for c in get_array(pod, &["spec", "containers"]) {
@@ -75,6 +81,7 @@ pub fn pod_requests(pod: &Value) -> Requests {
     }
     r.cpu = r.cpu.max(init.cpu);
     r.memory = r.memory.max(init.memory);
+    r.ephemeral = r.ephemeral.max(init.ephemeral);
     r
 }
 
@@ -102,16 +109,19 @@ struct NodeInfo {
     obj: Object,
     alloc_cpu: i128,
     alloc_mem: i128,
+    alloc_ephemeral: i128,
     alloc_pods: i128,
     alloc_other: BTreeMap<String, i128>,
     req: Requests,
     pods: BTreeSet<Key>,
     ports: BTreeSet<(String, i64)>,
-    zone: Option<String>,
     /// Precomputed from the Node so that filtering reads no JSON.
     unschedulable: bool,
     hard_taints: Vec<Value>,
     prefer_taints: Vec<Value>,
+    /// The Node is gone: it is no longer listed (upstream's cache drops it from the snapshot),
+    /// though its slot stays so that the pods still bound to it can be unaccounted.
+    deleted: bool,
 }
 
 impl NodeInfo {
@@ -127,12 +137,12 @@ impl NodeInfo {
             name: api::name(&obj).to_string(),
             alloc_cpu: q("cpu"),
             alloc_mem: q("memory"),
+            alloc_ephemeral: q("ephemeral-storage"),
             alloc_pods: q("pods") / 1000,
             alloc_other: other,
             req: Requests::default(),
             pods: BTreeSet::new(),
             ports: BTreeSet::new(),
-            zone: api::label(&obj, "topology.kubernetes.io/zone").map(str::to_string),
             unschedulable: api::get_bool(&obj, &["spec", "unschedulable"]).unwrap_or(false),
             hard_taints: get_array(&obj, &["spec", "taints"])
                 .iter()
@@ -140,6 +150,7 @@ impl NodeInfo {
                 .cloned()
                 .collect(),
             prefer_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule")).cloned().collect(),
+            deleted: false,
             obj,
         }
     }
@@ -193,13 +204,14 @@ pub struct Scheduler {
     unschedulable: BTreeMap<Key, u32>,
     seq: u64,
     next_start: usize,
-    /// owner uid -> pods per node index, and per zone (system default spreading).
+    /// owner uid -> pods per node index (system default spreading).
     owner_nodes: HashMap<String, Vec<u32>>,
-    owner_zones: HashMap<String, BTreeMap<String, u32>>,
     /// Placed pods with required pod anti-affinity (their terms constrain everyone).
     anti_affinity_pods: usize,
-    /// Distinct zones among the nodes (for spreading weights).
-    zone_count: usize,
+    /// Indexes of the nodes that exist (not deleted), in order: the scheduler's node list.
+    live: Vec<usize>,
+    /// Namespaces, for the namespaceSelector of pod (anti-)affinity terms.
+    namespaces: Informer,
 }
 
 fn has_required_anti_affinity(pod: &Value) -> bool {
@@ -224,9 +236,9 @@ impl Scheduler {
             seq: 0,
             next_start: 0,
             owner_nodes: HashMap::new(),
-            owner_zones: HashMap::new(),
             anti_affinity_pods: 0,
-            zone_count: 0,
+            live: Vec::new(),
+            namespaces: Informer::new(rid::NAMESPACE),
         }
     }
 
@@ -267,6 +279,7 @@ impl Scheduler {
         let info = &mut self.infos[ni];
         info.req.cpu += p.req.cpu;
         info.req.memory += p.req.memory;
+        info.req.ephemeral += p.req.ephemeral;
         info.req.nonzero_cpu += p.req.nonzero_cpu;
         info.req.nonzero_memory += p.req.nonzero_memory;
         for (k, v) in &p.req.other {
@@ -286,9 +299,6 @@ impl Scheduler {
                 counts.resize(total, 0);
             }
             counts[ni] += 1;
-            if let Some(z) = &info.zone {
-                *self.owner_zones.entry(o.clone()).or_default().entry(z.clone()).or_default() += 1;
-            }
         }
         self.placed.insert(key.clone(), p);
     }
@@ -298,6 +308,7 @@ impl Scheduler {
         let info = &mut self.infos[p.node];
         info.req.cpu -= p.req.cpu;
         info.req.memory -= p.req.memory;
+        info.req.ephemeral -= p.req.ephemeral;
         info.req.nonzero_cpu -= p.req.nonzero_cpu;
         info.req.nonzero_memory -= p.req.nonzero_memory;
         for (k, v) in &p.req.other {
@@ -314,13 +325,6 @@ impl Scheduler {
             if let Some(c) = self.owner_nodes.get_mut(o).and_then(|m| m.get_mut(p.node)) {
                 *c = c.saturating_sub(1);
             }
-            if let Some(z) = &info.zone {
-                if let Some(m) = self.owner_zones.get_mut(o) {
-                    if let Some(c) = m.get_mut(z) {
-                        *c = c.saturating_sub(1);
-                    }
-                }
-            }
         }
     }
 
@@ -332,12 +336,11 @@ impl Scheduler {
             let name = api::name(&d.object).to_string();
             match d.kind {
                 EventType::Deleted => {
-                    // Keep indexes stable: a deleted node stays as an unschedulable shell.
+                    // The cache drops the node (`cache.RemoveNode`): it is no longer filtered,
+                    // scored or counted. Its slot stays, so that indexes held elsewhere stay
+                    // valid and the pods still bound to it are unaccounted when they go.
                     if let Some(&i) = self.index.get(&name) {
-                        let mut shell = (*d.object).clone();
-                        api::set(&mut shell, &["spec", "unschedulable"], json!(true));
-                        self.infos[i].obj = Object::new(shell);
-                        self.infos[i].unschedulable = true;
+                        self.infos[i].deleted = true;
                     }
                 }
                 _ => {
@@ -353,12 +356,13 @@ impl Scheduler {
                             info.obj = fresh.obj;
                             info.alloc_cpu = fresh.alloc_cpu;
                             info.alloc_mem = fresh.alloc_mem;
+                            info.alloc_ephemeral = fresh.alloc_ephemeral;
                             info.alloc_pods = fresh.alloc_pods;
                             info.alloc_other = fresh.alloc_other;
-                            info.zone = fresh.zone;
                             info.unschedulable = fresh.unschedulable;
                             info.hard_taints = fresh.hard_taints;
                             info.prefer_taints = fresh.prefer_taints;
+                            info.deleted = false;
                         }
                         None => {
                             self.index.insert(name, self.infos.len());
@@ -370,8 +374,9 @@ impl Scheduler {
             }
         }
         if nodes_changed {
-            self.zone_count = self.infos.iter().filter_map(|i| i.zone.as_deref()).collect::<BTreeSet<&str>>().len();
+            self.live = (0..self.infos.len()).filter(|&i| !self.infos[i].deleted).collect();
         }
+        self.namespaces.sync(&cx.api.store);
         let r = self.pods.sync(&cx.api.store);
         for d in r.deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
@@ -425,15 +430,16 @@ impl Scheduler {
         cluster_event
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn filter(
         &self,
         pod: &Value,
         req: &Requests,
         ports: &[(String, i64)],
         affinity: bool,
-        affinity_terms: bool,
         ni: usize,
         spread: &[Spread],
+        existing_anti: &BTreeMap<String, BTreeSet<String>>,
     ) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
@@ -471,6 +477,10 @@ impl Scheduler {
             reasons.push("Insufficient memory".to_string());
             resolvable &= req.memory <= info.alloc_mem;
         }
+        if req.ephemeral > 0 && req.ephemeral > info.alloc_ephemeral - info.req.ephemeral {
+            reasons.push("Insufficient ephemeral-storage".to_string());
+            resolvable &= req.ephemeral <= info.alloc_ephemeral;
+        }
         for (k, v) in &req.other {
             let have = info.alloc_other.get(k).copied().unwrap_or(0);
             if *v > 0 && *v > have - info.req.other.get(k).copied().unwrap_or(0) {
@@ -482,7 +492,7 @@ impl Scheduler {
             return Err(NodeStatus { reasons, resolvable });
         }
         // PodTopologySpread (DoNotSchedule)
-        for s in spread.iter().filter(|s| s.hard) {
+        for s in spread {
             let Some(domain) = api::label(node, &s.key) else {
                 return unresolvable("node(s) didn't match pod topology spread constraints (missing required label)");
             };
@@ -493,47 +503,80 @@ impl Scheduler {
             }
         }
         // InterPodAffinity (required terms)
-        if affinity_terms || self.anti_affinity_pods > 0 {
-            if let Some(r) = self.inter_pod_affinity(pod, ni) {
+        if !existing_anti.is_empty() || get(pod, &["spec", "affinity"]).is_some() {
+            if let Some(r) = self.inter_pod_affinity(pod, ni, existing_anti) {
                 return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
             }
         }
         Ok(())
     }
 
-    fn pods_in_domain<'a>(&'a self, key: &'a str, domain: &'a str) -> impl Iterator<Item = &'a Object> + 'a {
-        self.infos.iter().filter(move |i| api::label(&i.obj, key) == Some(domain)).flat_map(move |i| i.pods.iter().filter_map(|k| self.pods.get(&k.0, &k.1)))
+    /// The nodes that exist, in list order (the snapshot's node list).
+    fn live_infos(&self) -> impl Iterator<Item = &NodeInfo> + '_ {
+        self.live.iter().map(move |&i| &self.infos[i])
     }
 
-    fn inter_pod_affinity(&self, pod: &Value, ni: usize) -> Option<&'static str> {
-        if self.anti_affinity_pods == 0 && get(pod, &["spec", "affinity"]).is_none() {
+    fn pods_in_domain<'a>(&'a self, key: &'a str, domain: &'a str) -> impl Iterator<Item = &'a Object> + 'a {
+        self.live_infos().filter(move |i| api::label(&i.obj, key) == Some(domain)).flat_map(move |i| i.pods.iter().filter_map(|k| self.pods.get(&k.0, &k.1)))
+    }
+
+    /// Whether `term`, a required pod (anti-)affinity term of a pod in namespace `owner_ns`,
+    /// selects `target` (`framework.AffinityTerm.Matches`): the target's namespace is one of
+    /// the term's namespaces (`getNamespacesFromPodAffinityTerm`: the owner's own when the
+    /// term names none and has no namespaceSelector) or its labels match the
+    /// namespaceSelector (null selects nothing, `{}` everything), and the target's labels
+    /// match the labelSelector.
+    fn term_matches(&self, term: &Value, owner_ns: &str, target: &Value) -> bool {
+        let target_ns = api::namespace(target);
+        let names = get_array(term, &["namespaces"]);
+        let ns_selector = get(term, &["namespaceSelector"]).filter(|s| !s.is_null());
+        let named = if names.is_empty() && ns_selector.is_none() { target_ns == owner_ns } else { names.iter().any(|n| n.as_str() == Some(target_ns)) };
+        let selected = || ns_selector.is_some_and(|s| selector_matches(Some(s), self.namespaces.get("", target_ns).and_then(|n| api::labels(n))));
+        (named || selected()) && selector_matches(get(term, &["labelSelector"]), api::labels(target))
+    }
+
+    /// The topology pairs in which an existing pod's required anti-affinity term selects
+    /// `pod`, as topology key -> values (`getExistingAntiAffinityCounts`,
+    /// `updateWithAntiAffinityTerms`): the pod may not go to a node with any of them.
+    fn existing_anti_affinity(&self, pod: &Value) -> BTreeMap<String, BTreeSet<String>> {
+        let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        if self.anti_affinity_pods == 0 {
+            return out;
+        }
+        for info in self.live_infos() {
+            for k in &info.pods {
+                if !self.placed.get(k).is_some_and(|p| p.anti_affinity) {
+                    continue;
+                }
+                let Some(o) = self.pods.get(&k.0, &k.1) else { continue };
+                for term in get_array(o, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
+                    let key = get_str(term, &["topologyKey"]).unwrap_or("");
+                    if let Some(value) = api::label(&info.obj, key) {
+                        if self.term_matches(term, api::namespace(o), pod) {
+                            out.entry(key.to_string()).or_default().insert(value.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn inter_pod_affinity(&self, pod: &Value, ni: usize, existing_anti: &BTreeMap<String, BTreeSet<String>>) -> Option<&'static str> {
+        if existing_anti.is_empty() && get(pod, &["spec", "affinity"]).is_none() {
             return None;
         }
         let node = &self.infos[ni].obj;
         let ns = api::namespace(pod);
-        let term_ns_ok = |term: &Value, other: &Value| {
-            let nss = get_array(term, &["namespaces"]);
-            if nss.is_empty() && get(term, &["namespaceSelector"]).is_none() {
-                api::namespace(other) == ns
-            } else {
-                nss.iter().any(|n| n.as_str() == Some(api::namespace(other)))
-                    || get(term, &["namespaceSelector"]).is_some_and(|s| s.as_object().is_some_and(|m| m.is_empty()))
-            }
-        };
         for term in get_array(pod, &["spec", "affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
             let key = get_str(term, &["topologyKey"]).unwrap_or("");
             let Some(domain) = api::label(node, key) else { return Some("node(s) didn't match pod affinity rules") };
-            let sel = get(term, &["labelSelector"]);
-            let any = self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
+            let any = self.pods_in_domain(key, domain).any(|o| self.term_matches(term, ns, o));
             if !any {
                 // The first pod of a group that matches its own term may start a domain.
-                let exists_anywhere = self
-                    .infos
-                    .iter()
-                    .flat_map(|i| i.pods.iter())
-                    .filter_map(|k| self.pods.get(&k.0, &k.1))
-                    .any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o)));
-                if exists_anywhere || !selector_matches(sel, api::labels(pod)) {
+                let exists_anywhere =
+                    self.live_infos().flat_map(|i| i.pods.iter()).filter_map(|k| self.pods.get(&k.0, &k.1)).any(|o| self.term_matches(term, ns, o));
+                if exists_anywhere || !self.term_matches(term, ns, pod) {
                     return Some("node(s) didn't match pod affinity rules");
                 }
             }
@@ -541,38 +584,35 @@ impl Scheduler {
         for term in get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
             let key = get_str(term, &["topologyKey"]).unwrap_or("");
             let Some(domain) = api::label(node, key) else { continue };
-            let sel = get(term, &["labelSelector"]);
-            if self.pods_in_domain(key, domain).any(|o| term_ns_ok(term, o) && selector_matches(sel, api::labels(o))) {
+            if self.pods_in_domain(key, domain).any(|o| self.term_matches(term, ns, o)) {
                 return Some("node(s) didn't match pod anti-affinity rules");
             }
         }
-        // Existing pods' anti-affinity against this pod.
-        if self.anti_affinity_pods == 0 {
-            return None;
-        }
-        for k in &self.infos[ni].pods {
-            let Some(o) = self.pods.get(&k.0, &k.1) else { continue };
-            for term in get_array(o, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]) {
-                if get_str(term, &["topologyKey"]) == Some("kubernetes.io/hostname")
-                    && selector_matches(get(term, &["labelSelector"]), api::labels(pod))
-                    && api::namespace(o) == ns
-                {
-                    return Some("node(s) didn't satisfy existing pods anti-affinity rules");
-                }
-            }
+        // Existing pods' anti-affinity against this pod (`satisfyExistingPodsAntiAffinity`):
+        // any of the node's topology pairs where an existing pod's term selects it.
+        let blocked = api::labels(node)
+            .into_iter()
+            .flatten()
+            .any(|(k, v)| v.as_str().is_some_and(|v| existing_anti.get(k.as_str()).is_some_and(|values| values.contains(v))));
+        if blocked {
+            return Some("node(s) didn't satisfy existing pods anti-affinity rules");
         }
         None
     }
 
+    /// The pod's DoNotSchedule topology spread constraints, with the matching pods per domain
+    /// (PodTopologySpread's PreFilter; ScheduleAnyway ones are scored in [`Self::spread_scores`]).
     fn spread_constraints(&self, pod: &Value) -> Vec<Spread> {
         let ns = api::namespace(pod);
         let mut out = Vec::new();
-        let explicit = get_array(pod, &["spec", "topologySpreadConstraints"]);
-        for c in explicit {
+        for c in get_array(pod, &["spec", "topologySpreadConstraints"]) {
+            if get_str(c, &["whenUnsatisfiable"]).unwrap_or("DoNotSchedule") != "DoNotSchedule" {
+                continue;
+            }
             let key = get_str(c, &["topologyKey"]).unwrap_or("").to_string();
             let sel = get(c, &["labelSelector"]).cloned();
             let mut counts: BTreeMap<String, u32> = BTreeMap::new();
-            for info in &self.infos {
+            for info in self.live_infos() {
                 if !node_affinity_matches(pod, &info.obj) {
                     continue;
                 }
@@ -585,36 +625,146 @@ impl Scheduler {
                     .count() as u32;
                 *counts.entry(domain.to_string()).or_default() += n;
             }
-            out.push(Spread {
-                key,
-                max_skew: get_i64(c, &["maxSkew"]).unwrap_or(1),
-                hard: get_str(c, &["whenUnsatisfiable"]).unwrap_or("DoNotSchedule") == "DoNotSchedule",
-                self_match: selector_matches(sel.as_ref(), api::labels(pod)),
-                counts,
-                node_counts: None,
-            });
-        }
-        if explicit.is_empty() {
-            // System defaults: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway, over the
-            // pods of the same owner.
-            if let Some(o) = owner_uid(pod) {
-                let zones = self.owner_zones.get(&o).cloned().unwrap_or_default();
-                out.push(Spread {
-                    key: "kubernetes.io/hostname".into(),
-                    max_skew: 3,
-                    hard: false,
-                    self_match: true,
-                    counts: BTreeMap::new(),
-                    node_counts: Some(o),
-                });
-                out.push(Spread { key: "topology.kubernetes.io/zone".into(), max_skew: 5, hard: false, self_match: true, counts: zones, node_counts: None });
-            }
+            out.push(Spread { key, max_skew: get_i64(c, &["maxSkew"]).unwrap_or(1), self_match: selector_matches(sel.as_ref(), api::labels(pod)), counts });
         }
         out
     }
 
+    /// PodTopologySpread's PreScore, Score and NormalizeScore (`podtopologyspread/scoring.go`):
+    /// 0..=100 per feasible node, or `None` when the pod has no ScheduleAnyway constraint to
+    /// score (the plugin's Skip).
+    fn spread_scores(&self, pod: &Value, feasible: &[usize]) -> Option<Vec<i64>> {
+        const HOSTNAME: &str = "kubernetes.io/hostname";
+        struct Soft<'a> {
+            key: &'a str,
+            max_skew: i64,
+            selector: Option<&'a Value>,
+            /// System default constraints count the pods of the pod's owner.
+            owner: Option<&'a Vec<u32>>,
+            affinity_honor: bool,
+            taints_honor: bool,
+        }
+        let explicit = get_array(pod, &["spec", "topologySpreadConstraints"]);
+        let mut soft = Vec::new();
+        if !explicit.is_empty() {
+            // Only ScheduleAnyway constraints are scored (`filterTopologySpreadConstraints(...,
+            // v1.ScheduleAnyway)`); DoNotSchedule ones are filters only.
+            for c in explicit.iter().filter(|c| get_str(c, &["whenUnsatisfiable"]) == Some("ScheduleAnyway")) {
+                soft.push(Soft {
+                    key: get_str(c, &["topologyKey"]).unwrap_or(""),
+                    max_skew: get_i64(c, &["maxSkew"]).unwrap_or(1),
+                    selector: get(c, &["labelSelector"]),
+                    owner: None,
+                    affinity_honor: get_str(c, &["nodeAffinityPolicy"]) != Some("Ignore"),
+                    taints_honor: get_str(c, &["nodeTaintsPolicy"]) == Some("Honor"),
+                });
+            }
+        } else if let Some(o) = owner_uid(pod) {
+            // The system defaults (`apis/config/v1`): hostname maxSkew 3 and zone maxSkew 5,
+            // ScheduleAnyway, over the pods of the same owner.
+            static NONE: Vec<u32> = Vec::new();
+            let counts = self.owner_nodes.get(&o).unwrap_or(&NONE);
+            for (key, max_skew) in [(HOSTNAME, 3), ("topology.kubernetes.io/zone", 5)] {
+                soft.push(Soft { key, max_skew, selector: None, owner: Some(counts), affinity_honor: true, taints_honor: false });
+            }
+        }
+        if soft.is_empty() {
+            return None;
+        }
+        let ns = api::namespace(pod);
+        let tolerations = get_array(pod, &["spec", "tolerations"]);
+        // Only explicit constraints require every topology key on a node; the system
+        // defaults let nodes without a zone still spread by hostname.
+        let require_all = !explicit.is_empty();
+        let has_keys = |node: &Value| soft.iter().all(|c| api::label(node, c.key).is_some());
+        let ignored: Vec<bool> = feasible.iter().map(|&ni| require_all && !has_keys(&self.infos[ni].obj)).collect();
+        let count_on = |c: &Soft, ni: usize| -> i64 {
+            match c.owner {
+                Some(per_node) => i64::from(per_node.get(ni).copied().unwrap_or(0)),
+                None => self.infos[ni]
+                    .pods
+                    .iter()
+                    .filter_map(|k| self.pods.get(&k.0, &k.1))
+                    .filter(|p| api::namespace(p) == ns && !api::is_deleting(p) && selector_matches(c.selector, api::labels(p)))
+                    .count() as i64,
+            }
+        };
+        // Per constraint: the weight log(domains + 2), and the matching pods per domain of
+        // the scored nodes (a node without the key is in domain "" when keys are optional).
+        let scored: Vec<usize> = feasible.iter().zip(&ignored).filter(|(_, ig)| !**ig).map(|(&ni, _)| ni).collect();
+        let mut weights = Vec::with_capacity(soft.len());
+        let mut domains: Vec<BTreeMap<&str, i64>> = Vec::with_capacity(soft.len());
+        for c in &soft {
+            if c.key == HOSTNAME {
+                // Per-node counts are taken in Score.
+                weights.push(((scored.len() + 2) as f64).ln());
+                domains.push(BTreeMap::new());
+                continue;
+            }
+            let mut counts: BTreeMap<&str, i64> = scored.iter().map(|&ni| (api::label(&self.infos[ni].obj, c.key).unwrap_or(""), 0)).collect();
+            weights.push(((counts.len() + 2) as f64).ln());
+            for &ni in &self.live {
+                let info = &self.infos[ni];
+                if require_all && !has_keys(&info.obj) {
+                    continue;
+                }
+                // matchNodeInclusionPolicies: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore
+                // unless the constraint says otherwise.
+                if (c.affinity_honor && !node_affinity_matches(pod, &info.obj))
+                    || (c.taints_honor && info.hard_taints.iter().any(|t| !tolerates(tolerations, t)))
+                {
+                    continue;
+                }
+                if let Some(slot) = counts.get_mut(api::label(&info.obj, c.key).unwrap_or("")) {
+                    *slot += count_on(c, ni);
+                }
+            }
+            domains.push(counts);
+        }
+        // Score: for each constraint whose key the node has, count * weight + (maxSkew - 1).
+        let raw: Vec<i64> = feasible
+            .iter()
+            .zip(&ignored)
+            .map(|(&ni, &ig)| {
+                if ig {
+                    return 0;
+                }
+                let node = &self.infos[ni].obj;
+                let mut score = 0f64;
+                for (i, c) in soft.iter().enumerate() {
+                    let Some(value) = api::label(node, c.key) else { continue };
+                    let cnt = if c.key == HOSTNAME { count_on(c, ni) } else { domains[i].get(value).copied().unwrap_or(0) };
+                    score += cnt as f64 * weights[i] + (c.max_skew - 1) as f64;
+                }
+                score.round() as i64
+            })
+            .collect();
+        // NormalizeScore: fewer matching pods is better; ignored nodes score 0.
+        let (mut min, mut max) = (i64::MAX, 0i64);
+        for (r, ig) in raw.iter().zip(&ignored) {
+            if !ig {
+                min = min.min(*r);
+                max = max.max(*r);
+            }
+        }
+        Some(
+            raw.iter()
+                .zip(&ignored)
+                .map(|(r, ig)| {
+                    if *ig {
+                        0
+                    } else if max == 0 {
+                        100
+                    } else {
+                        100 * (max + min - r) / max
+                    }
+                })
+                .collect(),
+        )
+    }
+
     /// Weighted scores per feasible node.
-    fn score(&self, pod: &Value, req: &Requests, feasible: &[usize], spread: &[Spread]) -> Vec<i64> {
+    fn score(&self, pod: &Value, req: &Requests, feasible: &[usize]) -> Vec<i64> {
         let n = feasible.len();
         let mut total = vec![0i64; n];
         // NodeResourcesFit (LeastAllocated) and BalancedAllocation, weight 1 each.
@@ -654,39 +804,10 @@ impl Scheduler {
                 total[i] += 2 * if max == 0 { 0 } else { raw[i] * 100 / max };
             }
         }
-        // PodTopologySpread (weight 2): per constraint, the matching pods in each node's
-        // domain, weighted by log(number of domains + 2) (`scoring.go`).
-        let soft: Vec<&Spread> = spread.iter().filter(|s| !s.hard || !s.counts.is_empty()).collect();
-        if !soft.is_empty() && n > 0 {
-            // Zones among the feasible nodes; all of them when every node is feasible.
-            let zones = if n == self.infos.len() || n > 64 {
-                self.zone_count
-            } else {
-                feasible.iter().filter_map(|&ni| self.infos[ni].zone.as_deref()).collect::<BTreeSet<&str>>().len()
-            };
-            let mut raw = vec![0f64; n];
-            for s in &soft {
-                let per_node = s.node_counts.as_ref().map(|o| self.owner_nodes.get(o));
-                let domains = match (&per_node, s.key.as_str()) {
-                    (Some(_), _) => n,
-                    (None, "topology.kubernetes.io/zone") => zones,
-                    _ => s.counts.len(),
-                };
-                let w = ((domains.max(1) + 2) as f64).ln();
-                for (i, &ni) in feasible.iter().enumerate() {
-                    let cnt = match per_node {
-                        Some(nc) => nc.and_then(|m| m.get(ni)).copied().unwrap_or(0),
-                        None if s.key == "topology.kubernetes.io/zone" => self.infos[ni].zone.as_deref().and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
-                        None => api::label(&self.infos[ni].obj, &s.key).and_then(|d| s.counts.get(d)).copied().unwrap_or(0),
-                    };
-                    raw[i] += (cnt as f64 + s.max_skew as f64 - 1.0) * w;
-                }
-            }
-            let maxs = raw.iter().cloned().fold(f64::MIN, f64::max);
-            let mins = raw.iter().cloned().fold(f64::MAX, f64::min);
-            for i in 0..n {
-                let s = if maxs <= 0.0 { 100.0 } else { 100.0 * (maxs + mins - raw[i]) / maxs };
-                total[i] += 2 * s as i64;
+        // PodTopologySpread (weight 2).
+        if let Some(spread) = self.spread_scores(pod, feasible) {
+            for (t, s) in total.iter_mut().zip(spread) {
+                *t += 2 * s;
             }
         }
         total
@@ -699,7 +820,8 @@ impl Scheduler {
             return;
         }
         let obj = format!("Pod/{}/{}", key.0, key.1);
-        let total = self.infos.len();
+        // The nodes that exist; a deleted one is neither tried nor counted.
+        let total = self.live.len();
         if total == 0 {
             self.fail(cx, &pod, &key, "no nodes available to schedule pods".into());
             return;
@@ -707,8 +829,8 @@ impl Scheduler {
         let req = pod_requests(&pod);
         let ports = host_ports(&pod);
         let affinity = pod_has_node_affinity(&pod);
-        let affinity_terms = get(&pod, &["spec", "affinity"]).is_some();
         let spread = self.spread_constraints(&pod);
+        let existing_anti = self.existing_anti_affinity(&pod);
         // Adaptive percentageOfNodesToScore.
         let to_find = if total < 100 {
             total
@@ -721,9 +843,9 @@ impl Scheduler {
         let start = self.next_start % total;
         let mut processed = 0;
         for off in 0..total {
-            let ni = (start + off) % total;
+            let ni = self.live[(start + off) % total];
             processed += 1;
-            match self.filter(&pod, &req, &ports, affinity, affinity_terms, ni, &spread) {
+            match self.filter(&pod, &req, &ports, affinity, ni, &spread, &existing_anti) {
                 Ok(()) => {
                     feasible.push(ni);
                     if feasible.len() >= to_find {
@@ -764,7 +886,7 @@ impl Scheduler {
         let chosen = if feasible.len() == 1 {
             feasible[0]
         } else {
-            let scores = self.score(&pod, &req, &feasible, &spread);
+            let scores = self.score(&pod, &req, &feasible);
             let best = scores.iter().copied().max().unwrap_or(0);
             // Reservoir sampling among the best, as selectHost does.
             let mut pick = feasible[0];
@@ -827,7 +949,7 @@ impl Scheduler {
 
     /// DefaultPreemption: find a node where evicting lower-priority pods makes room.
     fn preempt(&mut self, cx: &mut Cx, pod: &Value, req: &Requests, statuses: &[(usize, NodeStatus)]) -> Result<Option<String>, String> {
-        let total = self.infos.len();
+        let total = self.live.len();
         if get_str(pod, &["spec", "preemptionPolicy"]) == Some("Never") {
             return Err("preemption: not eligible due to preemptionPolicy=Never.".into());
         }
@@ -845,9 +967,11 @@ impl Scheduler {
             victims.sort();
             let freed_cpu: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
             let freed_mem: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
+            let freed_eph: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.ephemeral).sum();
             let fits = (info.pods.len() as i128 - victims.len() as i128) < info.alloc_pods
                 && req.cpu <= info.alloc_cpu - info.req.cpu + freed_cpu
-                && req.memory <= info.alloc_mem - info.req.memory + freed_mem;
+                && req.memory <= info.alloc_mem - info.req.memory + freed_mem
+                && req.ephemeral <= info.alloc_ephemeral - info.req.ephemeral + freed_eph;
             if victims.is_empty() || !fits {
                 *counts.entry("No preemption victims found for incoming pod").or_default() += 1;
                 continue;
@@ -855,13 +979,15 @@ impl Scheduler {
             // Reprieve the highest-priority victims that are not needed.
             let mut needed: Vec<Key> = Vec::new();
             let (mut cpu, mut mem, mut pods) = (info.alloc_cpu - info.req.cpu, info.alloc_mem - info.req.memory, info.alloc_pods - info.pods.len() as i128);
+            let mut eph = info.alloc_ephemeral - info.req.ephemeral;
             for (_, k) in &victims {
-                if req.cpu <= cpu && req.memory <= mem && pods >= 1 {
+                if req.cpu <= cpu && req.memory <= mem && req.ephemeral <= eph && pods >= 1 {
                     break;
                 }
                 if let Some(p) = self.placed.get(k) {
                     cpu += p.req.cpu;
                     mem += p.req.memory;
+                    eph += p.req.ephemeral;
                     pods += 1;
                     needed.push(k.clone());
                 }
@@ -913,15 +1039,12 @@ impl Scheduler {
     }
 }
 
-/// A topology spread constraint with the counts it needs.
+/// A DoNotSchedule topology spread constraint with the counts it needs.
 struct Spread {
     key: String,
     max_skew: i64,
-    hard: bool,
     self_match: bool,
     counts: BTreeMap<String, u32>,
-    /// System default spreading per node: the owner whose pods are counted.
-    node_counts: Option<String>,
 }
 
 impl Spread {
@@ -1000,6 +1123,15 @@ mod tests {
         assert_eq!(r.cpu, 1000);
         assert_eq!(r.memory, 64 * 1024 * 1024 * 1000);
         assert_eq!(r.nonzero_cpu, 350);
+    }
+
+    #[test]
+    fn ephemeral_storage_requests_sum_containers_and_max_with_init_containers() {
+        let p = json!({"spec": {"containers": [{"resources": {"requests": {"ephemeral-storage": "1Gi"}}}, {"resources": {"requests": {"ephemeral-storage": "2Gi"}}}],
+            "initContainers": [{"resources": {"requests": {"ephemeral-storage": "5Gi"}}}]}});
+        let r = pod_requests(&p);
+        assert_eq!(r.ephemeral, 5 * 1024 * 1024 * 1024 * 1000);
+        assert!(r.other.is_empty(), "ephemeral-storage is not an extended resource: {:?}", r.other);
     }
 
     #[test]

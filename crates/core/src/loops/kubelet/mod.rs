@@ -11,6 +11,7 @@
 //! readiness probes, and graceful termination ending in the final delete. Each node renews
 //! its Lease every 10s; a node that is down stops doing anything at all.
 
+use crate::apiserver::ExecOutput;
 use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 pub mod node;
@@ -1807,7 +1808,7 @@ impl Kubelets {
 
 impl Kubelets {
     /// `kubectl exec`: run a command in a running container (`pkg/kubelet/server` `getExec`).
-    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<(Vec<(u8, String)>, i32), Status> {
+    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
         self.sync_informers(cx);
         let key = (namespace.to_string(), pod.to_string());
         let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
@@ -1860,7 +1861,7 @@ impl Controller for Kubelets {
     fn kubelet_client(&self) -> Option<&dyn KubeletClient> {
         Some(self)
     }
-    fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<(Vec<(u8, String)>, i32), Status>> {
+    fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<ExecOutput, Status>> {
         Some(self.exec_command(cx, namespace, pod, container, argv))
     }
     fn name(&self) -> &'static str {
