@@ -210,3 +210,110 @@ fn a_rollout_that_cannot_progress_exceeds_its_deadline() {
     let rs = c.api.store.list(rid::REPLICASET, None).next().unwrap();
     assert_eq!(progressing["message"], format!("ReplicaSet {:?} has timed out progressing.", api::name(rs)));
 }
+
+fn kubectl(c: &mut Cluster, cmd: &str) -> Vec<String> {
+    c.act(admin(), Action::Kubectl(cmd.into())).output
+}
+
+fn replica_sets(c: &Cluster) -> Vec<kubeloop_core::foundation::api::Object> {
+    let mut rss: Vec<_> = c.api.store.list(rid::REPLICASET, None).cloned().collect();
+    rss.sort_by_key(|r| api::annotation(r, "deployment.kubernetes.io/revision").and_then(|v| v.parse::<i64>().ok()).unwrap_or(0));
+    rss
+}
+
+/// `getNewReplicaSet` → `SetNewReplicaSetAnnotations`: the Deployment's annotations are
+/// copied to its new ReplicaSet on every sync (`copyDeploymentAnnotationsToReplicaSet`),
+/// except the ones `skipCopyAnnotation` names.
+#[test]
+fn a_change_cause_annotated_after_the_rollout_reaches_the_replica_set() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    c.run_to_quiet(600_000);
+    assert_eq!(kubectl(&mut c, "annotate deployment/web kubernetes.io/change-cause=\"image nginx:1.27\""), vec!["deployment.apps/web annotated"]);
+    c.run_to_quiet(600_000);
+    assert_eq!(kubectl(&mut c, "rollout history deployment/web"), vec!["deployment.apps/web ", "REVISION  CHANGE-CAUSE", "1         image nginx:1.27", ""]);
+    // A changed cause is copied again; the apply and revision bookkeeping never are.
+    kubectl(&mut c, "annotate deployment/web --overwrite kubernetes.io/change-cause=\"scaled to 3\"");
+    c.run_to_quiet(600_000);
+    let rss = replica_sets(&c);
+    assert_eq!(rss.len(), 1);
+    let keys: Vec<&str> = rss[0]["metadata"]["annotations"].as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "deployment.kubernetes.io/desired-replicas",
+            "deployment.kubernetes.io/max-replicas",
+            "deployment.kubernetes.io/revision",
+            "kubernetes.io/change-cause"
+        ]
+    );
+    assert_eq!(api::annotation(&rss[0], "kubernetes.io/change-cause"), Some("scaled to 3"));
+    assert_eq!(kubectl(&mut c, "rollout history deployment/web"), vec!["deployment.apps/web ", "REVISION  CHANGE-CAUSE", "1         scaled to 3", ""]);
+}
+
+/// `sync.go` scale: when replicas and maxSurge change together so that nothing is to be
+/// added or removed, every ReplicaSet still gets the new desired-replicas and
+/// max-replicas annotations (`scaleReplicaSet`), which ends the scaling event and lets
+/// the rollout go on.
+#[test]
+fn changing_replicas_and_max_surge_together_mid_rollout_does_not_freeze_it() {
+    let manifest = |image: &str, replicas: i64, surge: i64| {
+        deployment(image, &format!("{{type: RollingUpdate, rollingUpdate: {{maxSurge: {surge}, maxUnavailable: 0}}}}"))
+            .replace("replicas: 3", &format!("replicas: {replicas}\n  minReadySeconds: 20"))
+    };
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &manifest("nginx:1.26", 3, 1));
+    c.run_to_quiet(600_000);
+    assert_eq!(ready_pods(&c), 3);
+    apply(&mut c, &manifest("nginx:1.27", 3, 1));
+    // Step until the new ReplicaSet has its first (surge) replica.
+    while replica_sets(&c).len() < 2 {
+        assert!(c.step(), "the new ReplicaSet is created");
+    }
+    c.run_until(c.now + 5_000);
+    let sizes: Vec<i64> = replica_sets(&c).iter().map(|r| r["spec"]["replicas"].as_i64().unwrap()).collect();
+    assert_eq!(sizes, vec![3, 1], "mid-rollout: 3 old and 1 new, none of them available yet");
+    // 2 replicas + maxSurge 2 = 4 = the replicas that exist: a scaling event that adds nothing.
+    assert_eq!(apply(&mut c, &manifest("nginx:1.27", 2, 2)), vec!["deployment.apps/web configured"]);
+    c.run_to_quiet(600_000);
+    let rss = replica_sets(&c);
+    let sizes: Vec<i64> = rss.iter().map(|r| r["spec"]["replicas"].as_i64().unwrap()).collect();
+    assert_eq!(sizes, vec![0, 2], "the rollout completed");
+    for rs in &rss {
+        assert_eq!(api::annotation(rs, "deployment.kubernetes.io/desired-replicas"), Some("2"), "{}", api::name(rs));
+        assert_eq!(api::annotation(rs, "deployment.kubernetes.io/max-replicas"), Some("4"), "{}", api::name(rs));
+    }
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap();
+    assert_eq!((d["status"]["updatedReplicas"].as_i64(), d["status"]["availableReplicas"].as_i64()), (Some(2), Some(2)));
+    let progressing = get_array(d, &["status", "conditions"]).iter().find(|x| x["type"] == "Progressing").unwrap().clone();
+    assert_eq!(progressing["reason"], "NewReplicaSetAvailable");
+    assert_eq!(ready_pods(&c), 2);
+}
+
+/// `checkPausedConditions`: "If we have reported lack of progress, do not overwrite it
+/// with a paused condition." A paused Deployment is then synced by `sync`, whose
+/// `syncDeploymentStatus` only refreshes Available, so the timeout stays (and resuming
+/// does not replace it with DeploymentResumed either).
+#[test]
+fn pausing_a_rollout_that_exceeded_its_deadline_keeps_progress_deadline_exceeded() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginxx:1.27", "{type: RollingUpdate}").replace("replicas: 3", "replicas: 1\n  progressDeadlineSeconds: 60"));
+    c.run_until(80_000);
+    let conditions = |c: &Cluster| get_array(c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap(), &["status", "conditions"]).to_vec();
+    let before = conditions(&c);
+    let summary: Vec<(String, String, String)> =
+        before.iter().map(|x| (x["type"].as_str().unwrap().into(), x["status"].as_str().unwrap().into(), x["reason"].as_str().unwrap().into())).collect();
+    let expected = vec![
+        ("Available".to_string(), "False".to_string(), "MinimumReplicasUnavailable".to_string()),
+        ("Progressing".to_string(), "False".to_string(), "ProgressDeadlineExceeded".to_string()),
+    ];
+    assert_eq!(summary, expected);
+    assert_eq!(kubectl(&mut c, "rollout pause deployment/web"), vec!["deployment.apps/web paused"]);
+    c.run_until(c.now + 120_000);
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap();
+    assert_eq!(d["spec"]["paused"], true);
+    assert_eq!(conditions(&c), before, "the paused Deployment keeps its conditions as they were");
+    assert_eq!(kubectl(&mut c, "rollout resume deployment/web"), vec!["deployment.apps/web resumed"]);
+    c.run_until(c.now + 120_000);
+    assert_eq!(conditions(&c), before, "resuming does not report DeploymentResumed over the timeout");
+}

@@ -122,6 +122,115 @@ fn created(o: &Value) -> Millis {
     get_str(o, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339).unwrap_or(0)
 }
 
+/// `HasProgressDeadline`: progressDeadlineSeconds is set and is not MaxInt32.
+pub fn has_progress_deadline(d: &Value) -> bool {
+    get_i64(d, &["spec", "progressDeadlineSeconds"]).is_some_and(|s| s != i32::MAX as i64)
+}
+
+/// The Deployment annotations a ReplicaSet never gets (`annotationsToSkip`).
+const ANNOTATIONS_TO_SKIP: [&str; 6] =
+    ["kubectl.kubernetes.io/last-applied-configuration", REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, "deprecated.deployment.rollback.to"];
+
+/// `maxRevHistoryLengthInChars`: the longest revision-history annotation kept.
+const MAX_REV_HISTORY_LENGTH_IN_CHARS: usize = 2000;
+
+/// `SetNewReplicaSetAnnotations`: copy the Deployment's annotations (but those skipped) to
+/// the new ReplicaSet, raise its revision to `new_revision` keeping the old one in its
+/// revision history, and, for a ReplicaSet about to be created, set the replicas
+/// annotations. True when an annotation changed.
+pub fn set_new_rs_annotations(d: &Value, rs: &mut Value, new_revision: &str, exists: bool) -> bool {
+    // copyDeploymentAnnotationsToReplicaSet
+    let mut changed = false;
+    let from: Vec<(String, Value)> =
+        get(d, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let ann = api::entry(rs, &["metadata", "annotations"]);
+    for (k, v) in from {
+        if ANNOTATIONS_TO_SKIP.contains(&k.as_str()) || ann.get(k.as_str()) == Some(&v) {
+            continue;
+        }
+        ann.insert(k.as_str(), v);
+        changed = true;
+    }
+    let old_revision = ann.get(REVISION).and_then(Value::as_str).map(str::to_string);
+    let old_int = match old_revision.as_deref() {
+        None | Some("") => 0,
+        Some(r) => match r.parse::<i64>() {
+            Ok(n) => n,
+            Err(_) => return false,
+        },
+    };
+    let Ok(new_int) = new_revision.parse::<i64>() else { return false };
+    if old_int < new_int {
+        ann.insert(REVISION, json!(new_revision));
+        changed = true;
+        // A ReplicaSet that had a revision is being rolled back to: keep the old one.
+        if let Some(old) = &old_revision {
+            let history = ann.get(REVISION_HISTORY).and_then(Value::as_str).unwrap_or("").to_string();
+            if history.is_empty() {
+                ann.insert(REVISION_HISTORY, json!(old));
+            } else {
+                let olds: Vec<&str> = history.split(',').collect();
+                let mut total = history.len() + old.len() + 1;
+                let mut start = 0;
+                while total > MAX_REV_HISTORY_LENGTH_IN_CHARS && start < olds.len() {
+                    total -= olds[start].len() + 1;
+                    start += 1;
+                }
+                if total <= MAX_REV_HISTORY_LENGTH_IN_CHARS {
+                    let mut kept: Vec<&str> = olds[start..].to_vec();
+                    kept.push(old);
+                    ann.insert(REVISION_HISTORY, json!(kept.join(",")));
+                }
+            }
+        }
+    }
+    if !exists {
+        // SetReplicasAnnotations
+        let desired = replicas(d).to_string();
+        let max = (replicas(d) + max_surge(d)).to_string();
+        for (k, v) in [(DESIRED_REPLICAS, desired), (MAX_REPLICAS, max)] {
+            if ann.get(k).and_then(Value::as_str) != Some(v.as_str()) {
+                ann.insert(k, json!(v));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// `getReplicaSetFraction`: how many replicas `rs` gains (or loses) when the Deployment's
+/// largest size goes from the one annotated on `rs` to the current one.
+fn rs_fraction(rs: &Value, d: &Value) -> i64 {
+    if replicas(d) == 0 {
+        return -replicas(rs);
+    }
+    let max_now = replicas(d) + max_surge(d);
+    let before = match api::annotation(rs, MAX_REPLICAS).and_then(|v| v.parse::<i64>().ok()) {
+        Some(v) if v != 0 => v,
+        // Fall back to the current deployment size.
+        _ => match st(d, "replicas") {
+            0 => return 0,
+            n => n,
+        },
+    };
+    let scaled = replicas(rs) as f64 * (max_now as f64 / before as f64);
+    scaled.round() as i64 - replicas(rs)
+}
+
+/// `GetReplicaSetProportion`: the fraction, bounded by what is still to be added or removed.
+fn rs_proportion(rs: &Value, d: &Value, to_add: i64, added: i64) -> i64 {
+    if replicas(rs) == 0 || to_add == 0 || to_add == added {
+        return 0;
+    }
+    let fraction = rs_fraction(rs, d);
+    let allowed = to_add - added;
+    if to_add > 0 {
+        fraction.min(allowed)
+    } else {
+        fraction.max(allowed)
+    }
+}
+
 /// Replicas the new ReplicaSet should have now (`NewRSNewReplicas`).
 pub fn new_rs_new_replicas(d: &Value, all: &[Object], new_spec: i64) -> i64 {
     let want = replicas(d);
@@ -372,7 +481,7 @@ impl DeploymentController {
         }
         all.sort_by(|a, b| created(a).cmp(&created(b)).then(api::name(a).cmp(api::name(b))));
         if api::is_deleting(&d) {
-            self.sync_status(cx, &d, &all, None);
+            self.sync_deployment_status(cx, &d, &all, None);
             return;
         }
         let template = get(&d, &["spec", "template"]).cloned().unwrap_or(json!({}));
@@ -381,17 +490,23 @@ impl DeploymentController {
             all.iter().filter(|rs| get(rs, &["spec", "template"]).map(template_without_hash).as_ref() == Some(&tmpl_key)).min_by_key(|rs| created(rs)).cloned();
         let old: Vec<Object> = all.iter().filter(|rs| new_rs.as_ref().is_none_or(|n| api::uid(n) != api::uid(rs))).cloned().collect();
         let paused = api::get_bool(&d, &["spec", "paused"]).unwrap_or(false);
-        let paused_cond = get_array(&d, &["status", "conditions"]).iter().any(|c| get_str(c, &["reason"]) == Some("DeploymentPaused"));
-        if paused != paused_cond && (paused || paused_cond) {
-            let mut conds = get_array(&d, &["status", "conditions"]).to_vec();
-            if paused {
-                set_condition(&mut conds, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", cx.now);
-            } else {
-                set_condition(&mut conds, "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", cx.now);
+        // `checkPausedConditions`: an Unknown Progressing condition while paused, so that
+        // a resumed rollout does not time out for the time it spent paused; but a
+        // reported lack of progress is never overwritten with it.
+        let progressing_reason = get_condition(get_array(&d, &["status", "conditions"]), "Progressing").and_then(|c| get_str(c, &["reason"]));
+        if has_progress_deadline(&d) && progressing_reason != Some("ProgressDeadlineExceeded") {
+            let paused_cond = progressing_reason == Some("DeploymentPaused");
+            if paused != paused_cond {
+                let mut conds = get_array(&d, &["status", "conditions"]).to_vec();
+                if paused {
+                    set_condition(&mut conds, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", cx.now);
+                } else {
+                    set_condition(&mut conds, "Progressing", "Unknown", "DeploymentResumed", "Deployment is resumed", cx.now);
+                }
+                let mut d = d.clone();
+                self.write_conditions(cx, &mut d, conds);
+                return;
             }
-            let mut d = d.clone();
-            self.write_conditions(cx, &mut d, conds);
-            return;
         }
         // A changed replica count is a scaling event, handled proportionally.
         let want = replicas(&d).to_string();
@@ -404,7 +519,7 @@ impl DeploymentController {
             }
             let all = self.refresh(&all);
             let new_rs = new_rs.and_then(|n| all.iter().find(|r| api::uid(r) == api::uid(&n)).cloned());
-            self.sync_status(cx, &d, &all, new_rs.as_ref());
+            self.sync_deployment_status(cx, &d, &all, new_rs.as_ref());
             return;
         }
         let mut d = d;
@@ -425,17 +540,11 @@ impl DeploymentController {
         let rev = (max_old + 1).to_string();
         let ns = api::namespace(d).to_string();
         if let Some(rs) = existing {
-            let cur = api::annotation(&rs, REVISION).unwrap_or("").to_string();
+            let mut body = (*rs).clone();
+            let annotations_updated = set_new_rs_annotations(d, &mut body, &rev, true);
             let min_ready = get(d, &["spec", "minReadySeconds"]).cloned();
-            let needs = cur != rev && revision(&rs) < max_old + 1 || get(&rs, &["spec", "minReadySeconds"]).cloned() != min_ready;
-            if needs {
-                let mut body = (*rs).clone();
-                let ann = api::entry(&mut body, &["metadata", "annotations"]);
-                if !cur.is_empty() && cur != rev {
-                    let hist = ann.get(REVISION_HISTORY).and_then(Value::as_str).map(|h| format!("{h},{cur}")).unwrap_or(cur.clone());
-                    ann.insert(REVISION_HISTORY, json!(hist));
-                }
-                ann.insert(REVISION, json!(rev));
+            let min_ready_needs_update = get_i64(&rs, &["spec", "minReadySeconds"]).unwrap_or(0) != get_i64(d, &["spec", "minReadySeconds"]).unwrap_or(0);
+            if annotations_updated || min_ready_needs_update {
                 match min_ready {
                     Some(m) => body["spec"]["minReadySeconds"] = m,
                     None => {
@@ -452,7 +561,7 @@ impl DeploymentController {
             }
             // Progressing: FoundNewReplicaSet once.
             let conds = get_array(d, &["status", "conditions"]);
-            if get_condition(conds, "Progressing").is_none() {
+            if has_progress_deadline(d) && get_condition(conds, "Progressing").is_none() {
                 let mut c = conds.to_vec();
                 set_condition(&mut c, "Progressing", "True", "FoundNewReplicaSet", &format!("Found new replica set {:?}", api::name(&rs)), cx.now);
                 self.write_conditions(cx, d, c);
@@ -471,27 +580,10 @@ impl DeploymentController {
         api::entry(&mut selector, &["matchLabels"]).insert(HASH_LABEL, json!(hash));
         let mut labels = get(&template, &["metadata", "labels"]).cloned().unwrap_or(json!({}));
         api::entry(&mut labels, &[]).insert(HASH_LABEL, json!(hash));
-        let mut annotations = Map::new();
-        for (k, v) in get(d, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
-            if ![
-                REVISION,
-                REVISION_HISTORY,
-                DESIRED_REPLICAS,
-                MAX_REPLICAS,
-                "kubectl.kubernetes.io/last-applied-configuration",
-                "deprecated.deployment.rollback.to",
-            ]
-            .contains(&k.as_str())
-            {
-                annotations.insert(k.clone(), v.clone());
-            }
-        }
-        let mut rs_stub = json!({"spec": {"replicas": 0}});
         let n = new_rs_new_replicas(d, all, 0);
-        rs_stub["spec"]["replicas"] = json!(n);
-        annotations.insert(REVISION, json!(rev));
-        annotations.insert(DESIRED_REPLICAS, json!(replicas(d).to_string()));
-        annotations.insert(MAX_REPLICAS, json!((replicas(d) + max_surge(d)).to_string()));
+        let mut stub = json!({"metadata": {"annotations": {}}});
+        set_new_rs_annotations(d, &mut stub, &rev, false);
+        let annotations = stub["metadata"]["annotations"].take();
         let name = format!("{}-{hash}", api::name(d));
         let mut body = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": ns, "labels": labels, "annotations": annotations, "ownerReferences": [api::owner_reference(d)]},
@@ -687,39 +779,47 @@ impl DeploymentController {
             }
             return;
         }
+        // A saturated new ReplicaSet (`IsSaturated`): the old ones go to zero.
         if let Some(n) = new_rs {
-            if st(n, "availableReplicas") == want && active.iter().all(|r| api::uid(r) == api::uid(n)) {
-                self.scale_rs(cx, d, n, want);
+            let desired = api::annotation(n, DESIRED_REPLICAS).and_then(|v| v.parse::<i64>().ok());
+            if replicas(n) == want && desired == Some(want) && st(n, "availableReplicas") == want {
+                for old in active.iter().filter(|r| api::uid(r) != api::uid(n)) {
+                    self.scale_rs(cx, d, old, 0);
+                }
                 return;
             }
+        }
+        // Proportional scaling is for rolling updates only.
+        if get_str(d, &["spec", "strategy", "type"]) != Some("RollingUpdate") {
+            return;
         }
         let allowed = if want > 0 { want + max_surge(d) } else { 0 };
         let current: i64 = active.iter().map(|r| replicas(r)).sum();
         let to_add = allowed - current;
-        if to_add == 0 {
-            return;
-        }
+        // Larger ReplicaSets first; among equals, newer ones first when scaling up and
+        // older ones first when scaling down (`ReplicaSetsBySizeNewer`/`BySizeOlder`).
         let mut sorted = active.clone();
         if to_add > 0 {
-            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(b).cmp(&created(a))));
-        } else {
-            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(a).cmp(&created(b))));
+            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(b).cmp(&created(a))).then(api::name(b).cmp(api::name(a))));
+        } else if to_add < 0 {
+            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(a).cmp(&created(b))).then(api::name(a).cmp(api::name(b))));
         }
-        let prev_max = |rs: &Value| api::annotation(rs, MAX_REPLICAS).and_then(|v| v.parse::<i64>().ok());
         let mut added = 0i64;
-        let mut sizes: Vec<i64> = sorted.iter().map(|r| replicas(r)).collect();
-        for (i, rs) in sorted.iter().enumerate() {
-            let pm = prev_max(rs).unwrap_or_else(|| st(d, "replicas").max(1));
-            let share = ((replicas(rs) * allowed) as f64 / pm as f64).round() as i64 - replicas(rs);
-            let share = if to_add > 0 { share.min(to_add - added).max(0) } else { share.max(to_add - added).min(0) };
-            sizes[i] += share;
+        let mut sizes: Vec<i64> = Vec::with_capacity(sorted.len());
+        for rs in &sorted {
+            let share = rs_proportion(rs, d, to_add, added);
+            sizes.push(replicas(rs) + share);
             added += share;
         }
-        if added != to_add {
-            sizes[0] += to_add - added;
+        // Leftovers go to the largest ReplicaSet.
+        if to_add != 0 {
+            sizes[0] = (sizes[0] + to_add - added).max(0);
         }
+        // Every ReplicaSet is written when its size or its replicas annotations are out of
+        // date, even when nothing is added or removed: the fresh desired-replicas
+        // annotation is what ends the scaling event.
         for (rs, size) in sorted.iter().zip(sizes) {
-            self.scale_rs(cx, d, rs, size.max(0));
+            self.scale_rs(cx, d, rs, size);
         }
     }
 
@@ -751,8 +851,18 @@ impl DeploymentController {
         }
     }
 
-    /// `syncRolloutStatus`.
+    /// `syncRolloutStatus`: status, Available, progress against the deadline, ReplicaFailure.
     fn sync_status(&mut self, cx: &mut Cx, d: &Object, all: &[Object], new_rs: Option<&Object>) {
+        self.update_status(cx, d, all, new_rs, true);
+    }
+
+    /// `syncDeploymentStatus`, for scaling events, paused and deleted Deployments: the
+    /// replica counts and Available only; every other condition is kept as it is.
+    fn sync_deployment_status(&mut self, cx: &mut Cx, d: &Object, all: &[Object], new_rs: Option<&Object>) {
+        self.update_status(cx, d, all, new_rs, false);
+    }
+
+    fn update_status(&mut self, cx: &mut Cx, d: &Object, all: &[Object], new_rs: Option<&Object>, rollout: bool) {
         let mut status = calculate_status(d, all, new_rs);
         let mut conds = get_array(d, &["status", "conditions"]).to_vec();
         let available: i64 = status.get("availableReplicas").and_then(Value::as_i64).unwrap_or(0);
@@ -761,14 +871,17 @@ impl DeploymentController {
         } else {
             set_condition(&mut conds, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", cx.now);
         }
-        let deadline = get_i64(d, &["spec", "progressDeadlineSeconds"]);
-        let paused = api::get_bool(d, &["spec", "paused"]).unwrap_or(false);
+        let deadline = get_i64(d, &["spec", "progressDeadlineSeconds"]).filter(|_| rollout && has_progress_deadline(d));
+        // If there is no progressDeadlineSeconds set, remove any Progressing condition.
+        if rollout && !has_progress_deadline(d) {
+            conds.retain(|c| get_str(c, &["type"]) != Some("Progressing"));
+        }
         let cur = get_condition(&conds, "Progressing").cloned();
         let updated = status.get("updatedReplicas").and_then(Value::as_i64).unwrap_or(0);
         let total = status.get("replicas").and_then(Value::as_i64).unwrap_or(0);
         let is_complete = total == updated && cur.as_ref().and_then(|c| get_str(c, &["reason"])) == Some("NewReplicaSetAvailable");
         let mut requeue_at = None;
-        if let Some(deadline) = deadline.filter(|_| !paused) {
+        if let Some(deadline) = deadline {
             if !is_complete {
                 let rs_name = new_rs.map(|r| api::name(r).to_string());
                 if complete(d, &status) {
@@ -810,8 +923,10 @@ impl DeploymentController {
         }
         // ReplicaFailure mirrors the ReplicaSets' condition.
         let failure = all.iter().find_map(|r| crate::foundation::pod::condition(r, "ReplicaFailure").cloned());
-        conds.retain(|c| get_str(c, &["type"]) != Some("ReplicaFailure"));
-        if let Some(f) = failure {
+        if rollout {
+            conds.retain(|c| get_str(c, &["type"]) != Some("ReplicaFailure"));
+        }
+        if let Some(f) = failure.filter(|_| rollout) {
             conds.push(json!({"type": "ReplicaFailure", "status": "True", "lastUpdateTime": rfc3339(cx.now), "lastTransitionTime": f.get("lastTransitionTime").cloned().unwrap_or(json!(rfc3339(cx.now))),
                 "reason": get_str(&f, &["reason"]).unwrap_or(""), "message": get_str(&f, &["message"]).unwrap_or("")}));
         }
@@ -845,14 +960,18 @@ impl DeploymentController {
         }
         // A rollout still short of its deadline will change the Progressing condition:
         // the run is not quiet until then.
+        // A status-only sync does not requeue, and a deadline already waited on stays,
+        // unless nothing can progress now (paused or deleted).
         let key = (api::namespace(d).to_string(), api::name(d).to_string());
+        let paused = api::get_bool(d, &["spec", "paused"]).unwrap_or(false);
         match requeue_at {
             Some(delay) => {
                 self.deadlines.insert(key, cx.now + delay);
             }
-            None => {
+            None if rollout || paused || api::is_deleting(d) => {
                 self.deadlines.remove(&key);
             }
+            None => {}
         }
         if let Some(delay) = requeue_at {
             cx.every(delay, format!("{}/{}", api::namespace(d), api::name(d)));
@@ -958,6 +1077,38 @@ mod tests {
         assert_eq!(order, vec!["Available", "Progressing"]);
         assert_eq!(c[1]["lastTransitionTime"], rfc3339(0));
         assert_eq!(c[1]["lastUpdateTime"], rfc3339(6000));
+    }
+
+    #[test]
+    fn new_replica_sets_get_the_deployment_annotations_but_the_skipped_ones() {
+        let mut d = dep(3, json!(1), json!(0));
+        d["metadata"]["annotations"] = json!({"kubernetes.io/change-cause": "v2", "kubectl.kubernetes.io/last-applied-configuration": "{}",
+            REVISION: "7", DESIRED_REPLICAS: "9", MAX_REPLICAS: "9", "deprecated.deployment.rollback.to": "1", "team": "a"});
+        let mut rs = json!({"metadata": {"annotations": {REVISION: "1", DESIRED_REPLICAS: "3", MAX_REPLICAS: "4"}}});
+        assert!(set_new_rs_annotations(&d, &mut rs, "3", true));
+        assert_eq!(
+            rs["metadata"]["annotations"],
+            json!({REVISION: "3", REVISION_HISTORY: "1", DESIRED_REPLICAS: "3", MAX_REPLICAS: "4", "kubernetes.io/change-cause": "v2", "team": "a"})
+        );
+        // Nothing left to copy, and the revision is not lowered.
+        assert!(!set_new_rs_annotations(&d, &mut rs, "2", true));
+        let mut created = json!({});
+        assert!(set_new_rs_annotations(&d, &mut created, "1", false));
+        assert_eq!(
+            created["metadata"]["annotations"],
+            json!({REVISION: "1", DESIRED_REPLICAS: "3", MAX_REPLICAS: "4", "kubernetes.io/change-cause": "v2", "team": "a"})
+        );
+    }
+
+    #[test]
+    fn proportions_round_like_the_go_float_arithmetic() {
+        // 11 * (15 / 22) is 7.499999999999999 in float64: rounds to 7, where 165 / 22 gives 8.
+        let d = dep(14, json!(1), json!(0));
+        let rs = json!({"metadata": {"annotations": {MAX_REPLICAS: "22"}}, "spec": {"replicas": 11}});
+        assert_eq!(rs_fraction(&rs, &d), -4);
+        assert_eq!(rs_proportion(&rs, &d, -7, 0), -4);
+        assert_eq!(rs_proportion(&rs, &d, -2, 0), -2);
+        assert_eq!(rs_proportion(&rs, &d, 0, 0), 0);
     }
 
     #[test]
