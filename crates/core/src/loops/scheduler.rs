@@ -122,6 +122,9 @@ struct NodeInfo {
     /// The Node is gone: it is no longer listed (upstream's cache drops it from the snapshot),
     /// though its slot stays so that the pods still bound to it can be unaccounted.
     deleted: bool,
+    /// The labels topology spreading reads for every node of every cycle.
+    hostname: Option<String>,
+    zone: Option<String>,
 }
 
 impl NodeInfo {
@@ -151,7 +154,18 @@ impl NodeInfo {
                 .collect(),
             prefer_taints: get_array(&obj, &["spec", "taints"]).iter().filter(|t| get_str(t, &["effect"]) == Some("PreferNoSchedule")).cloned().collect(),
             deleted: false,
+            hostname: api::label(&obj, "kubernetes.io/hostname").map(str::to_string),
+            zone: api::label(&obj, "topology.kubernetes.io/zone").map(str::to_string),
             obj,
+        }
+    }
+
+    /// A label of the Node (the hostname and zone without a lookup).
+    fn label(&self, key: &str) -> Option<&str> {
+        match key {
+            "kubernetes.io/hostname" => self.hostname.as_deref(),
+            "topology.kubernetes.io/zone" => self.zone.as_deref(),
+            _ => api::label(&self.obj, key),
         }
     }
 }
@@ -676,8 +690,10 @@ impl Scheduler {
         // Only explicit constraints require every topology key on a node; the system
         // defaults let nodes without a zone still spread by hostname.
         let require_all = !explicit.is_empty();
-        let has_keys = |node: &Value| soft.iter().all(|c| api::label(node, c.key).is_some());
-        let ignored: Vec<bool> = feasible.iter().map(|&ni| require_all && !has_keys(&self.infos[ni].obj)).collect();
+        let has_keys = |info: &NodeInfo| soft.iter().all(|c| info.label(c.key).is_some());
+        let ignored: Vec<bool> = feasible.iter().map(|&ni| require_all && !has_keys(&self.infos[ni])).collect();
+        // Most pods say nothing of nodes: their node affinity matches every node.
+        let node_constraints = get(pod, &["spec", "nodeSelector"]).is_some() || get(pod, &["spec", "affinity", "nodeAffinity"]).is_some();
         let count_on = |c: &Soft, ni: usize| -> i64 {
             match c.owner {
                 Some(per_node) => i64::from(per_node.get(ni).copied().unwrap_or(0)),
@@ -701,22 +717,27 @@ impl Scheduler {
                 domains.push(BTreeMap::new());
                 continue;
             }
-            let mut counts: BTreeMap<&str, i64> = scored.iter().map(|&ni| (api::label(&self.infos[ni].obj, c.key).unwrap_or(""), 0)).collect();
+            let mut counts: BTreeMap<&str, i64> = scored.iter().map(|&ni| (self.infos[ni].label(c.key).unwrap_or(""), 0)).collect();
             weights.push(((counts.len() + 2) as f64).ln());
             for &ni in &self.live {
+                // A node with no matching pod adds nothing: skip its checks.
+                let n = count_on(c, ni);
+                if n == 0 {
+                    continue;
+                }
                 let info = &self.infos[ni];
-                if require_all && !has_keys(&info.obj) {
+                if require_all && !has_keys(info) {
                     continue;
                 }
                 // matchNodeInclusionPolicies: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore
                 // unless the constraint says otherwise.
-                if (c.affinity_honor && !node_affinity_matches(pod, &info.obj))
+                if (c.affinity_honor && node_constraints && !node_affinity_matches(pod, &info.obj))
                     || (c.taints_honor && info.hard_taints.iter().any(|t| !tolerates(tolerations, t)))
                 {
                     continue;
                 }
-                if let Some(slot) = counts.get_mut(api::label(&info.obj, c.key).unwrap_or("")) {
-                    *slot += count_on(c, ni);
+                if let Some(slot) = counts.get_mut(info.label(c.key).unwrap_or("")) {
+                    *slot += n;
                 }
             }
             domains.push(counts);
@@ -729,10 +750,10 @@ impl Scheduler {
                 if ig {
                     return 0;
                 }
-                let node = &self.infos[ni].obj;
+                let info = &self.infos[ni];
                 let mut score = 0f64;
                 for (i, c) in soft.iter().enumerate() {
-                    let Some(value) = api::label(node, c.key) else { continue };
+                    let Some(value) = info.label(c.key) else { continue };
                     let cnt = if c.key == HOSTNAME { count_on(c, ni) } else { domains[i].get(value).copied().unwrap_or(0) };
                     score += cnt as f64 * weights[i] + (c.max_skew - 1) as f64;
                 }
