@@ -133,7 +133,8 @@ struct Ctr {
     ready: bool,
     /// The startup probe has passed (or there is none).
     started: bool,
-    behaviour: Option<Behaviour>,
+    /// Shared by every container of the image (a pointer copy per container).
+    behaviour: Option<std::sync::Arc<Behaviour>>,
     image_id: String,
     container_id: String,
     pull_failures: u32,
@@ -253,6 +254,8 @@ pub struct Kubelets {
     node_objs: Informer,
     /// Pod IPs to the node and pod that hold them.
     by_ip: BTreeMap<String, (usize, Key)>,
+    /// What each pulled image does, shared by its containers.
+    behaviours: BTreeMap<String, std::sync::Arc<Behaviour>>,
     user: UserInfo,
     started: bool,
     epoch: u64,
@@ -296,9 +299,22 @@ impl Kubelets {
             slices: Informer::new(rid::ENDPOINTSLICE),
             node_objs: Informer::new(rid::NODE),
             by_ip: BTreeMap::new(),
+            behaviours: BTreeMap::new(),
             user: UserInfo::new("system:node:*", &["system:nodes"]),
             started: false,
             epoch: 0,
+        }
+    }
+
+    /// One shared copy of what an image does.
+    fn shared_behaviour(&mut self, image: &str, b: Box<Behaviour>) -> std::sync::Arc<Behaviour> {
+        match self.behaviours.get(image) {
+            Some(s) if **s == *b => std::sync::Arc::clone(s),
+            _ => {
+                let s = std::sync::Arc::from(b);
+                self.behaviours.insert(image.to_string(), std::sync::Arc::clone(&s));
+                s
+            }
         }
     }
 
@@ -820,7 +836,8 @@ impl Kubelets {
                     &format!("Container image {:?} already present on machine and can be accessed by the pod", c.image),
                     None,
                 );
-                self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i].behaviour = Some(*behaviour);
+                let shared = self.shared_behaviour(&c.image, behaviour);
+                self.nodes[ni].pods.get_mut(key).expect("exists").ctrs[i].behaviour = Some(shared);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("image {} already present on {node_name}", c.image));
                 self.create_container(cx, ni, key, i);
             }
@@ -883,8 +900,9 @@ impl Kubelets {
                 cx.event(&src, &pod, Some(&field), "Normal", "Pulled", &msg, None);
                 cx.trace(Flow::Runtime, "image", obj, "ok", "", format!("pulled {} in {}", c.image, go_duration(pull_ms)));
                 let repo = Reference::parse(&c.image).map(|r| format!("{}/{}", r.registry, r.repository)).unwrap_or_default();
+                let shared = self.shared_behaviour(&c.image, behaviour);
                 let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
-                rt.ctrs[i].behaviour = Some(*behaviour);
+                rt.ctrs[i].behaviour = Some(shared);
                 rt.ctrs[i].image_id = format!("{repo}@{digest}");
                 rt.ctrs[i].pull_failures = 0;
                 self.create_container(cx, ni, key, i);

@@ -69,10 +69,7 @@ pub fn root_tree(pod: &Value, ip: Option<&str>, b: &Behaviour) -> Tree {
     let name = api::name(pod);
     let ns = api::namespace(pod);
     let hostname = get_str(pod, &["spec", "hostname"]).unwrap_or(name);
-    let mut t = Tree::default();
-    for d in ["/bin", "/dev", "/etc", "/home", "/proc", "/root", "/run", "/sys", "/tmp", "/usr/bin", "/usr/local/bin", "/var/log", "/var/run"] {
-        t.dirs.insert(d.to_string());
-    }
+    let mut t = Tree { base: true, ..Tree::default() };
     let mut hosts = "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n".to_string();
     if let Some(ip) = ip {
         let sub = get_str(pod, &["spec", "subdomain"]).map(|s| format!("{hostname}.{s}.{ns}.svc.cluster.local\t")).unwrap_or_default();

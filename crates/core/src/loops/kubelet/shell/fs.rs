@@ -35,14 +35,37 @@ impl FsError {
 pub struct Tree {
     pub files: BTreeMap<String, String>,
     pub dirs: BTreeSet<String>,
+    /// The directories every image has (`/tmp`, `/etc`, ...), without storing them per
+    /// container.
+    pub base: bool,
 }
+
+/// The directories of an image's file system that every container has.
+pub const BASE_DIRS: &[&str] = &[
+    "/bin",
+    "/dev",
+    "/etc",
+    "/home",
+    "/proc",
+    "/root",
+    "/run",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/local",
+    "/usr/local/bin",
+    "/var",
+    "/var/log",
+    "/var/run",
+];
 
 impl Tree {
     pub fn with_files<I: IntoIterator<Item = (String, String)>>(files: I) -> Tree {
-        Tree { files: files.into_iter().map(|(p, c)| (normalise(&format!("/{p}")), c)).collect(), dirs: BTreeSet::new() }
+        Tree { files: files.into_iter().map(|(p, c)| (normalise(&format!("/{p}")), c)).collect(), dirs: BTreeSet::new(), base: false }
     }
     fn is_dir(&self, p: &str) -> bool {
-        if p == "/" || self.dirs.contains(p) {
+        if p == "/" || self.dirs.contains(p) || self.base && BASE_DIRS.contains(&p) {
             return true;
         }
         let prefix = format!("{p}/");
@@ -59,7 +82,14 @@ impl Tree {
                 None => out.insert(rest.to_string(), false),
             };
         }
-        for k in self.dirs.range(prefix.clone()..).take_while(|k| k.starts_with(&prefix)) {
+        let base = if self.base { BASE_DIRS } else { &[] };
+        for k in self
+            .dirs
+            .range(prefix.clone()..)
+            .take_while(|k| k.starts_with(&prefix))
+            .map(String::as_str)
+            .chain(base.iter().copied().filter(|d| d.starts_with(&prefix)))
+        {
             let rest = &k[prefix.len()..];
             let d = rest.split_once('/').map(|(d, _)| d).unwrap_or(rest);
             if !d.is_empty() {
