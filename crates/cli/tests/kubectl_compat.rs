@@ -300,10 +300,9 @@ fn website_manifests_scale_watch_and_delete() {
     let streamed = String::from_utf8_lossy(&watch.wait_with_output().unwrap().stdout).into_owned();
     assert!(streamed.lines().next().unwrap().starts_with("NAME"), "{streamed}");
     assert!(streamed.lines().filter(|l| l.contains("Terminating")).count() >= 2, "{streamed}");
-    // No processes run: exec says so plainly.
+    // exec runs in the nginx container: its document root holds the image's pages.
     let pod = s.ok(&["get", "pods", "-o", "name"]).lines().next().unwrap().to_string();
-    let err = s.fails(&["exec", &pod, "--", "ls"], None);
-    assert!(err.contains("kubeloop simulates containers and runs no processes, so exec is not available"), "{err}");
+    assert_eq!(s.ok(&["exec", &pod, "--", "ls", "/usr/share/nginx/html"]), "50x.html\nindex.html\n");
     // Logs are what the simulated nginx wrote.
     let logs = s.ok(&["logs", "deployment/nginx-deployment"]);
     assert!(logs.contains("/docker-entrypoint.sh: Configuration complete; ready for start up"), "{logs}");
