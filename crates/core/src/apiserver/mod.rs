@@ -235,7 +235,7 @@ mod subresources;
 mod update;
 
 pub use allocator::ip_string;
-pub use subresources::{scale_of, ExecOutput, KubeletClient};
+pub use subresources::{pod_container, scale_of, ExecOutput, KubeletClient};
 
 /// What a pipeline stage returns: its value, or the stage's name and the `Status` that
 /// ends the request there.

@@ -131,6 +131,29 @@ impl ApiServer {
     }
 }
 
+/// The container a `log` or `exec` request names, or the pod's only one, with the REST
+/// storage's errors (`pkg/registry/core/pod/strategy.go` `LogLocation`, `ExecLocation`).
+pub fn pod_container(obj: &Value, container: Option<&str>) -> Result<String, Status> {
+    let pod = api::name(obj);
+    let names = |list: &str| api::get_array(obj, &["spec", list]).iter().filter_map(|c| get_str(c, &["name"])).collect::<Vec<_>>();
+    let (containers, inits) = (names("containers"), names("initContainers"));
+    let container = match container.filter(|c| !c.is_empty()) {
+        Some(c) => c.to_string(),
+        None if containers.len() == 1 => containers[0].to_string(),
+        None => {
+            let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
+            if !inits.is_empty() {
+                msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
+            }
+            return Err(Status::bad_request(msg));
+        }
+    };
+    if !containers.contains(&container.as_str()) && !inits.contains(&container.as_str()) {
+        return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+    }
+    Ok(container)
+}
+
 /// The `autoscaling/v1` Scale of a workload (`GET .../scale`).
 /// How the API server reaches a node's kubelet for `pods/log` (`pkg/kubelet/client`):
 /// the kubelet answers with what a container wrote.
@@ -157,22 +180,7 @@ impl ApiServer {
         kubelet: Option<&dyn KubeletClient>,
     ) -> Result<String, Status> {
         let obj = self.handle(Request::new(Verb::Get, api::rid::POD, namespace, pod, credentials).with_sub("log"))?;
-        let names = |list: &str| api::get_array(&obj, &["spec", list]).iter().filter_map(|c| get_str(c, &["name"])).collect::<Vec<_>>();
-        let (containers, inits) = (names("containers"), names("initContainers"));
-        let container = match container.filter(|c| !c.is_empty()) {
-            Some(c) => c.to_string(),
-            None if containers.len() == 1 => containers[0].to_string(),
-            None => {
-                let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
-                if !inits.is_empty() {
-                    msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
-                }
-                return Err(Status::bad_request(msg));
-            }
-        };
-        if !containers.contains(&container.as_str()) && !inits.contains(&container.as_str()) {
-            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
-        }
+        let container = pod_container(&obj, container)?;
         if get_str(&obj, &["spec", "nodeName"]).unwrap_or("").is_empty() {
             return Err(Status::bad_request(format!("pod {pod} does not have a host assigned")));
         }

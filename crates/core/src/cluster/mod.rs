@@ -264,27 +264,7 @@ impl Cluster {
     pub fn exec_check(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, argv: &[String]) -> Result<String, Status> {
         self.api.now = self.now;
         let obj = self.api.handle(Request::new(crate::apiserver::Verb::Create, rid::POD, namespace, pod, credentials).with_sub("exec"))?;
-        let names = |list: &str| {
-            crate::foundation::api::get_array(&obj, &["spec", list])
-                .iter()
-                .filter_map(|c| crate::foundation::api::get_str(c, &["name"]).map(str::to_string))
-                .collect::<Vec<_>>()
-        };
-        let (containers, inits) = (names("containers"), names("initContainers"));
-        let container = match container.filter(|c| !c.is_empty()) {
-            Some(c) => c.to_string(),
-            None if containers.len() == 1 => containers[0].clone(),
-            None => {
-                let mut msg = format!("a container name must be specified for pod {pod}, choose one of: [{}]", containers.join(" "));
-                if !inits.is_empty() {
-                    msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
-                }
-                return Err(Status::bad_request(msg));
-            }
-        };
-        if !containers.contains(&container) && !inits.contains(&container) {
-            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
-        }
+        let container = crate::apiserver::pod_container(&obj, container)?;
         if argv.is_empty() {
             return Err(Status::bad_request("you must specify at least one command for the container".to_string()));
         }

@@ -1,3 +1,6 @@
+//! The shell against a test container: scripts, expansions, files, network tools,
+//! signals and memory limits, each with what the real shell prints.
+
 use super::fs::{Mount, Tree, View};
 use super::*;
 use std::collections::BTreeSet;
