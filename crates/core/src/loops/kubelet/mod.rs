@@ -1276,7 +1276,9 @@ impl Kubelets {
         let reached = if ok { run.run >= success } else { run.run >= failure };
         if !ok {
             cx.event(&src, &pod, Some(&field), "Warning", "Unhealthy", &format!("{} probe failed: {out}", kind.title()), None);
-            cx.trace(Flow::NodeError, "probe", obj.clone(), "error", "", format!("{} probe of {} failed: {out}", kind.title(), c.name));
+            // The event carries the command's output, empty for `test -f`; the trace says so.
+            let shown = if out.is_empty() { "the command printed nothing and exited non-zero" } else { out.as_str() };
+            cx.trace(Flow::NodeError, "probe", obj.clone(), "error", "", format!("{} probe of {} failed: {shown}", kind.title(), c.name));
         }
         match (kind, ok, reached) {
             (ProbeKind::Readiness, true, true) if !ctr.ready => {
