@@ -146,7 +146,9 @@ await test('a share link restores the same objects', async (page, context) => {
   const objects = await page.locator('.object-list li').allTextContents();
   const other = await context.newPage();
   await other.goto(url);
-  await other.getByRole('button', { name: 'Pause' }).click();
+  // A shared link opens paused at the moment it was shared.
+  await other.locator('.notice', { hasText: 'paused at the moment it was shared' }).waitFor();
+  await other.getByRole('button', { name: 'Play' }).waitFor();
   await other.getByRole('tab', { name: 'Objects' }).click();
   const restored = await other.locator('.object-list li').allTextContents();
   if (JSON.stringify(restored) !== JSON.stringify(objects)) throw new Error(`objects differ:\n${objects.join(',')}\n${restored.join(',')}`);

@@ -317,3 +317,115 @@ fn pausing_a_rollout_that_exceeded_its_deadline_keeps_progress_deadline_exceeded
     c.run_until(c.now + 120_000);
     assert_eq!(conditions(&c), before, "resuming does not report DeploymentResumed over the timeout");
 }
+
+const RC: &str = "apiVersion: v1\nkind: ReplicationController\nmetadata:\n  name: nginx\nspec:\n  replicas: 3\n  template:\n    metadata:\n      labels: {app: nginx}\n    spec:\n      containers:\n      - name: nginx\n        image: nginx:1.27\n        ports:\n        - containerPort: 80\n";
+
+#[test]
+fn a_replication_controller_keeps_its_pods_and_orphans_them_when_deleted_through_the_api() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(apply(&mut c, RC), vec!["replicationcontroller/nginx created"]);
+    c.run_to_quiet(600_000);
+    let rc = c.api.store.get_by(rid::REPLICATIONCONTROLLER, "default", "nginx").unwrap().clone();
+    // SetDefaults_ReplicationController fills the selector and labels from the template.
+    assert_eq!(rc["spec"]["selector"]["app"], "nginx");
+    assert_eq!(rc["metadata"]["labels"]["app"], "nginx");
+    assert_eq!(rc["status"]["readyReplicas"], 3);
+    assert_eq!(ready_pods(&c), 3);
+    let pod = c.api.store.list(rid::POD, None).next().unwrap().clone();
+    let owner = &get_array(&pod, &["metadata", "ownerReferences"])[0];
+    assert_eq!((get_str(owner, &["kind"]), get_str(owner, &["apiVersion"])), (Some("ReplicationController"), Some("v1")));
+    assert!(api::name(&pod).starts_with("nginx-"));
+    let rows = kubectl(&mut c, "get rc -o wide");
+    assert_eq!(rows[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]);
+    assert_eq!(rows[1].split_whitespace().collect::<Vec<_>>()[..4], ["nginx", "3", "3", "3"]);
+    assert_eq!(rows[1].split_whitespace().collect::<Vec<_>>()[5..], ["nginx", "nginx:1.27", "app=nginx"], "{rows:?}");
+    // A deleted pod is replaced; a lower count deletes the surplus.
+    kubectl(&mut c, &format!("delete pod {}", api::name(&pod)));
+    c.run_to_quiet(600_000);
+    assert_eq!(ready_pods(&c), 3);
+    assert_eq!(kubectl(&mut c, "scale rc nginx --replicas=1"), vec!["replicationcontroller/nginx scaled"]);
+    c.run_to_quiet(600_000);
+    assert_eq!(ready_pods(&c), 1);
+    // core/v1 ReplicationControllers orphan their pods by default when the API is called
+    // without a propagation policy (kubectl asks for Background).
+    c.request(Request::delete(rid::REPLICATIONCONTROLLER, "default", "nginx", admin())).unwrap();
+    c.run_to_quiet(600_000);
+    let left: Vec<_> = c.api.store.list(rid::POD, None).filter(|p| !api::is_deleting(p)).collect();
+    assert_eq!(left.len(), 1, "the pod outlives its controller");
+    assert!(get_array(left[0], &["metadata", "ownerReferences"]).is_empty());
+}
+
+#[test]
+fn a_replication_controller_whose_selector_misses_its_template_is_refused() {
+    let mut c = Cluster::new(Config::default());
+    let out = apply(&mut c, &RC.replace("  replicas: 3\n", "  replicas: 3\n  selector: {app: web}\n"));
+    assert_eq!(
+        out,
+        vec!["error when creating \"test.yaml\": The ReplicationController \"nginx\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"nginx\"}: selector does not match template labels"]
+    );
+}
+
+const BUDGET: &str =
+    "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web-pdb\nspec:\n  minAvailable: 2\n  selector:\n    matchLabels: {app: web}\n";
+
+fn evict(c: &mut Cluster, pod: &str) -> Result<(), kubeloop_core::foundation::status::Status> {
+    let body = kubeloop_core::foundation::value::json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": "default"}});
+    let mut req = Request::create(rid::POD, "default", body, admin()).with_sub("eviction");
+    req.name = pod.to_string();
+    c.request(req).map(|_| ())
+}
+
+#[test]
+fn a_disruption_budget_reports_its_status_and_refuses_the_eviction_that_would_break_it() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &deployment("nginx:1.27", "{type: RollingUpdate}"));
+    apply(&mut c, BUDGET);
+    c.run_to_quiet(600_000);
+    let pdb = c.api.store.get_by(rid::PDB, "default", "web-pdb").unwrap().clone();
+    let s = &pdb["status"];
+    assert_eq!(
+        (s["currentHealthy"].as_i64(), s["desiredHealthy"].as_i64(), s["expectedPods"].as_i64(), s["disruptionsAllowed"].as_i64()),
+        (Some(3), Some(2), Some(3), Some(1))
+    );
+    assert_eq!(s["conditions"][0]["reason"], "SufficientPods");
+    let rows = kubectl(&mut c, "get pdb");
+    assert_eq!(rows[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]);
+    assert_eq!(rows[1].split_whitespace().collect::<Vec<_>>()[..4], ["web-pdb", "2", "N/A", "1"]);
+    let pods: Vec<String> = c.api.store.list(rid::POD, None).map(|p| api::name(p).to_string()).collect();
+    // The first eviction takes the one allowed disruption; the second, at once, is refused
+    // with the budget's numbers as its status holds them: the eviction lowered only
+    // disruptionsAllowed, and the controller has not recounted the healthy pods yet.
+    evict(&mut c, &pods[0]).expect("first eviction allowed");
+    let err = evict(&mut c, &pods[1]).unwrap_err();
+    assert_eq!(err.code, 429);
+    assert_eq!(err.message, "Cannot evict pod as it would violate the pod's disruption budget.");
+    assert_eq!(err.details.as_ref().unwrap()["causes"][0]["message"], "The disruption budget web-pdb needs 2 healthy pods and has 3 currently");
+    let pdb = c.api.store.get_by(rid::PDB, "default", "web-pdb").unwrap().clone();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(pdb["status"]["disruptedPods"].get(&pods[0]).is_some(), "the eviction is recorded for the controller");
+    // Once the replacement is Ready the budget allows one again.
+    c.run_to_quiet(600_000);
+    let pdb = c.api.store.get_by(rid::PDB, "default", "web-pdb").unwrap().clone();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 1);
+    assert!(pdb["status"].get("disruptedPods").is_none(), "the evicted pod is gone, so is its entry");
+    evict(&mut c, &pods[1]).expect("allowed again");
+}
+
+#[test]
+fn a_budget_with_max_unavailable_over_unmanaged_pods_warns() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lone\n  labels: {app: web}\nspec:\n  containers:\n  - name: c\n    image: nginx:1.27\n");
+    apply(&mut c, &BUDGET.replace("minAvailable: 2", "maxUnavailable: 1"));
+    c.run_to_quiet(600_000);
+    // Unmanaged pods add nothing to the expected count: 0 expected, 1 healthy, 1 allowed.
+    let pdb = c.api.store.get_by(rid::PDB, "default", "web-pdb").unwrap().clone();
+    assert_eq!((pdb["status"]["expectedPods"].as_i64(), pdb["status"]["disruptionsAllowed"].as_i64()), (Some(0), Some(1)));
+    let reasons: Vec<String> = c
+        .api
+        .store
+        .list(rid::EVENT, None)
+        .filter(|e| get_str(e, &["involvedObject", "kind"]) == Some("PodDisruptionBudget"))
+        .map(|e| format!("{}: {}", get_str(e, &["reason"]).unwrap_or(""), get_str(e, &["message"]).unwrap_or("")))
+        .collect();
+    assert!(reasons.iter().any(|r| r.starts_with("UnmanagedPods: Pods selected by this PodDisruptionBudget")), "{reasons:?}");
+}

@@ -210,7 +210,9 @@ impl App {
         let sb = match init {
             Init::Link(hash) => match Sandbox::open_with_base(&hash, DEFAULT_TEXT) {
                 Ok(sb) => {
-                    self.notice = Some("Opened the shared sandbox from the link.".to_string());
+                    // Paused, so the person sees the moment that was shared, not a later one.
+                    self.playing = false;
+                    self.notice = Some("Opened the shared sandbox from the link, paused at the moment it was shared. Press Play to go on.".to_string());
                     sb
                 }
                 Err(e) => {

@@ -159,6 +159,23 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(entry(obj, &["spec"]), "replicas", json!(1));
             template(obj);
         }
+        "ReplicationController" => {
+            // SetDefaults_ReplicationController: the template's labels fill an empty
+            // selector and empty object labels.
+            let labels = get(obj, &["spec", "template", "metadata", "labels"]).filter(|l| l.as_object().is_some_and(|m| !m.is_empty())).cloned();
+            if let Some(labels) = labels {
+                let spec = entry(obj, &["spec"]);
+                if spec.get("selector").and_then(Value::as_object).is_none_or(|m| m.is_empty()) {
+                    spec.insert("selector", labels.clone());
+                }
+                let meta = entry(obj, &["metadata"]);
+                if meta.get("labels").and_then(Value::as_object).is_none_or(|m| m.is_empty()) {
+                    meta.insert("labels", labels);
+                }
+            }
+            default(entry(obj, &["spec"]), "replicas", json!(1));
+            template(obj);
+        }
         "DaemonSet" => {
             let spec = entry(obj, &["spec"]);
             default(spec, "revisionHistoryLimit", json!(10));

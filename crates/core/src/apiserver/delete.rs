@@ -62,6 +62,9 @@ impl ApiServer {
                 "Orphan".into()
             } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
                 "Foreground".into()
+            } else if res.kind == "ReplicationController" {
+                // core/v1 ReplicationControllers orphan by default, "for back compatibility".
+                "Orphan".into()
             } else {
                 "Background".into()
             }

@@ -6,9 +6,8 @@ use super::*;
 
 impl ApiServer {
     /// `POST pods/NAME/eviction` (`pkg/registry/core/pod/storage/eviction.go`): a delete
-    /// that a PodDisruptionBudget may refuse with 429. kubeloop has no disruption
-    /// controller, so the budget's allowance is worked out here from the matching pods
-    /// (healthy = Ready) the way that controller would count them.
+    /// that a PodDisruptionBudget may refuse with 429, judged from the budget's status as
+    /// the disruption controller last wrote it.
     pub(super) fn evict(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
         let body = req.body.clone().unwrap_or(Value::Null);
         let body_name = get_str(&body, &["metadata", "name"]).unwrap_or("");
@@ -27,15 +26,14 @@ impl ApiServer {
         if api::is_deleting(&pod) {
             return success();
         }
-        let budget_rid = RESOURCES.iter().position(|r| r.kind == "PodDisruptionBudget");
-        let budgets: Vec<Object> = match budget_rid {
-            Some(b) if !matches!(phase, "Succeeded" | "Failed" | "Pending") => self
+        let budgets: Vec<Object> = match phase {
+            "Succeeded" | "Failed" | "Pending" => vec![],
+            _ => self
                 .store
-                .list(b, Some(ns))
+                .list(api::rid::PDB, Some(ns))
                 .filter(|p| crate::foundation::labels::selector_matches(get(p, &["spec", "selector"]), api::labels(&pod)))
                 .cloned()
                 .collect(),
-            _ => vec![],
         };
         if budgets.len() > 1 {
             return self.fail(
@@ -45,45 +43,7 @@ impl ApiServer {
             );
         }
         if let Some(pdb) = budgets.first() {
-            let pods: Vec<&Object> = self
-                .store
-                .list(api::rid::POD, Some(ns))
-                .filter(|p| crate::foundation::labels::selector_matches(get(pdb, &["spec", "selector"]), api::labels(p)) && !api::is_deleting(p))
-                .collect();
-            let expected = pods.len() as i64;
-            let healthy = pods
-                .iter()
-                .filter(|p| {
-                    api::get_array(p, &["status", "conditions"])
-                        .iter()
-                        .any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"))
-                })
-                .count() as i64;
-            let scaled = |v: &Value, round_up: bool| -> i64 {
-                match v {
-                    Value::String(s) if s.ends_with('%') => {
-                        let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
-                        if round_up {
-                            (pct * expected + 99) / 100
-                        } else {
-                            pct * expected / 100
-                        }
-                    }
-                    v => v.as_i64().unwrap_or(0),
-                }
-            };
-            let desired = if let Some(m) = get(pdb, &["spec", "minAvailable"]) {
-                scaled(m, true)
-            } else if let Some(m) = get(pdb, &["spec", "maxUnavailable"]) {
-                expected - scaled(m, true)
-            } else {
-                expected
-            };
-            if healthy - desired <= 0 {
-                let pdb_name = api::name(pdb).to_string();
-                let msg = format!("The disruption budget {pdb_name} needs {desired} healthy pods and has {healthy} currently");
-                let s = Status::new(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.")
-                    .with_details(json!({"causes": [{"reason": "DisruptionBudget", "message": msg}]}));
+            if let Err(s) = self.check_and_decrement(pdb, &pod, del.dry_run) {
                 return self.fail(c, "validating-admission", s);
             }
         }
@@ -91,6 +51,71 @@ impl ApiServer {
         match self.delete(c, user, res, req.resource, ns, &del) {
             Ok(_) => success(),
             Err(s) => Err(s),
+        }
+    }
+
+    /// `checkAndDecrement` with the unhealthy-pod policy: refuse while the budget's status
+    /// is stale or allows nothing; otherwise take one disruption and record the pod in
+    /// `disruptedPods` so that the controller does not count it healthy meanwhile.
+    fn check_and_decrement(&mut self, pdb: &Object, pod: &Value, dry_run: bool) -> Result<(), Status> {
+        let name = api::name(pdb).to_string();
+        let st = |f: &str| api::get_i64(pdb, &["status", f]).unwrap_or(0);
+        let too_many = |msg: String, retry: i64| {
+            let mut details = json!({"causes": [{"reason": "DisruptionBudget", "message": msg}]});
+            if retry > 0 {
+                details["retryAfterSeconds"] = json!(retry);
+            }
+            Status::new(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.").with_details(details)
+        };
+        if st("observedGeneration") < api::generation(pdb) {
+            return Err(too_many(format!("The disruption budget {name} is still being processed by the server."), 10));
+        }
+        // An unready pod may go while the budget is otherwise met (IfHealthyBudget), or
+        // always (AlwaysAllow), without using up a disruption.
+        let ready = crate::foundation::pod::pod_is_ready(pod);
+        let policy = get_str(pdb, &["spec", "unhealthyPodEvictionPolicy"]).unwrap_or("IfHealthyBudget");
+        if !ready && (policy == "AlwaysAllow" || (st("currentHealthy") >= st("desiredHealthy") && st("desiredHealthy") > 0)) {
+            return Ok(());
+        }
+        let pdb_res = &RESOURCES[api::rid::PDB];
+        if st("disruptionsAllowed") < 0 {
+            return Err(Status::forbidden(pdb_res, &name, "pdb disruptions allowed is negative"));
+        }
+        if st("disruptionsAllowed") == 0 {
+            return Err(too_many(
+                format!("The disruption budget {name} needs {} healthy pods and has {} currently", st("desiredHealthy"), st("currentHealthy")),
+                0,
+            ));
+        }
+        if dry_run {
+            return Ok(());
+        }
+        let mut updated = (**pdb).clone();
+        let allowed = st("disruptionsAllowed") - 1;
+        api::set(&mut updated, &["status", "disruptionsAllowed"], json!(allowed));
+        if allowed == 0 {
+            let conds: Vec<Value> = api::get_array(&updated, &["status", "conditions"])
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    if get_str(&c, &["type"]) == Some("DisruptionAllowed") && get_str(&c, &["status"]) != Some("False") {
+                        c["status"] = json!("False");
+                        c["reason"] = json!("InsufficientPods");
+                        c["lastTransitionTime"] = json!(crate::foundation::sim::rfc3339(self.now));
+                    }
+                    c
+                })
+                .collect();
+            api::set(&mut updated, &["status", "conditions"], Value::Array(conds));
+        }
+        api::set(&mut updated, &["status", "disruptedPods", api::name(pod)], json!(crate::foundation::sim::rfc3339(self.now)));
+        let key = ObjectKey::new(api::rid::PDB, api::namespace(pdb), &name);
+        match self.store_write(&key, updated, false) {
+            Ok(_) => {
+                self.trace.writes += 1;
+                Ok(())
+            }
+            Err(_) => Err(Status::optimistic_lock(pdb_res, &name)),
         }
     }
 

@@ -347,6 +347,41 @@ fn validate_replicas(path: &str, obj: &Value, errs: &mut Vec<FieldError>) {
 
 /// Selector, template labels and template checks shared by Deployment, ReplicaSet,
 /// DaemonSet and StatefulSet (`ValidateDeploymentSpec`, `ValidateReplicaSetSpec`).
+/// `ValidateReplicationControllerSpec`: a plain, non-empty label map as the selector.
+fn validate_rc_template(obj: &Value, errs: &mut Vec<FieldError>) {
+    let selector = get(obj, &["spec", "selector"]).and_then(Value::as_object);
+    if selector.is_none_or(|m| m.is_empty()) {
+        errs.push(FieldError::required("spec.selector", ""));
+    }
+    let Some(template) = get(obj, &["spec", "template"]) else {
+        errs.push(FieldError::required("spec.template", ""));
+        return;
+    };
+    let labels = get(template, &["metadata", "labels"]).and_then(Value::as_object);
+    if let Some(sel) = selector.filter(|m| !m.is_empty()) {
+        if !crate::foundation::labels::map_matches(sel, labels) {
+            errs.push(FieldError::new(
+                crate::foundation::status::FieldErrorKind::Invalid,
+                "spec.template.metadata.labels",
+                Some(go_map(labels)),
+                "selector does not match template labels",
+            ));
+        }
+    }
+    validate_labels("spec.template.metadata.labels", labels, errs);
+    match get(template, &["spec"]) {
+        Some(spec) => {
+            validate_pod_spec_with("spec.template.spec", spec, &[], errs);
+            if let Some(rp) = get(spec, &["restartPolicy"]) {
+                if rp.as_str() != Some("Always") {
+                    errs.push(FieldError::not_supported("spec.template.spec.restartPolicy", rp, &["Always"]));
+                }
+            }
+        }
+        None => errs.push(FieldError::required("spec.template.spec.containers", "")),
+    }
+}
+
 fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
     let selector = get(obj, &["spec", "selector"]);
     let labels = get(obj, &["spec", "template", "metadata", "labels"]).and_then(Value::as_object);
@@ -543,6 +578,10 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
             validate_workload_template(kind, obj, &mut errs);
         }
         "DaemonSet" => validate_workload_template(kind, obj, &mut errs),
+        "ReplicationController" => {
+            validate_replicas("spec.replicas", obj, &mut errs);
+            validate_rc_template(obj, &mut errs);
+        }
         // ValidateResourceQuotaSpec: ValidateResourceQuantityValue on each hard limit.
         "ResourceQuota" => {
             for (r, q) in get(obj, &["spec", "hard"]).and_then(Value::as_object).into_iter().flatten() {

@@ -156,6 +156,8 @@ impl Cluster {
             Box::new(crate::loops::controllers::nodelifecycle::TaintEvictionController::new()),
             Box::new(crate::loops::controllers::namespace::ServiceAccountsController::new()),
             Box::new(crate::loops::controllers::namespace::NamespaceController::new()),
+            Box::new(crate::loops::controllers::replicaset::ReplicaSetController::replication()),
+            Box::new(crate::loops::controllers::disruption::DisruptionController::new()),
         ];
         let mut watchers = vec![Vec::new(); RESOURCES.len()];
         for (i, c) in controllers.iter().enumerate() {
@@ -222,8 +224,6 @@ impl Cluster {
         out
     }
 
-    /// `GET pods/NAME/log`: the API server checks the request and the pod, then reads
-    /// from the kubelet of the pod's node. Returns the log text.
     /// `GET pods/NAME/log`: the API server reads what the container wrote from the node's
     /// kubelet.
     pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, previous: bool) -> Result<String, Status> {

@@ -156,6 +156,8 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, ["hpa"]),
     // schema: "autoscaling/v1/HorizontalPodAutoscaler"
     res!("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, ["hpa"]),
+    // schema: "v1/ReplicationController"
+    res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, ["rc"]),
 ];
 
 /// Well-known resource ids, checked against the table by a unit test.
@@ -183,6 +185,16 @@ pub mod rid {
     pub const ENDPOINTSLICE: ResourceId = 28;
     pub const LEASE: ResourceId = 29;
     pub const PRIORITYCLASS: ResourceId = 30;
+    pub const PVC: ResourceId = 10;
+    pub const PV: ResourceId = 11;
+    pub const DAEMONSET: ResourceId = 15;
+    pub const STATEFULSET: ResourceId = 16;
+    pub const CONTROLLERREVISION: ResourceId = 17;
+    pub const JOB: ResourceId = 18;
+    pub const CRONJOB: ResourceId = 19;
+    pub const PDB: ResourceId = 34;
+    pub const HPA: ResourceId = 36;
+    pub const REPLICATIONCONTROLLER: ResourceId = 38;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.
@@ -361,6 +373,16 @@ mod tests {
             (rid::VWC, "ValidatingWebhookConfiguration"),
             (rid::MWC, "MutatingWebhookConfiguration"),
             (rid::ENDPOINTSLICE, "EndpointSlice"),
+            (rid::PVC, "PersistentVolumeClaim"),
+            (rid::PV, "PersistentVolume"),
+            (rid::DAEMONSET, "DaemonSet"),
+            (rid::STATEFULSET, "StatefulSet"),
+            (rid::CONTROLLERREVISION, "ControllerRevision"),
+            (rid::JOB, "Job"),
+            (rid::CRONJOB, "CronJob"),
+            (rid::PDB, "PodDisruptionBudget"),
+            (rid::HPA, "HorizontalPodAutoscaler"),
+            (rid::REPLICATIONCONTROLLER, "ReplicationController"),
             (rid::LEASE, "Lease"),
             (rid::PRIORITYCLASS, "PriorityClass"),
         ];

@@ -2,7 +2,7 @@
 //! (`pkg/printers/internalversion/printers.go` printPod) and AGE
 //! (`k8s.io/apimachinery/pkg/util/duration.HumanDuration`).
 
-use crate::foundation::api::{get_array, get_i64, get_str, is_deleting};
+use crate::foundation::api::{get, get_array, get_i64, get_str, is_deleting};
 use crate::foundation::sim::{parse_rfc3339, Millis};
 use crate::foundation::value::{json, Value};
 
@@ -248,6 +248,124 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        "ReplicationController" => (
+            workload_header(&["NAME", "DESIRED", "CURRENT", "READY", "AGE"], wide),
+            objects
+                .iter()
+                .map(|r| {
+                    workload_row(
+                        vec![name(r), int(r, &["spec", "replicas"]), int(r, &["status", "replicas"]), int(r, &["status", "readyReplicas"]), age(r)],
+                        r,
+                        wide,
+                    )
+                })
+                .collect(),
+        ),
+        "StatefulSet" => {
+            let mut header = strs(vec!["NAME", "READY", "AGE"]);
+            if wide {
+                header.extend(strs(vec!["CONTAINERS", "IMAGES"]));
+            }
+            let rows = objects
+                .iter()
+                .map(|s| {
+                    let mut row = vec![name(s), format!("{}/{}", int(s, &["status", "readyReplicas"]), int(s, &["spec", "replicas"])), age(s)];
+                    if wide {
+                        let (names, images) = container_cells(get(s, &["spec", "template"]));
+                        row.extend([names, images]);
+                    }
+                    row
+                })
+                .collect();
+            (header, rows)
+        }
+        "DaemonSet" => (
+            workload_header(&["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"], wide),
+            objects
+                .iter()
+                .map(|d| {
+                    let st = |f: &str| int(d, &["status", f]);
+                    workload_row(
+                        vec![
+                            name(d),
+                            st("desiredNumberScheduled"),
+                            st("currentNumberScheduled"),
+                            st("numberReady"),
+                            st("updatedNumberScheduled"),
+                            st("numberAvailable"),
+                            format_labels(get(d, &["spec", "template", "spec", "nodeSelector"])),
+                            age(d),
+                        ],
+                        d,
+                        wide,
+                    )
+                })
+                .collect(),
+        ),
+        "Job" => (
+            workload_header(&["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"], wide),
+            objects.iter().map(|j| workload_row(vec![name(j), job_status(j), job_completions(j), job_duration(j, now), age(j)], j, wide)).collect(),
+        ),
+        "CronJob" => (
+            workload_header(&["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"], wide),
+            objects
+                .iter()
+                .map(|c| {
+                    let last = get_str(c, &["status", "lastScheduleTime"])
+                        .and_then(parse_rfc3339)
+                        .map(|t| human_duration(now.saturating_sub(t)))
+                        .unwrap_or_else(|| "<none>".into());
+                    let mut row = vec![
+                        name(c),
+                        get_str(c, &["spec", "schedule"]).unwrap_or("").to_string(),
+                        get_str(c, &["spec", "timeZone"]).unwrap_or("<none>").to_string(),
+                        match crate::foundation::api::get_bool(c, &["spec", "suspend"]) {
+                            Some(b) => b.to_string(),
+                            None => "<unset>".into(),
+                        },
+                        crate::foundation::api::get_array(c, &["status", "active"]).len().to_string(),
+                        last,
+                        age(c),
+                    ];
+                    if wide {
+                        let (names, images) = container_cells(get(c, &["spec", "jobTemplate", "spec", "template"]));
+                        row.extend([names, images, selector_text(get(c, &["spec", "jobTemplate", "spec", "selector"]))]);
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "PodDisruptionBudget" => (
+            strs(vec!["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]),
+            objects
+                .iter()
+                .map(|b| {
+                    let io = |f: &str| match get(b, &["spec", f]) {
+                        Some(Value::String(s)) => s.to_string(),
+                        Some(v) if v.is_i64() => v.to_string(),
+                        _ => "N/A".into(),
+                    };
+                    vec![name(b), io("minAvailable"), io("maxUnavailable"), int(b, &["status", "disruptionsAllowed"]), age(b)]
+                })
+                .collect(),
+        ),
+        "ControllerRevision" => (
+            strs(vec!["NAME", "CONTROLLER", "REVISION", "AGE"]),
+            objects
+                .iter()
+                .map(|r| {
+                    let controller = crate::foundation::api::controller_ref(r)
+                        .map(|c| {
+                            let group = get_str(c, &["apiVersion"]).and_then(|v| v.split_once('/')).map(|(g, _)| g).unwrap_or("");
+                            let kind = get_str(c, &["kind"]).unwrap_or("").to_ascii_lowercase();
+                            let kind = if group.is_empty() { kind } else { format!("{kind}.{group}") };
+                            format!("{kind}/{}", get_str(c, &["name"]).unwrap_or(""))
+                        })
+                        .unwrap_or_else(|| "<none>".into());
+                    vec![name(r), controller, int(r, &["revision"]), age(r)]
+                })
+                .collect(),
+        ),
         "Service" => (
             strs(if wide {
                 vec!["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
@@ -398,10 +516,11 @@ fn column_definition(header: &str, priority: u8) -> Value {
             .collect::<Vec<_>>()
             .join(" "),
     };
-    let integer = matches!(header, "DESIRED" | "CURRENT" | "UP-TO-DATE" | "AVAILABLE" | "DATA" | "SECRETS" | "COUNT");
+    let integer =
+        matches!(header, "DESIRED" | "CURRENT" | "UP-TO-DATE" | "AVAILABLE" | "DATA" | "SECRETS" | "COUNT" | "ACTIVE" | "REVISION" | "ALLOWED DISRUPTIONS");
     json!({
         "name": name,
-        "type": if integer { "integer" } else { "string" },
+        "type": if integer { "integer" } else if header == "SUSPEND" { "boolean" } else { "string" },
         "format": if header == "NAME" { "name" } else { "" },
         "description": "",
         "priority": priority,
@@ -449,23 +568,98 @@ fn workload_header(base: &[&str], wide: bool) -> Vec<String> {
 
 fn workload_row(mut row: Vec<String>, o: &Value, wide: bool) -> Vec<String> {
     if wide {
-        let cs = crate::foundation::api::get_array(o, &["spec", "template", "spec", "containers"]);
-        let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
-        let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
-        row.extend([names.join(","), images.join(","), selector_text(o.get("spec").and_then(|s| s.get("selector")))]);
+        let (names, images) = container_cells(get(o, &["spec", "template"]));
+        row.extend([names, images, selector_text(o.get("spec").and_then(|s| s.get("selector")))]);
     }
     row
 }
 
-/// A selector as kubectl prints it: `app=web,tier=front`.
-fn selector_text(sel: Option<&Value>) -> String {
-    let Some(sel) = sel else { return "<none>".into() };
-    let map = sel.get("matchLabels").or(Some(sel)).and_then(Value::as_object);
-    let parts: Vec<String> = map.into_iter().flatten().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
+/// A pod template's container names and images, each joined with `,` (`layoutContainerCells`).
+fn container_cells(template: Option<&Value>) -> (String, String) {
+    let cs = template.map(|t| crate::foundation::api::get_array(t, &["spec", "containers"])).unwrap_or(&[]);
+    let names: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["name"])).collect();
+    let images: Vec<&str> = cs.iter().filter_map(|c| get_str(c, &["image"])).collect();
+    (names.join(","), images.join(","))
+}
+
+/// A label map as `labels.FormatLabels` prints it: `k=v,k2=v2`, or `<none>`.
+fn format_labels(m: Option<&Value>) -> String {
+    let parts: Vec<String> = m.and_then(Value::as_object).into_iter().flatten().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
     if parts.is_empty() {
         "<none>".into()
     } else {
         parts.join(",")
+    }
+}
+
+/// A selector as kubectl prints it (`FormatLabelSelector`): `app=web,tier in (a,b)`; a
+/// ReplicationController's plain label map prints as its labels.
+fn selector_text(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return "<none>".into() };
+    if sel.get("matchLabels").is_none() && sel.get("matchExpressions").is_none() {
+        return format_labels(Some(sel));
+    }
+    let mut parts: Vec<String> =
+        sel.get("matchLabels").and_then(Value::as_object).into_iter().flatten().filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}"))).collect();
+    for e in get_array(sel, &["matchExpressions"]) {
+        let key = get_str(e, &["key"]).unwrap_or("");
+        let values: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
+        parts.push(match get_str(e, &["operator"]).unwrap_or("") {
+            "In" => format!("{key} in ({})", values.join(",")),
+            "NotIn" => format!("{key} notin ({})", values.join(",")),
+            "Exists" => key.to_string(),
+            "DoesNotExist" => format!("!{key}"),
+            op => format!("{key} {op} ({})", values.join(",")),
+        });
+    }
+    if parts.is_empty() {
+        "<none>".into()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn has_condition(o: &Value, ty: &str) -> bool {
+    get_array(o, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some(ty) && get_str(c, &["status"]) == Some("True"))
+}
+
+/// A Job's STATUS cell (`printJob`).
+fn job_status(j: &Value) -> String {
+    if has_condition(j, "Complete") {
+        "Complete"
+    } else if has_condition(j, "Failed") {
+        "Failed"
+    } else if is_deleting(j) {
+        "Terminating"
+    } else if has_condition(j, "Suspended") {
+        "Suspended"
+    } else if has_condition(j, "FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    }
+    .into()
+}
+
+/// A Job's COMPLETIONS cell: `1/3`, or `0/1 of 4` for a work queue with parallelism.
+fn job_completions(j: &Value) -> String {
+    let succeeded = get_i64(j, &["status", "succeeded"]).unwrap_or(0);
+    match get_i64(j, &["spec", "completions"]) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match get_i64(j, &["spec", "parallelism"]).unwrap_or(0) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    }
+}
+
+/// A Job's DURATION cell: start to completion, or start to now while it runs.
+fn job_duration(j: &Value, now: Millis) -> String {
+    let t = |f: &str| get_str(j, &["status", f]).and_then(parse_rfc3339);
+    match (t("startTime"), t("completionTime")) {
+        (None, _) => String::new(),
+        (Some(s), None) => human_duration(now.saturating_sub(s)),
+        (Some(s), Some(c)) => human_duration(c.saturating_sub(s)),
     }
 }
 

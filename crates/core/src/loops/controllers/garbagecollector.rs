@@ -16,8 +16,24 @@ use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeSet, HashMap};
 
-const WATCHED: &[ResourceId] =
-    &[rid::DEPLOYMENT, rid::REPLICASET, rid::POD, rid::ENDPOINTSLICE, rid::SERVICE, rid::NODE, rid::LEASE, rid::CONFIGMAP, rid::SECRET, 15, 16, 18, 19];
+const WATCHED: &[ResourceId] = &[
+    rid::DEPLOYMENT,
+    rid::REPLICASET,
+    rid::POD,
+    rid::ENDPOINTSLICE,
+    rid::SERVICE,
+    rid::NODE,
+    rid::LEASE,
+    rid::CONFIGMAP,
+    rid::SECRET,
+    rid::DAEMONSET,
+    rid::STATEFULSET,
+    rid::JOB,
+    rid::CRONJOB,
+    rid::CONTROLLERREVISION,
+    rid::PVC,
+    rid::REPLICATIONCONTROLLER,
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Work {

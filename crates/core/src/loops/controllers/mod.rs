@@ -1,6 +1,7 @@
 //! The kube-controller-manager loops kubeloop simulates, one file per controller.
 
 pub mod deployment;
+pub mod disruption;
 pub mod endpointslice;
 pub mod garbagecollector;
 pub mod namespace;

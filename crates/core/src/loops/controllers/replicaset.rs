@@ -1,4 +1,6 @@
-//! The ReplicaSet controller (`pkg/controller/replicaset/replica_set.go`).
+//! The ReplicaSet controller (`pkg/controller/replicaset/replica_set.go`), which also runs
+//! ReplicationControllers as upstream does (`pkg/controller/replication`: the same sync
+//! over core/v1 objects whose selector is a plain label map).
 //!
 //! A sync reads from the informer caches, checks expectations, claims its pods, computes
 //! the plan purely ([`plan`]), writes through the API server, computes status purely
@@ -190,7 +192,34 @@ pub fn status_from_counts(rs: &Value, c: Counts, available: i64, now: Millis, fa
     s
 }
 
+/// The kind a [`ReplicaSetController`] runs.
+pub struct Kind {
+    pub resource: ResourceId,
+    pub kind: &'static str,
+    pub component: &'static str,
+    watches: &'static [ResourceId],
+}
+
+pub const REPLICA_SET: Kind = Kind { resource: rid::REPLICASET, kind: "ReplicaSet", component: "replicaset-controller", watches: &[rid::REPLICASET, rid::POD] };
+pub const REPLICATION_CONTROLLER: Kind = Kind {
+    resource: rid::REPLICATIONCONTROLLER,
+    kind: "ReplicationController",
+    component: "replication-controller",
+    watches: &[rid::REPLICATIONCONTROLLER, rid::POD],
+};
+
+/// An owner's selector as a LabelSelector: a ReplicationController's is a plain map.
+pub fn selector_of(owner: &Value) -> Option<Value> {
+    let sel = get(owner, &["spec", "selector"])?;
+    if get_str(owner, &["kind"]) == Some("ReplicationController") {
+        Some(json!({"matchLabels": sel.clone()}))
+    } else {
+        Some(sel.clone())
+    }
+}
+
 pub struct ReplicaSetController {
+    kind: &'static Kind,
     user: UserInfo,
     source: Source,
     rs: Informer,
@@ -216,11 +245,21 @@ impl Default for ReplicaSetController {
 
 impl ReplicaSetController {
     pub fn new() -> Self {
-        let user = UserInfo::controller("replicaset-controller");
+        Self::for_kind(&REPLICA_SET)
+    }
+
+    /// The replication controller: the same loop over ReplicationControllers.
+    pub fn replication() -> Self {
+        Self::for_kind(&REPLICATION_CONTROLLER)
+    }
+
+    fn for_kind(kind: &'static Kind) -> Self {
+        let user = UserInfo::controller(kind.component);
         ReplicaSetController {
-            source: Source { component: "replicaset-controller", host: String::new(), user: user.clone() },
+            kind,
+            source: Source { component: kind.component, host: String::new(), user: user.clone() },
             user,
-            rs: Informer::new(rid::REPLICASET),
+            rs: Informer::new(kind.resource),
             pods: Informer::new(rid::POD),
             by_owner: HashMap::new(),
             expectations: BTreeMap::new(),
@@ -249,16 +288,18 @@ impl ReplicaSetController {
         }
     }
 
-    fn owner_of(p: &Value) -> Option<(String, String)> {
+    fn owner_of(&self, p: &Value) -> Option<(String, String)> {
         let r = api::controller_ref(p)?;
-        (get_str(r, &["kind"]) == Some("ReplicaSet")).then(|| (get_str(r, &["uid"]).unwrap_or("").to_string(), get_str(r, &["name"]).unwrap_or("").to_string()))
+        (get_str(r, &["kind"]) == Some(self.kind.kind))
+            .then(|| (get_str(r, &["uid"]).unwrap_or("").to_string(), get_str(r, &["name"]).unwrap_or("").to_string()))
     }
 
     fn sync_informers(&mut self, cx: &mut Cx) {
         let fresh = self.rs.state == crate::loops::informer::WatchState::Empty;
         let r = self.rs.sync(&cx.api.store);
         if let Some(m) = r.relisted {
-            cx.trace(Flow::ReplicaSetController, "watch", "ReplicaSet".into(), "relist", "", format!("watch expired ({m}); relisted ReplicaSets"));
+            let kind = self.kind.kind;
+            cx.trace(Flow::ReplicaSetController, "watch", kind.into(), "relist", "", format!("watch expired ({m}); relisted {kind}s"));
         }
         for d in r.deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
@@ -286,17 +327,17 @@ impl ReplicaSetController {
             cx.trace(
                 Flow::ReplicaSetController,
                 "list",
-                "ReplicaSet".into(),
+                self.kind.kind.into(),
                 "ok",
                 &cx.api.store.revision().to_string(),
-                format!("listed {n_rs} ReplicaSets and {n_pods} Pods"),
+                format!("listed {n_rs} {}s and {n_pods} Pods", self.kind.kind),
             );
         }
         for d in r.deltas {
             let ns = api::namespace(&d.object).to_string();
             let name = api::name(&d.object).to_string();
-            let owner = Self::owner_of(&d.object);
-            let old_owner = d.old.as_ref().and_then(|o| Self::owner_of(o));
+            let owner = self.owner_of(&d.object);
+            let old_owner = d.old.as_ref().and_then(|o| self.owner_of(o));
             let pkey = (ns.clone(), name.clone());
             match (&owner, d.kind) {
                 (Some((uid, _)), k) if k != EventType::Deleted => self.recount(&pkey, Some((uid, &d.object))),
@@ -357,7 +398,7 @@ impl ReplicaSetController {
                     // An orphan may be adopted by a ReplicaSet whose selector matches it.
                     if d.kind != EventType::Deleted && pod_is_active(&d.object) {
                         for rs in self.rs.list(Some(&ns)) {
-                            if crate::foundation::labels::selector_matches(get(rs, &["spec", "selector"]), api::labels(&d.object)) {
+                            if crate::foundation::labels::selector_matches(selector_of(rs).as_ref(), api::labels(&d.object)) {
                                 self.queue.insert((ns.clone(), api::name(rs).to_string()));
                             }
                         }
@@ -379,10 +420,10 @@ impl ReplicaSetController {
 
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(rs) = self.rs.get(&key.0, &key.1).cloned() else { return };
-        let obj_name = format!("ReplicaSet/{}/{}", key.0, key.1);
+        let obj_name = format!("{}/{}/{}", self.kind.kind, key.0, key.1);
         let satisfied = self.expectations.get(key).is_none_or(Expectations::satisfied);
         // Claim orphans that match the selector (`ClaimPods`); release pods that no longer match.
-        let selector = get(&rs, &["spec", "selector"]).cloned();
+        let selector = selector_of(&rs);
         if !api::is_deleting(&rs) {
             let orphans: Vec<Object> = self
                 .orphans
@@ -400,7 +441,7 @@ impl ReplicaSetController {
                 let patch = json!({"metadata": {"ownerReferences": refs, "uid": api::uid(&p)}});
                 let r = cx.api.handle(req_as(
                     Request::patch(rid::POD, &key.0, api::name(&p), PatchType::Strategic, patch, crate::apiserver::Credentials::User(self.user.clone())),
-                    "replicaset-controller",
+                    self.kind.component,
                     &self.user,
                 ));
                 if r.is_ok() {
@@ -450,7 +491,7 @@ impl ReplicaSetController {
                     for n in names {
                         let r = cx.api.handle(req_as(
                             Request::delete(rid::POD, &key.0, &n, crate::apiserver::Credentials::User(self.user.clone())),
-                            "replicaset-controller",
+                            self.kind.component,
                             &self.user,
                         ));
                         match r {
@@ -506,8 +547,8 @@ impl ReplicaSetController {
                 m.remove("resourceVersion");
             }
             let _ = cx.api.handle(req_as(
-                Request::update(rid::REPLICASET, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"),
-                "replicaset-controller",
+                Request::update(self.kind.resource, &key.0, &key.1, body, crate::apiserver::Credentials::User(self.user.clone())).with_sub("status"),
+                self.kind.component,
                 &self.user,
             ));
         }
@@ -537,7 +578,7 @@ impl ReplicaSetController {
             for _ in 0..size {
                 let r = cx.api.handle(req_as(
                     Request::create(rid::POD, &key.0, pod.clone(), crate::apiserver::Credentials::User(self.user.clone())),
-                    "replicaset-controller",
+                    self.kind.component,
                     &self.user,
                 ));
                 match r {
@@ -551,7 +592,7 @@ impl ReplicaSetController {
                                 format!("Pod/{}/{pname}", key.0),
                                 "ok",
                                 api::resource_version(&p),
-                                format!("ReplicaSet/{}/{} wants {} more: created {pname} (nodeName empty)", key.0, key.1, n - created + 1),
+                                format!("{}/{}/{} wants {} more: created {pname} (nodeName empty)", self.kind.kind, key.0, key.1, n - created + 1),
                             );
                         }
                         cx.event(&self.source, rs, None, "Normal", "SuccessfulCreate", &format!("Created pod: {pname}"), None);
@@ -594,13 +635,13 @@ impl ReplicaSetController {
 
 impl Controller for ReplicaSetController {
     fn name(&self) -> &'static str {
-        "replicaset-controller"
+        self.kind.component
     }
     fn user(&self) -> &UserInfo {
         &self.user
     }
     fn watches(&self) -> &'static [ResourceId] {
-        &[rid::REPLICASET, rid::POD]
+        self.kind.watches
     }
     fn run(&mut self, cx: &mut Cx) {
         self.sync_informers(cx);
@@ -618,7 +659,7 @@ impl Controller for ReplicaSetController {
         !self.queue.is_empty()
     }
     fn restart(&mut self) {
-        *self = Self::new();
+        *self = Self::for_kind(self.kind);
     }
 }
 
