@@ -132,3 +132,27 @@ fn the_website_container_tutorials_do_what_their_pages_say() {
     let mut c = run_examples(&["configmap/configmap-multikeys.yaml", "pods/pod-configmap-volume.yaml"], 30_000);
     assert_eq!(kubectl(&mut c, "logs dapi-test-pod"), vec!["SPECIAL_LEVEL", "SPECIAL_TYPE"]);
 }
+
+#[test]
+fn kinds_no_loop_acts_on_say_so_where_the_person_looks() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/kubernetes-website-examples");
+    let mut c = Cluster::new(Config::default());
+    let mut warned = Vec::new();
+    for f in ["service/networking/minimal-ingress.yaml", "service/networking/network-policy-default-deny-all.yaml"] {
+        let text = std::fs::read_to_string(root.join(f)).expect("example");
+        let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text, file: f.to_string() });
+        warned.extend(out.output);
+    }
+    assert_eq!(
+        warned,
+        [
+            "Warning: kubeloop stores networking.k8s.io/v1 Ingress but simulates no controller for it\ningress.networking.k8s.io/minimal-ingress created",
+            "Warning: kubeloop stores networking.k8s.io/v1 NetworkPolicy but simulates no controller for it\nnetworkpolicy.networking.k8s.io/default-deny-all created",
+        ]
+    );
+    let noted: Vec<&str> = c.api.trace.records.iter().filter(|r| r.stage == "not-simulated").map(|r| r.object.as_str()).collect();
+    assert_eq!(noted, ["Ingress/default/minimal-ingress", "NetworkPolicy/default/default-deny-all"]);
+    // A kind a loop acts on is created without the warning.
+    let out = kubectl(&mut c, "create deployment web --image=nginx:1.27");
+    assert_eq!(out, ["deployment.apps/web created"]);
+}

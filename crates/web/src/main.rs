@@ -654,11 +654,13 @@ impl App {
                 <ul class="results" aria-label="Apply results">
                     { for self.sb.setup_errors.iter().map(|e| html! { <li class="error">{ format!("Scenario line {e}") }</li> }) }
                     { for self.sb.docs.iter().filter(|d| !d.result.is_empty()).map(|d| {
-                        let class = if d.failed() { "error" } else { "ok" };
+                        // A warning (a kind nothing simulates, an unknown field) is not a plain success.
+                        let warned = d.result.starts_with("Warning:");
+                        let (class, mark) = if d.failed() { ("error", "✗ ") } else if warned { ("warn", "⚠ ") } else { ("ok", "✓ ") };
                         let line = d.diagnostics.first().map_or(d.start_line, |x| x.line);
                         let col = d.diagnostics.first().map_or(1, |x| x.column);
                         let place = if d.start_line == 0 { "removed from the editor".to_string() } else { format!("line {line}:{col}") };
-                        html! { <li {class}><span class="where">{ place }</span>{ " " }{ if d.failed() { "✗ " } else { "✓ " } }{ &d.result }</li> }
+                        html! { <li {class}><span class="where">{ place }</span>{ " " }{ mark }{ &d.result }</li> }
                     }) }
                 </ul>
             </section>

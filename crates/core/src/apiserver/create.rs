@@ -133,6 +133,11 @@ impl ApiServer {
     }
 
     fn persist_create(&mut self, c: &Ctx, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, obj: Value) -> Result<Object, Status> {
+        if self.unsimulated.contains(&rid) {
+            let note = format!("kubeloop stores {} {} but simulates no controller for it", res.api_version(), res.kind);
+            record!(self, c, Flow::Etcd, "not-simulated", "warning", "", format!("{note}: nothing will act on it"));
+            self.warnings.push(note);
+        }
         if req.dry_run {
             record!(self, c, Flow::Etcd, "etcd", "ok", "", "dry run: not persisted".into());
             self.log(c, 201, None);

@@ -252,6 +252,8 @@ pub struct ApiServer {
     pub trace: Trace,
     /// Warnings returned with the last response.
     pub warnings: Vec<String>,
+    /// Kinds stored without any loop acting on them: creating one warns so.
+    pub unsimulated: BTreeSet<ResourceId>,
     rng: Rng,
     cel: CelCache,
     allocated_ips: BTreeSet<u32>,
@@ -280,6 +282,7 @@ impl ApiServer {
             webhooks_down: BTreeSet::new(),
             trace: Trace::new(trace),
             warnings: vec![],
+            unsimulated: BTreeSet::new(),
             rng: Rng::new(seed, Stream::ApiServer),
             cel: CelCache::default(),
             allocated_ips: BTreeSet::new(),

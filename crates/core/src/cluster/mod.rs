@@ -133,6 +133,21 @@ pub struct Cluster {
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
 pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 
+/// Kinds the API server stores that no loop of kubeloop acts on: creating one warns that
+/// nothing will happen, instead of leaving the person to wait for it. The README's list of
+/// what is simulated is the complement of this one.
+pub const UNSIMULATED: &[&str] = &[
+    "Ingress",
+    "IngressClass",
+    "NetworkPolicy",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "ResourceQuota",
+    "HorizontalPodAutoscaler",
+    "Endpoints",
+];
+
 impl Cluster {
     pub fn new(config: Config) -> Self {
         let mut api = ApiServer::new(config.seed, config.trace);
@@ -144,6 +159,7 @@ impl Cluster {
             api.tokens.insert(token.clone(), UserInfo::new(name, &g));
         }
         bootstrap(&mut api, &config.nodes);
+        api.unsimulated = RESOURCES.iter().enumerate().filter(|(_, r)| UNSIMULATED.contains(&r.kind)).map(|(i, _)| i).collect();
         let total = config.nodes.len();
         let controllers: Vec<Box<dyn Controller>> = vec![
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::new()),
