@@ -89,6 +89,11 @@ need_python_client() {
     python3 -m venv "$TOOLS/py"
     "$TOOLS/py/bin/pip" install -q "kubernetes==$KUBERNETES_PY_VERSION"
   fi
+  # pytest runs the client's own end-to-end suite (tests/clients/python_e2e.py).
+  if ! "$TOOLS/py/bin/python" -c "import pytest, pytest_timeout" 2>/dev/null; then
+    echo "installing pytest and pytest-timeout into .tools/py"
+    "$TOOLS/py/bin/pip" install -q "pytest==9.2.0" "pytest-timeout==2.4.0"
+  fi
 }
 
 # Everything the page needs to build.

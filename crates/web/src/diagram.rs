@@ -44,6 +44,8 @@ pub struct Tally {
     pub objects: BTreeSet<String>,
     /// The latest record's object and message.
     pub latest: Option<(String, String)>,
+    /// The component of the latest record: steps 6 and 7 are whichever controller acted.
+    pub component: String,
     /// Records that arrived in the last update: the step lights up.
     pub fresh: usize,
 }
@@ -65,6 +67,24 @@ pub fn tally(tallies: &mut [Tally; 14], records: &[Record]) {
             t.objects.insert(r.object.clone());
         }
         t.latest = Some((r.object.clone(), r.message.clone()));
+        if t.component != r.component {
+            t.component = r.component.clone();
+        }
+    }
+}
+
+/// A step's title and subtitle. Steps 6 and 7 name the controller that acted last: an
+/// owner that creates the next object (Deployment, CronJob, the garbage collector), and
+/// the controller that creates Pods (ReplicaSet, StatefulSet, DaemonSet, Job).
+pub fn heading(s: &Step, t: &Tally) -> (&'static str, &'static str) {
+    match (s.flow, t.component.as_str()) {
+        (Flow::DeploymentController, "cronjob-controller") => ("6 CronJob ctrl", "creates Jobs on schedule"),
+        (Flow::DeploymentController, "generic-garbage-collector") => ("6 Garbage collector", "owners and dependents"),
+        (Flow::ReplicaSetController, "statefulset-controller") => ("7 StatefulSet ctrl", "creates Pods in order"),
+        (Flow::ReplicaSetController, "daemon-set-controller") => ("7 DaemonSet ctrl", "a Pod per node"),
+        (Flow::ReplicaSetController, "job-controller") => ("7 Job ctrl", "Pods run to completion"),
+        (Flow::ReplicaSetController, "replication-controller") => ("7 Replication ctrl", "creates Pods"),
+        _ => (s.title, s.detail),
     }
 }
 
@@ -133,14 +153,15 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
             }
         });
         let count = if t.records == 0 { String::new() } else { format!("{} objects · {} records", t.objects.len(), t.records) };
-        let label = format!("{}: {}. {}", s.title, s.detail, if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
+        let (title, detail) = heading(s, t);
+        let label = format!("{title}: {detail}. {}", if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
         let latest = t.latest.as_ref().map(|(o, m)| if o.is_empty() { m.clone() } else { format!("{o}: {m}") }).unwrap_or_default();
         html! {
             <g class={class} {onclick} {onkeydown} tabindex="0" role="button" aria-label={label} data-flow={s.flow.as_str()}>
                 <title>{ latest }</title>
                 <rect x={s.x.to_string()} y={s.y.to_string()} width={W.to_string()} height={H.to_string()} rx="6" />
-                <text x={(s.x + 8).to_string()} y={(s.y + 17).to_string()} class="title">{ s.title }</text>
-                <text x={(s.x + 8).to_string()} y={(s.y + 31).to_string()} class="detail">{ s.detail }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 17).to_string()} class="title">{ title }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 31).to_string()} class="detail">{ detail }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 44).to_string()} class="count">{ count }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 57).to_string()} class="latest">{ short(t.latest.as_ref().map_or("", |(o, _)| o.as_str())) }</text>
             </g>

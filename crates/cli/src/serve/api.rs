@@ -40,13 +40,7 @@ fn json_response(code: u16, v: &Value) -> http::Response {
 }
 
 pub fn status_response(s: &Status) -> http::Response {
-    let mut v = s.to_json();
-    if s.reason.is_empty() {
-        if let Some(m) = v.as_object_mut() {
-            m.remove("reason");
-        }
-    }
-    json_response(s.code, &v)
+    http::Response::new(s.code, "application/json", s.to_wire())
 }
 
 fn whole(code: u16, v: &Value) -> Result<Reply, Status> {
@@ -617,7 +611,7 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
         Ok(r) => r,
         Err(s) => {
             let mut err = vec![3u8];
-            err.extend(serde_json::to_vec(&s.to_json()).unwrap_or_default());
+            err.extend(s.to_wire());
             return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err] });
         }
     };

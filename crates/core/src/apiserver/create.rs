@@ -122,7 +122,50 @@ impl ApiServer {
                 api::set(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
             }
             "Service" => self.allocate_service(obj).map_err(|s| ("validation", s))?,
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" => {
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+                // A DaemonSet's template generation starts at 1 (apps/v1 carries it in an
+                // annotation); its pods are labelled with it.
+                if res.kind == "DaemonSet" {
+                    api::set(obj, &["metadata", "annotations", TEMPLATE_GENERATION], json!("1"));
+                }
+            }
+            // The Job strategy: no status, and unless `manualSelector`, the generated selector
+            // and template labels (`generateSelector`). The Job's own labels, when it has
+            // none, are the template's (`SetDefaults_Job`, applied again on every read).
+            "Job" => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+                if api::get_bool(obj, &["spec", "manualSelector"]) != Some(true) {
+                    let job_name = api::name(obj).to_string();
+                    let labels = api::entry(obj, &["spec", "template", "metadata", "labels"]);
+                    for (k, v) in [
+                        ("job-name", &job_name),
+                        ("batch.kubernetes.io/job-name", &job_name),
+                        ("controller-uid", &uid),
+                        ("batch.kubernetes.io/controller-uid", &uid),
+                    ] {
+                        if !labels.contains_key(k) {
+                            labels.insert(k, json!(v));
+                        }
+                    }
+                    let sel = api::entry(obj, &["spec", "selector", "matchLabels"]);
+                    if !sel.contains_key("batch.kubernetes.io/controller-uid") {
+                        sel.insert("batch.kubernetes.io/controller-uid", json!(uid));
+                    }
+                }
+                if api::labels(obj).is_none_or(|l| l.is_empty()) {
+                    if let Some(l) =
+                        api::get(obj, &["spec", "template", "metadata", "labels"]).filter(|l| l.as_object().is_some_and(|m| !m.is_empty())).cloned()
+                    {
+                        api::set(obj, &["metadata", "labels"], l);
+                    }
+                }
+            }
+            "CronJob" => {
                 if let Some(m) = obj.as_object_mut() {
                     m.remove("status");
                 }
@@ -157,3 +200,6 @@ impl ApiServer {
         }
     }
 }
+
+/// The apps/v1 annotation that holds a DaemonSet's template generation.
+pub(super) const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";

@@ -189,16 +189,62 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(spec, "revisionHistoryLimit", json!(10));
             default(spec, "persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
             default_strategy(spec, "updateStrategy", &[("partition", json!(0))]);
+            // The generated defaulter runs SetDefaults_PersistentVolumeClaim(Spec) on each
+            // volumeClaimTemplate.
+            if let Some(ts) = obj.get_mut("spec").and_then(|s| s.get_mut("volumeClaimTemplates")).and_then(Value::as_array_mut) {
+                for t in ts.iter_mut().filter(|t| t.is_object()) {
+                    default(entry(t, &["spec"]), "volumeMode", json!("Filesystem"));
+                    default(entry(t, &["status"]), "phase", json!("Pending"));
+                }
+            }
             template(obj);
         }
+        // `SetDefaults_Job` (pkg/apis/batch/v1/defaults.go).
         "Job" => {
             let spec = entry(obj, &["spec"]);
-            default(spec, "backoffLimit", json!(6));
+            let unset = |m: &Map, k: &str| m.get(k).is_none_or(Value::is_null);
+            if unset(spec, "completions") && unset(spec, "parallelism") {
+                spec.insert("completions", json!(1));
+            }
+            default(spec, "parallelism", json!(1));
+            let per_index = !unset(spec, "backoffLimitPerIndex");
+            default(spec, "backoffLimit", json!(if per_index { i64::from(i32::MAX) } else { 6 }));
             default(spec, "completionMode", json!("NonIndexed"));
             default(spec, "suspend", json!(false));
+            let has_pfp = !unset(spec, "podFailurePolicy");
+            if let Some(rules) = spec.get_mut("podFailurePolicy").and_then(|p| p.get_mut("rules")).and_then(Value::as_array_mut) {
+                for rule in rules {
+                    if let Some(patterns) = rule.get_mut("onPodConditions").and_then(Value::as_array_mut) {
+                        for p in patterns.iter_mut().filter_map(Value::as_object_mut) {
+                            if p.get("status").and_then(Value::as_str).unwrap_or("").is_empty() {
+                                p.insert("status", json!("True"));
+                            }
+                        }
+                    }
+                }
+            }
+            default(spec, "podReplacementPolicy", json!(if has_pfp { "Failed" } else { "TerminatingOrFailed" }));
             default(spec, "manualSelector", json!(false));
-            default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
             template(obj);
+        }
+        // `SetDefaults_CronJob`; the Job template's pod spec gets the pod defaults.
+        "CronJob" => {
+            let spec = entry(obj, &["spec"]);
+            if spec.get("concurrencyPolicy").and_then(Value::as_str).unwrap_or("").is_empty() {
+                spec.insert("concurrencyPolicy", json!("Allow"));
+            }
+            default(spec, "suspend", json!(false));
+            default(spec, "successfulJobsHistoryLimit", json!(3));
+            default(spec, "failedJobsHistoryLimit", json!(1));
+            if let Some(pod) = obj
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("jobTemplate"))
+                .and_then(|t| t.get_mut("spec"))
+                .and_then(|s| s.get_mut("template"))
+                .and_then(|t| t.get_mut("spec"))
+            {
+                default_pod_spec(pod, false);
+            }
         }
         "Service" => default_service(obj),
         "Namespace" => {

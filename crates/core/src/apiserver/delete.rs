@@ -62,8 +62,14 @@ impl ApiServer {
                 "Orphan".into()
             } else if finalizers.iter().any(|f| f == "foregroundDeletion") {
                 "Foreground".into()
-            } else if res.kind == "ReplicationController" {
-                // core/v1 ReplicationControllers orphan by default, "for back compatibility".
+            } else if res.kind == "ReplicationController" || res.kind == "Job" {
+                // core/v1 ReplicationControllers and batch/v1 Jobs orphan by default, "for
+                // back compatibility"; a Job's deletion says so.
+                if res.kind == "Job" {
+                    self.warnings.push(
+                        "child pods are preserved by default when jobs are deleted; set propagationPolicy=Background to remove them or set propagationPolicy=Orphan to suppress this warning".into(),
+                    );
+                }
                 "Orphan".into()
             } else {
                 "Background".into()

@@ -441,10 +441,7 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 event_rule(),
             ],
         ),
-        cluster_role(
-            "system:controller:ttl-after-finished-controller",
-            vec![rule(&["batch"], &["jobs"], &["get", "list", "watch", "delete"]), event_rule()],
-        ),
+        cluster_role("system:controller:ttl-after-finished-controller", vec![rule(&["batch"], &["jobs"], &["get", "list", "watch", "delete"]), event_rule()]),
         cluster_role(
             "system:controller:disruption-controller",
             vec![

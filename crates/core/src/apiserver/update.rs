@@ -62,6 +62,13 @@ impl ApiServer {
         if has_generation(res.kind) && sub != "status" && strip_for_generation(&new) != strip_for_generation(current) {
             api::set(&mut new, &["metadata", "generation"], json!(api::generation(current) + 1));
         }
+        // A DaemonSet's template generation follows its template (`PrepareForUpdate`).
+        if res.kind == "DaemonSet" && sub.is_empty() {
+            let old_gen: i64 = api::annotation(current, super::create::TEMPLATE_GENERATION).and_then(|g| g.parse().ok()).unwrap_or(1);
+            let changed = get(&new, &["spec", "template"]) != get(current, &["spec", "template"]);
+            let generation = if changed { old_gen + 1 } else { old_gen };
+            api::set(&mut new, &["metadata", "annotations", super::create::TEMPLATE_GENERATION], json!(generation.to_string()));
+        }
         // A no-op update writes nothing and keeps the resourceVersion.
         api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(current)));
         if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {

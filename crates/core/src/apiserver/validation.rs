@@ -425,6 +425,78 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
     }
 }
 
+/// `validateJobSpec` (pkg/apis/batch/validation): counts, completion mode, the pod
+/// template and its restart policy.
+fn validate_job_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
+    for f in ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "ttlSecondsAfterFinished"] {
+        if let Some(n) = get_i64(spec, &[f]) {
+            if n < 0 {
+                errs.push(FieldError::invalid(format!("{path}.{f}"), &json!(n), "must be greater than or equal to 0"));
+            }
+        }
+    }
+    let mode = get(spec, &["completionMode"]).cloned().unwrap_or(Value::Null);
+    match mode.as_str() {
+        None | Some("NonIndexed") => {}
+        Some("Indexed") => {
+            if get_i64(spec, &["completions"]).is_none() {
+                errs.push(FieldError::required(format!("{path}.completions"), "when completion mode is Indexed"));
+            }
+        }
+        Some(_) => errs.push(FieldError::not_supported(format!("{path}.completionMode"), &mode, &["NonIndexed", "Indexed"])),
+    }
+    match get(spec, &["template", "spec"]) {
+        Some(pod) => {
+            validate_pod_spec_with(&format!("{path}.template.spec"), pod, &[], errs);
+            let rp = get(pod, &["restartPolicy"]).cloned().unwrap_or(json!(""));
+            if !matches!(rp.as_str(), Some("OnFailure" | "Never")) {
+                errs.push(FieldError::not_supported(format!("{path}.template.spec.restartPolicy"), &rp, &["OnFailure", "Never"]));
+            }
+        }
+        None => errs.push(FieldError::required(format!("{path}.template.spec.containers"), "")),
+    }
+}
+
+/// `ValidateCronJobCreate`: the schedule (parsed as robfig/cron's `ParseStandard`), the
+/// time zone's form, the concurrency policy and the Job template. A zone kubeloop cannot
+/// compute passes, as it would on a cluster whose tz database has it; the controller says
+/// that it does not know it.
+fn validate_cronjob(obj: &Value, errs: &mut Vec<FieldError>) {
+    let schedule = get_str(obj, &["spec", "schedule"]).unwrap_or("");
+    let tz = get_str(obj, &["spec", "timeZone"]);
+    if schedule.is_empty() {
+        errs.push(FieldError::required("spec.schedule", ""));
+    } else if let Err(e) = crate::foundation::cron::parse_standard(schedule) {
+        errs.push(FieldError::invalid("spec.schedule", &json!(schedule), e));
+    } else if schedule.contains("TZ") && tz.is_some() {
+        errs.push(FieldError::invalid("spec.schedule", &json!(schedule), "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"));
+    }
+    if let Some(tz) = tz {
+        if tz.is_empty() {
+            errs.push(FieldError::invalid("spec.timeZone", &json!(tz), "timeZone must be nil or non-empty string"));
+        } else if tz
+            .split('/')
+            .any(|p| p == "." || p == ".." || p.starts_with('-') || p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || "_-+".contains(c)))
+        {
+            errs.push(FieldError::invalid("spec.timeZone", &json!(tz), format!("unknown time zone {tz}")));
+        } else if tz.eq_ignore_ascii_case("Local") {
+            errs.push(FieldError::invalid("spec.timeZone", &json!(tz), "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"));
+        }
+    }
+    let policy = get(obj, &["spec", "concurrencyPolicy"]).cloned().unwrap_or(json!(""));
+    if !matches!(policy.as_str(), Some("Allow" | "Forbid" | "Replace")) {
+        errs.push(FieldError::not_supported("spec.concurrencyPolicy", &policy, &["Allow", "Forbid", "Replace"]));
+    }
+    for f in ["startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"] {
+        if let Some(n) = get_i64(obj, &["spec", f]) {
+            if n < 0 {
+                errs.push(FieldError::invalid(format!("spec.{f}"), &json!(n), "must be greater than or equal to 0"));
+            }
+        }
+    }
+    validate_job_spec("spec.jobTemplate.spec", get(obj, &["spec", "jobTemplate", "spec"]).unwrap_or(&Value::Null), errs);
+}
+
 /// Go's `%#v` of a `map[string]string` (`map[string]string{"app":"web"}`).
 fn go_map(m: Option<&Map>) -> String {
     match m {
@@ -578,6 +650,8 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
             validate_workload_template(kind, obj, &mut errs);
         }
         "DaemonSet" => validate_workload_template(kind, obj, &mut errs),
+        "Job" => validate_job_spec("spec", get(obj, &["spec"]).unwrap_or(&Value::Null), &mut errs),
+        "CronJob" => validate_cronjob(obj, &mut errs),
         "ReplicationController" => {
             validate_replicas("spec.replicas", obj, &mut errs);
             validate_rc_template(obj, &mut errs);

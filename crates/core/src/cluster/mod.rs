@@ -172,6 +172,11 @@ impl Cluster {
             Box::new(crate::loops::controllers::nodelifecycle::TaintEvictionController::new()),
             Box::new(crate::loops::controllers::namespace::ServiceAccountsController::new()),
             Box::new(crate::loops::controllers::namespace::NamespaceController::new()),
+            Box::new(crate::loops::controllers::statefulset::StatefulSetController::new()),
+            Box::new(crate::loops::controllers::daemonset::DaemonSetController::new()),
+            Box::new(crate::loops::controllers::job::JobController::new()),
+            Box::new(crate::loops::controllers::cronjob::CronJobController::new()),
+            Box::new(crate::loops::controllers::ttlafterfinished::TtlAfterFinishedController::new()),
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::replication()),
             Box::new(crate::loops::controllers::disruption::DisruptionController::new()),
         ];

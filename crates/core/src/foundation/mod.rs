@@ -4,6 +4,7 @@
 //! server exists.
 
 pub mod api;
+pub mod cron;
 pub mod labels;
 pub mod manifest;
 pub mod pod;

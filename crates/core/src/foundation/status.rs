@@ -193,6 +193,53 @@ impl Status {
         v
     }
 
+    /// The bytes the API server writes for this `Status`: Go's `encoding/json` of the
+    /// struct, so fields in declaration order, empty ones omitted, `<`, `>` and `&`
+    /// escaped, and a final newline. Clients that compare error bodies see the same text.
+    pub fn to_wire(&self) -> Vec<u8> {
+        let mut o = String::from("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\"");
+        let field = |o: &mut String, k: &str, v: String| {
+            o.push_str(&format!(",\"{k}\":{v}"));
+        };
+        if !self.message.is_empty() {
+            field(&mut o, "message", go_string(&self.message));
+        }
+        if !self.reason.is_empty() {
+            field(&mut o, "reason", go_string(&self.reason));
+        }
+        if let Some(d) = self.details.as_ref().filter(|d| d.as_object().is_some_and(|m| !m.is_empty())) {
+            let mut ds = String::new();
+            for k in ["name", "group", "kind", "uid"] {
+                if let Some(v) = d.get(k).and_then(Value::as_str).filter(|v| !v.is_empty()) {
+                    ds.push_str(&format!(",\"{k}\":{}", go_string(v)));
+                }
+            }
+            let causes = crate::foundation::api::get_array(d, &["causes"]);
+            if !causes.is_empty() {
+                let cs: Vec<String> = causes
+                    .iter()
+                    .map(|c| {
+                        let parts: Vec<String> = ["reason", "message", "field"]
+                            .iter()
+                            .filter_map(|k| c.get(*k).and_then(Value::as_str).filter(|v| !v.is_empty()).map(|v| format!("\"{k}\":{}", go_string(v))))
+                            .collect();
+                        format!("{{{}}}", parts.join(","))
+                    })
+                    .collect();
+                ds.push_str(&format!(",\"causes\":[{}]", cs.join(",")));
+            }
+            if let Some(r) = d.get("retryAfterSeconds").and_then(Value::as_i64).filter(|r| *r != 0) {
+                ds.push_str(&format!(",\"retryAfterSeconds\":{r}"));
+            }
+            field(&mut o, "details", format!("{{{}}}", ds.trim_start_matches(',')));
+        }
+        if self.code != 0 {
+            field(&mut o, "code", self.code.to_string());
+        }
+        o.push_str("}\n");
+        o.into_bytes()
+    }
+
     /// How kubectl prints this error (`k8s.io/kubectl/pkg/cmd/util/helpers.go`). `file` is
     /// the manifest path for `-f` create/apply (`error when creating "<file>": `).
     pub fn kubectl_message(&self, file: Option<&str>, op: &str) -> String {
@@ -240,6 +287,26 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// A string as Go's `encoding/json` writes it (HTML-safe escaping).
+fn go_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => o.push_str(&format!("\\u{:04x}", ch as u32)),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,5 +339,20 @@ mod tests {
         );
         assert_eq!(Status::not_found(d, "web").message, "deployments.apps \"web\" not found");
         assert_eq!(Status::not_found(d, "web").kubectl_message(None, "creating"), "Error from server (NotFound): deployments.apps \"web\" not found");
+    }
+
+    #[test]
+    fn the_wire_form_is_go_encoding_json_of_the_struct() {
+        let svc = &crate::foundation::api::RESOURCES[crate::foundation::api::rid::SERVICE];
+        assert_eq!(
+            String::from_utf8(Status::already_exists(svc, "mock-2").to_wire()).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"services \\\"mock-2\\\" already exists\",\"reason\":\"AlreadyExists\",\"details\":{\"name\":\"mock-2\",\"kind\":\"services\"},\"code\":409}\n"
+        );
+        let s = Status::new(429, "TooManyRequests", "a <b> & c")
+            .with_details(json!({"causes": [{"reason": "DisruptionBudget", "message": "m"}], "retryAfterSeconds": 10}));
+        assert_eq!(
+            String::from_utf8(s.to_wire()).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"a \\u003cb\\u003e \\u0026 c\",\"reason\":\"TooManyRequests\",\"details\":{\"causes\":[{\"reason\":\"DisruptionBudget\",\"message\":\"m\"}],\"retryAfterSeconds\":10},\"code\":429}\n"
+        );
     }
 }

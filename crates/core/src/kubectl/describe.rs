@@ -1,4 +1,6 @@
-//! `kubectl describe` for pods, deployments, replica sets, services and nodes (`k8s.io/kubectl/pkg/describe/describe.go`):
+//! `kubectl describe` for pods, the workloads (deployments, replica sets, replication
+//! controllers, stateful sets, daemon sets, jobs, cron jobs), disruption budgets, services
+//! and nodes (`k8s.io/kubectl/pkg/describe/describe.go`):
 //! sections of `Key:\tvalue` lines aligned by Go's tabwriter (min width 0, padding 2), and
 //! the Events table.
 
@@ -85,7 +87,7 @@ fn rfc1123z(t: &str) -> String {
 /// `printAnnotationsMultiline`: `key: value`, without kubectl's own last-applied
 /// annotation; a value too long for one line (140 characters) or with newlines goes on
 /// the following lines, each cut at 138 characters.
-fn annotations_multiline(out: &mut String, m: Option<&Value>) {
+fn annotations_multiline(out: &mut String, title: &str, m: Option<&Value>) {
     const MAX: usize = 140;
     let entries: Vec<(&str, &str)> = m
         .and_then(Value::as_object)
@@ -95,10 +97,10 @@ fn annotations_multiline(out: &mut String, m: Option<&Value>) {
         .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
         .collect();
     if entries.is_empty() {
-        out.push_str("Annotations:\t<none>\n");
+        out.push_str(&format!("{title}:\t<none>\n"));
         return;
     }
-    out.push_str("Annotations:\t");
+    out.push_str(&format!("{title}:\t"));
     for (i, (k, v)) in entries.iter().enumerate() {
         if i > 0 {
             out.push('\t');
@@ -158,105 +160,476 @@ pub fn events_section(out: &mut String, events: &[&Value], now: Millis) {
     }
 }
 
-fn container_state(out: &mut String, title: &str, st: Option<&Value>) {
-    let Some(st) = st.and_then(Value::as_object).filter(|m| !m.is_empty()) else {
-        if title == "State" {
-            out.push_str("    State:\tWaiting\n");
+/// `describeStatus`: a container's state as of its status.
+fn container_state(o: &mut String, title: &str, st: Option<&Value>) {
+    let at = |v: &Value, k: &str| rfc1123z(get_str(v, &[k]).unwrap_or(""));
+    if let Some(r) = st.and_then(|s| s.get("running")) {
+        o.push_str(&format!("    {title}:\tRunning\n      Started:\t{}\n", at(r, "startedAt")));
+    } else if let Some(w) = st.and_then(|s| s.get("waiting")) {
+        o.push_str(&format!("    {title}:\tWaiting\n"));
+        if let Some(r) = get_str(w, &["reason"]).filter(|r| !r.is_empty()) {
+            o.push_str(&format!("      Reason:\t{r}\n"));
         }
-        return;
-    };
-    if let Some(r) = st.get("running") {
-        out.push_str(&format!("    {title}:\tRunning\n      Started:\t{}\n", rfc1123z(get_str(r, &["startedAt"]).unwrap_or(""))));
-    } else if let Some(w) = st.get("waiting") {
-        out.push_str(&format!("    {title}:\tWaiting\n"));
-        if let Some(r) = get_str(w, &["reason"]) {
-            out.push_str(&format!("      Reason:\t{r}\n"));
+    } else if let Some(t) = st.and_then(|s| s.get("terminated")) {
+        o.push_str(&format!("    {title}:\tTerminated\n"));
+        for (label, key) in [("Reason", "reason"), ("Message", "message")] {
+            if let Some(v) = get_str(t, &[key]).filter(|v| !v.is_empty()) {
+                o.push_str(&format!("      {label}:\t{v}\n"));
+            }
         }
-    } else if let Some(t) = st.get("terminated") {
-        out.push_str(&format!("    {title}:\tTerminated\n"));
-        if let Some(r) = get_str(t, &["reason"]) {
-            out.push_str(&format!("      Reason:\t{r}\n"));
+        o.push_str(&format!("      Exit Code:\t{}\n", get_i64(t, &["exitCode"]).unwrap_or(0)));
+        if let Some(sig) = get_i64(t, &["signal"]).filter(|s| *s > 0) {
+            o.push_str(&format!("      Signal:\t{sig}\n"));
         }
-        out.push_str(&format!("      Exit Code:\t{}\n", get_i64(t, &["exitCode"]).unwrap_or(0)));
-        out.push_str(&format!("      Started:\t{}\n", rfc1123z(get_str(t, &["startedAt"]).unwrap_or(""))));
-        out.push_str(&format!("      Finished:\t{}\n", rfc1123z(get_str(t, &["finishedAt"]).unwrap_or(""))));
+        o.push_str(&format!("      Started:\t{}\n      Finished:\t{}\n", at(t, "startedAt"), at(t, "finishedAt")));
+    } else {
+        o.push_str(&format!("    {title}:\tWaiting\n"));
     }
 }
 
+/// An `intstr.IntOrString` as Go's `String()` prints it.
+fn int_or_string(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.to_string(),
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => "0".into(),
+    }
+}
+
+/// `DescribeProbe`.
 fn probe(p: &Value) -> String {
-    let n = |k: &str, d: i64| get_i64(p, &[k]).unwrap_or(d);
-    let action = if let Some(h) = p.get("httpGet") {
-        let port = get(h, &["port"]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default();
-        format!(
-            "http-get {}://{}:{port}{}",
-            get_str(h, &["scheme"]).unwrap_or("HTTP").to_lowercase(),
-            get_str(h, &["host"]).unwrap_or(""),
-            get_str(h, &["path"]).unwrap_or("")
-        )
-    } else if let Some(t) = p.get("tcpSocket") {
-        format!("tcp-socket :{}", get(t, &["port"]).map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default())
-    } else if let Some(e) = p.get("exec") {
+    let n = |k: &str| get_i64(p, &[k]).unwrap_or(0);
+    let attrs = format!(
+        "delay={}s timeout={}s period={}s #success={} #failure={}",
+        n("initialDelaySeconds"),
+        n("timeoutSeconds"),
+        n("periodSeconds"),
+        n("successThreshold"),
+        n("failureThreshold")
+    );
+    if let Some(e) = p.get("exec") {
         let cmd: Vec<&str> = get_array(e, &["command"]).iter().filter_map(Value::as_str).collect();
-        format!("exec [{}]", cmd.join(" "))
+        format!("exec [{}] {attrs}", cmd.join(" "))
+    } else if let Some(h) = p.get("httpGet") {
+        // `url.URL.String()` over scheme, `net.JoinHostPort(host, port)` and path.
+        let host = get_str(h, &["host"]).unwrap_or("");
+        let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+        let path = get_str(h, &["path"]).unwrap_or("");
+        let slash = if !path.is_empty() && !path.starts_with('/') { "/" } else { "" };
+        let scheme = get_str(h, &["scheme"]).unwrap_or("").to_lowercase();
+        format!("http-get {scheme}://{host}:{}{slash}{path} {attrs}", int_or_string(h.get("port")))
+    } else if let Some(t) = p.get("tcpSocket") {
+        format!("tcp-socket {}:{} {attrs}", get_str(t, &["host"]).unwrap_or(""), int_or_string(t.get("port")))
+    } else if let Some(g) = p.get("grpc") {
+        format!("grpc <pod>:{} {} {attrs}", get_i64(g, &["port"]).unwrap_or(0), get_str(g, &["service"]).unwrap_or(""))
     } else {
-        "unknown".into()
-    };
-    format!(
-        "{action} delay={}s timeout={}s period={}s #success={} #failure={}",
-        n("initialDelaySeconds", 0),
-        n("timeoutSeconds", 1),
-        n("periodSeconds", 10),
-        n("successThreshold", 1),
-        n("failureThreshold", 3)
-    )
+        format!("unknown {attrs}")
+    }
 }
 
-/// A volume source's name and `Optional` lines.
-fn source_lines(o: &mut String, title: &str, src: &Value, field: &str) {
-    o.push_str(&format!("    {title}:\t{}\n    Optional:\t{}\n", get_str(src, &[field]).unwrap_or(""), api::get_bool(src, &["optional"]).unwrap_or(false)));
-}
-
-/// A container's Limits, Requests and probe lines.
-fn resources_and_probes(o: &mut String, c: &Value) {
+/// `describeResources` at container level: limits, then requests, names sorted.
+fn resources(o: &mut String, c: &Value) {
     for (title, key) in [("Limits", "limits"), ("Requests", "requests")] {
         if let Some(m) = get(c, &["resources", key]).and_then(Value::as_object).filter(|m| !m.is_empty()) {
             o.push_str(&format!("    {title}:\n"));
             for (k, v) in m {
-                o.push_str(&format!("      {k}:\t{}\n", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())));
+                let q = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+                o.push_str(&format!("      {k}:\t{}\n", crate::foundation::quantity::canonical(&q)));
             }
         }
     }
-    for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
-        if let Some(pr) = c.get(key) {
-            o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
-        }
+}
+
+/// `describeContainerPorts` / `describeContainerHostPorts`: `80/TCP (http), 443/TCP`.
+fn port_list(ports: &[Value], key: &str) -> String {
+    ports
+        .iter()
+        .map(|pt| {
+            let s = format!("{}/{}", get_i64(pt, &[key]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP"));
+            match get_str(pt, &["name"]).filter(|n| !n.is_empty()) {
+                Some(n) => format!("{s} ({n})"),
+                None => s,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `fieldpath.ExtractFieldPathAsString` over a pod: kubectl resolves metadata fields only.
+fn pod_field(pod: &Value, path: &str) -> String {
+    let subscript = |prefix: &str| path.strip_prefix(prefix).and_then(|r| r.strip_prefix("['")).and_then(|r| r.strip_suffix("']"));
+    let format_map = |m: Option<&Value>| {
+        m.and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={:?}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n")
+    };
+    if let Some(k) = subscript("metadata.annotations") {
+        return api::annotation(pod, k).unwrap_or("").to_string();
+    }
+    if let Some(k) = subscript("metadata.labels") {
+        return api::label(pod, k).unwrap_or("").to_string();
+    }
+    match path {
+        "metadata.annotations" => format_map(get(pod, &["metadata", "annotations"])),
+        "metadata.labels" => format_map(get(pod, &["metadata", "labels"])),
+        "metadata.name" => api::name(pod).to_string(),
+        "metadata.namespace" => api::namespace(pod).to_string(),
+        "metadata.uid" => api::uid(pod).to_string(),
+        _ => String::new(),
     }
 }
 
-/// The `Pod Template:` section of a Deployment or ReplicaSet.
-fn pod_template(o: &mut String, owner: &Value) {
-    o.push_str("Pod Template:\n");
-    map_multiline(o, "  Labels", get(owner, &["spec", "template", "metadata", "labels"]));
-    o.push_str("  Containers:\n");
-    for c in get_array(owner, &["spec", "template", "spec", "containers"]) {
-        o.push_str(&format!("   {}:\n", get_str(c, &["name"]).unwrap_or("")));
-        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
+/// `ExtractContainerResourceValue`: a container's request or limit divided by the
+/// selector's divisor (1 when unset), rounded up.
+fn container_resource(c: &Value, sel: &Value) -> String {
+    let Some((kind, res)) = get_str(sel, &["resource"]).and_then(|r| r.split_once('.')) else { return String::new() };
+    if !matches!(kind, "limits" | "requests") || !matches!(res, "cpu" | "memory" | "ephemeral-storage") {
+        return String::new();
+    }
+    let milli = get(c, &["resources", kind, res]).and_then(crate::foundation::quantity::value_milli).unwrap_or(0) as i128;
+    let divisor = get(sel, &["divisor"]).and_then(crate::foundation::quantity::value_milli).filter(|d| *d != 0).unwrap_or(1000) as i128;
+    let (num, den) = if res == "cpu" {
+        (milli, divisor)
+    } else {
+        // `Quantity.Value()` rounds milli-units up to whole units.
+        let up = |m: i128| (m + 999).div_euclid(1000);
+        (up(milli), up(divisor).max(1))
+    };
+    (num + den - 1).div_euclid(den).to_string()
+}
+
+/// `describeContainers`: each container's image, ports, command, state (when `statuses`
+/// has it), resources, probes, environment and mounts. A pod's are at the left margin; a
+/// template's (`space` is two spaces) one step in. `pod` resolves `fieldRef` values, as
+/// kubectl does for pods only.
+fn containers(o: &mut String, label: &str, list: &[Value], statuses: &[Value], pod: Option<&Value>, space: &str) {
+    o.push_str(&format!("{space}{label}:{}\n", if list.is_empty() { " <none>" } else { "" }));
+    let name_indent = if space.is_empty() { "" } else { " " };
+    for c in list {
+        let s = |k: &str| get_str(c, &[k]).unwrap_or("");
+        let st = statuses.iter().find(|x| get_str(x, &["name"]) == Some(s("name")));
+        o.push_str(&format!("  {name_indent}{}:\n", s("name")));
+        if let Some(st) = st {
+            o.push_str(&format!("    Container ID:\t{}\n", get_str(st, &["containerID"]).unwrap_or("")));
+        }
+        o.push_str(&format!("    Image:\t{}\n", s("image")));
+        if let Some(st) = st {
+            o.push_str(&format!("    Image ID:\t{}\n", get_str(st, &["imageID"]).unwrap_or("")));
+        }
         let ports = get_array(c, &["ports"]);
-        let fmt = |k: &str| {
-            ports.iter().map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP"))).collect::<Vec<_>>().join(", ")
-        };
-        if ports.is_empty() {
-            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
-        } else {
-            o.push_str(&format!("    Port:\t{}\n    Host Port:\t{}\n", fmt("containerPort"), fmt("hostPort")));
+        for (title, key) in [("Port", "containerPort"), ("Host Port", "hostPort")] {
+            let list = port_list(ports, key);
+            if list.contains(',') {
+                o.push_str(&format!("    {title}s:\t{list}\n"));
+            } else {
+                o.push_str(&format!("    {title}:\t{}\n", if list.is_empty() { "<none>" } else { &list }));
+            }
         }
-        resources_and_probes(o, c);
-        o.push_str("    Environment:\t<none>\n    Mounts:\t<none>\n");
+        if let Some(sp) = get(c, &["securityContext", "seccompProfile"]) {
+            let ty = get_str(sp, &["type"]).unwrap_or("");
+            o.push_str(&format!("    SeccompProfile:\t{ty}\n"));
+            if ty == "Localhost" {
+                o.push_str(&format!("      LocalhostProfile:\t{}\n", get_str(sp, &["localhostProfile"]).unwrap_or("")));
+            }
+        }
+        for (title, key) in [("Command", "command"), ("Args", "args")] {
+            let items = get_array(c, &[key]);
+            if !items.is_empty() {
+                o.push_str(&format!("    {title}:\n"));
+                for line in items.iter().filter_map(Value::as_str).flat_map(|a| a.split('\n')) {
+                    o.push_str(&format!("      {line}\n"));
+                }
+            }
+        }
+        if let Some(st) = st {
+            container_state(o, "State", st.get("state"));
+            if let Some(last) = st.get("lastState").filter(|l| l.get("terminated").is_some()) {
+                container_state(o, "Last State", Some(last));
+            }
+            o.push_str(&format!("    Ready:\t{}\n", if api::get_bool(st, &["ready"]) == Some(true) { "True" } else { "False" }));
+            o.push_str(&format!("    Restart Count:\t{}\n", get_i64(st, &["restartCount"]).unwrap_or(0)));
+        }
+        resources(o, c);
+        for (title, key) in [("Liveness", "livenessProbe"), ("Readiness", "readinessProbe"), ("Startup", "startupProbe")] {
+            if let Some(pr) = c.get(key) {
+                o.push_str(&format!("    {title}:\t{}\n", probe(pr)));
+            }
+        }
+        env_from(o, get_array(c, &["envFrom"]));
+        env(o, c, pod);
+        mounts(o, c);
     }
-    o.push_str("  Volumes:\t<none>\n  Node-Selectors:\t<none>\n  Tolerations:\t<none>\n");
 }
 
-/// A workload's `Conditions:` table (type, status, reason), if it has conditions.
+/// `describeContainerEnvFrom`, printed only when the container has sources.
+fn env_from(o: &mut String, sources: &[Value]) {
+    if sources.is_empty() {
+        return;
+    }
+    o.push_str("    Environment Variables from:\n");
+    for e in sources {
+        let (from, r) = match (e.get("configMapRef"), e.get("secretRef")) {
+            (Some(r), _) => ("ConfigMap", Some(r)),
+            (None, Some(r)) => ("Secret", Some(r)),
+            _ => ("", None),
+        };
+        let name = r.and_then(|r| get_str(r, &["name"])).unwrap_or("");
+        let optional = r.and_then(|r| api::get_bool(r, &["optional"])).unwrap_or(false);
+        match get_str(e, &["prefix"]).filter(|p| !p.is_empty()) {
+            None => o.push_str(&format!("      {name}\t{from}\tOptional: {optional}\n")),
+            Some(p) => o.push_str(&format!("      {name}\t{from} with prefix '{p}'\tOptional: {optional}\n")),
+        }
+    }
+}
+
+/// `describeContainerEnvVars`.
+fn env(o: &mut String, c: &Value, pod: Option<&Value>) {
+    let vars = get_array(c, &["env"]);
+    o.push_str(if vars.is_empty() { "    Environment:\t<none>\n" } else { "    Environment:\n" });
+    for e in vars {
+        let name = get_str(e, &["name"]).unwrap_or("");
+        let Some(from) = e.get("valueFrom") else {
+            for (i, line) in get_str(e, &["value"]).unwrap_or("").split('\n').enumerate() {
+                o.push_str(&if i == 0 { format!("      {name}:\t{line}\n") } else { format!("      \t{line}\n") });
+            }
+            continue;
+        };
+        let key_ref = |k: &str| {
+            from.get(k).map(|r| (get_str(r, &["key"]).unwrap_or(""), get_str(r, &["name"]).unwrap_or(""), api::get_bool(r, &["optional"]) == Some(true)))
+        };
+        if let Some(f) = from.get("fieldRef") {
+            let path = get_str(f, &["fieldPath"]).unwrap_or("");
+            let value = pod.map(|p| pod_field(p, path)).unwrap_or_default();
+            o.push_str(&format!("      {name}:\t{value} ({}:{path})\n", get_str(f, &["apiVersion"]).unwrap_or("")));
+        } else if let Some(r) = from.get("resourceFieldRef") {
+            let resource = get_str(r, &["resource"]).unwrap_or("");
+            let mut value = container_resource(c, r);
+            if value == "0" && matches!(resource, "limits.cpu" | "limits.memory") {
+                value = "node allocatable".into();
+            }
+            o.push_str(&format!("      {name}:\t{value} ({resource})\n"));
+        } else if let Some((key, secret, optional)) = key_ref("secretKeyRef") {
+            o.push_str(&format!("      {name}:\t<set to the key '{key}' in secret '{secret}'>\tOptional: {optional}\n"));
+        } else if let Some((key, cm, optional)) = key_ref("configMapKeyRef") {
+            o.push_str(&format!("      {name}:\t<set to the key '{key}' of config map '{cm}'>\tOptional: {optional}\n"));
+        }
+    }
+}
+
+/// `describeContainerVolumes`: mounts sorted by path, then devices.
+fn mounts(o: &mut String, c: &Value) {
+    let mut list: Vec<&Value> = get_array(c, &["volumeMounts"]).iter().collect();
+    let none = if list.is_empty() { "\t<none>" } else { "" };
+    o.push_str(&format!("    Mounts:{none}\n"));
+    list.sort_by_key(|m| get_str(m, &["mountPath"]).unwrap_or(""));
+    for m in list {
+        let mut flags = vec![if api::get_bool(m, &["readOnly"]) == Some(true) { "ro".to_string() } else { "rw".to_string() }];
+        if let Some(sub) = get_str(m, &["subPath"]).filter(|s| !s.is_empty()) {
+            flags.push(format!("path={sub:?}"));
+        }
+        o.push_str(&format!("      {} from {} ({})\n", get_str(m, &["mountPath"]).unwrap_or(""), get_str(m, &["name"]).unwrap_or(""), flags.join(",")));
+    }
+    let mut devices: Vec<&Value> = get_array(c, &["volumeDevices"]).iter().collect();
+    if !devices.is_empty() {
+        o.push_str("    Devices:\n");
+        devices.sort_by_key(|d| get_str(d, &["devicePath"]).unwrap_or(""));
+        for d in devices {
+            o.push_str(&format!("      {} from {}\n", get_str(d, &["devicePath"]).unwrap_or(""), get_str(d, &["name"]).unwrap_or("")));
+        }
+    }
+}
+
+/// `describeVolumes`: a pod's volumes (`space` empty) or a template's (two spaces).
+fn volumes(o: &mut String, vols: &[Value], space: &str) {
+    if vols.is_empty() {
+        o.push_str(&format!("{space}Volumes:\t<none>\n"));
+        return;
+    }
+    o.push_str(&format!("{space}Volumes:\n"));
+    let name_indent = if space.is_empty() { "" } else { " " };
+    let b = |v: &Value, k: &str| api::get_bool(v, &[k]).unwrap_or(false);
+    let s = |v: &Value, k: &str| get_str(v, &[k]).unwrap_or("").to_string();
+    for v in vols {
+        o.push_str(&format!("  {name_indent}{}:\n", s(v, "name")));
+        if let Some(h) = v.get("hostPath") {
+            let ty = get_str(h, &["type"]).unwrap_or("<none>");
+            o.push_str(&format!("    Type:\tHostPath (bare host directory volume)\n    Path:\t{}\n    HostPathType:\t{ty}\n", s(h, "path")));
+        } else if let Some(ed) = v.get("emptyDir") {
+            let limit = get(ed, &["sizeLimit"]).filter(|q| !q.is_null()).map(|q| q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string()));
+            let limit = limit.filter(|q| crate::foundation::quantity::parse_milli(q).is_some_and(|m| m > 0));
+            o.push_str(&format!(
+                "    Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n    Medium:\t{}\n    SizeLimit:\t{}\n",
+                s(ed, "medium"),
+                limit.map(|q| crate::foundation::quantity::canonical(&q)).unwrap_or_else(|| "<unset>".into())
+            ));
+        } else if let Some(sec) = v.get("secret") {
+            o.push_str(&format!(
+                "    Type:\tSecret (a volume populated by a Secret)\n    SecretName:\t{}\n    Optional:\t{}\n",
+                s(sec, "secretName"),
+                b(sec, "optional")
+            ));
+        } else if let Some(cm) = v.get("configMap") {
+            o.push_str(&format!(
+                "    Type:\tConfigMap (a volume populated by a ConfigMap)\n    Name:\t{}\n    Optional:\t{}\n",
+                s(cm, "name"),
+                b(cm, "optional")
+            ));
+        } else if let Some(nfs) = v.get("nfs") {
+            o.push_str(&format!(
+                "    Type:\tNFS (an NFS mount that lasts the lifetime of a pod)\n    Server:\t{}\n    Path:\t{}\n    ReadOnly:\t{}\n",
+                s(nfs, "server"),
+                s(nfs, "path"),
+                b(nfs, "readOnly")
+            ));
+        } else if let Some(pvc) = v.get("persistentVolumeClaim") {
+            o.push_str(&format!(
+                "    Type:\tPersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)\n    ClaimName:\t{}\n    ReadOnly:\t{}\n",
+                s(pvc, "claimName"),
+                b(pvc, "readOnly")
+            ));
+        } else if let Some(d) = v.get("downwardAPI") {
+            o.push_str("    Type:\tDownwardAPI (a volume populated by information about the pod)\n    Items:\n");
+            for item in get_array(d, &["items"]) {
+                if let Some(f) = item.get("fieldRef") {
+                    o.push_str(&format!("      {} -> {}\n", s(f, "fieldPath"), s(item, "path")));
+                }
+                if let Some(r) = item.get("resourceFieldRef") {
+                    o.push_str(&format!("      {} -> {}\n", s(r, "resource"), s(item, "path")));
+                }
+            }
+        } else if let Some(pj) = v.get("projected") {
+            o.push_str("    Type:\tProjected (a volume that contains injected data from multiple sources)\n");
+            for src in get_array(pj, &["sources"]) {
+                if let Some(sec) = src.get("secret") {
+                    o.push_str(&format!("    SecretName:\t{}\n    Optional:\t{}\n", s(sec, "name"), b(sec, "optional")));
+                } else if src.get("downwardAPI").is_some() {
+                    o.push_str("    DownwardAPI:\ttrue\n");
+                } else if let Some(cm) = src.get("configMap") {
+                    // kubectl prints the *bool itself here: `<nil>` when unset.
+                    let optional = api::get_bool(cm, &["optional"]).map(|b| b.to_string()).unwrap_or_else(|| "<nil>".into());
+                    o.push_str(&format!("    ConfigMapName:\t{}\n    ConfigMapOptional:\t{optional}\n", s(cm, "name")));
+                } else if let Some(t) = src.get("serviceAccountToken") {
+                    o.push_str(&format!("    TokenExpirationSeconds:\t{}\n", get_i64(t, &["expirationSeconds"]).unwrap_or(3600)));
+                }
+            }
+        } else if let Some(csi) = v.get("csi") {
+            o.push_str(&format!(
+                "    Type:\tCSI (a Container Storage Interface (CSI) volume source)\n    Driver:\t{}\n    FSType:\t{}\n    ReadOnly:\t{}\n",
+                s(csi, "driver"),
+                s(csi, "fsType"),
+                b(csi, "readOnly")
+            ));
+            let attrs: Vec<String> = get(csi, &["volumeAttributes"])
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| {
+                    let line = format!("{k}={}", v.as_str().unwrap_or(""));
+                    if line.len() > 140 {
+                        format!("{}...", &line[..line.floor_char_boundary(140)])
+                    } else {
+                        line
+                    }
+                })
+                .collect();
+            if attrs.is_empty() {
+                o.push_str("    VolumeAttributes:\t<none>\n");
+            }
+            for (i, a) in attrs.iter().enumerate() {
+                o.push_str(&if i == 0 { format!("    VolumeAttributes:\t{a}\n") } else { format!("    \t{a}\n") });
+            }
+        } else if let Some(img) = v.get("image") {
+            o.push_str(&format!(
+                "    Type:\tImage (a container image or OCI artifact)\n    Reference:\t{}\n    PullPolicy:\t{}\n",
+                s(img, "reference"),
+                s(img, "pullPolicy")
+            ));
+        } else {
+            o.push_str("  <unknown>\n");
+        }
+    }
+}
+
+/// `printTolerationsMultilineWithIndent`: sorted by key.
+fn tolerations(o: &mut String, title: &str, list: &[Value]) {
+    let mut list: Vec<&Value> = list.iter().collect();
+    if list.is_empty() {
+        o.push_str(&format!("{title}:\t<none>\n"));
+        return;
+    }
+    list.sort_by_key(|t| get_str(t, &["key"]).unwrap_or(""));
+    for (i, t) in list.iter().enumerate() {
+        let field = |k: &str| get_str(t, &[k]).unwrap_or("");
+        let mut s = if i == 0 { format!("{title}:\t") } else { "\t".to_string() };
+        s.push_str(field("key"));
+        if !field("value").is_empty() {
+            s.push_str(&format!("={}", field("value")));
+        }
+        if !field("effect").is_empty() {
+            s.push_str(&format!(":{}", field("effect")));
+        }
+        // `operator: Exists` with no key and no effect tolerates everything.
+        if field("operator") == "Exists" && field("value").is_empty() {
+            s.push_str(if field("key").is_empty() && field("effect").is_empty() { "op=Exists" } else { " op=Exists" });
+        }
+        if let Some(secs) = get_i64(t, &["tolerationSeconds"]) {
+            s.push_str(&format!(" for {secs}s"));
+        }
+        o.push_str(&s);
+        o.push('\n');
+    }
+}
+
+/// `describeTopologySpreadConstraints`, sorted by topology key; nothing when there are none.
+fn topology_spread(o: &mut String, list: &[Value], space: &str) {
+    let mut list: Vec<&Value> = list.iter().collect();
+    list.sort_by_key(|c| get_str(c, &["topologyKey"]).unwrap_or(""));
+    for (i, c) in list.iter().enumerate() {
+        o.push_str(&if i == 0 { format!("{space}Topology Spread Constraints:\t") } else { format!("{space}\t") });
+        o.push_str(&format!(
+            "{}:{} when max skew {} is exceeded",
+            get_str(c, &["topologyKey"]).unwrap_or(""),
+            get_str(c, &["whenUnsatisfiable"]).unwrap_or(""),
+            get_i64(c, &["maxSkew"]).unwrap_or(0)
+        ));
+        if let Some(sel) = c.get("labelSelector").filter(|s| !s.is_null()) {
+            o.push_str(&format!(" for selector {}", label_selector(Some(sel))));
+        }
+        o.push('\n');
+    }
+}
+
+/// `DescribePodTemplate`: the `Pod Template:` section of a workload, with the template's
+/// containers described as a pod's are, minus their statuses.
+fn pod_template(o: &mut String, template: Option<&Value>) {
+    o.push_str("Pod Template:\n");
+    let Some(t) = template.filter(|t| !t.is_null()) else {
+        // kubectl writes no newline here.
+        o.push_str("  <unset>");
+        return;
+    };
+    map_multiline(o, "  Labels", get(t, &["metadata", "labels"]));
+    if get(t, &["metadata", "annotations"]).and_then(Value::as_object).is_some_and(|m| !m.is_empty()) {
+        annotations_multiline(o, "  Annotations", get(t, &["metadata", "annotations"]));
+    }
+    let spec = |k: &str| get_str(t, &["spec", k]).filter(|v| !v.is_empty());
+    if let Some(sa) = spec("serviceAccountName") {
+        o.push_str(&format!("  Service Account:\t{sa}\n"));
+    }
+    let init = get_array(t, &["spec", "initContainers"]);
+    if !init.is_empty() {
+        containers(o, "Init Containers", init, &[], None, "  ");
+    }
+    containers(o, "Containers", get_array(t, &["spec", "containers"]), &[], None, "  ");
+    volumes(o, get_array(t, &["spec", "volumes"]), "  ");
+    topology_spread(o, get_array(t, &["spec", "topologySpreadConstraints"]), "  ");
+    if let Some(pc) = spec("priorityClassName") {
+        o.push_str(&format!("  Priority Class Name:\t{pc}\n"));
+    }
+    map_multiline(o, "  Node-Selectors", get(t, &["spec", "nodeSelector"]));
+    tolerations(o, "  Tolerations", get_array(t, &["spec", "tolerations"]));
+}
+
+/// A workload's `Conditions:` table (type, status, reason), if it has conditions; kubectl
+/// writes a space after the type.
 fn conditions(o: &mut String, obj: &Value) {
     let conds = get_array(obj, &["status", "conditions"]);
     if conds.is_empty() {
@@ -265,30 +638,52 @@ fn conditions(o: &mut String, obj: &Value) {
     o.push_str("Conditions:\n  Type\tStatus\tReason\n  ----\t------\t------\n");
     for c in conds {
         let s = |k: &str| get_str(c, &[k]).unwrap_or("");
-        o.push_str(&format!("  {}\t{}\t{}\n", s("type"), s("status"), s("reason")));
+        o.push_str(&format!("  {} \t{}\t{}\n", s("type"), s("status"), s("reason")));
     }
 }
 
-/// `metav1.FormatLabelSelector`: `app=web,tier in (a,b)`, or `<none>`.
-fn label_selector(sel: Option<&Value>) -> String {
-    let mut parts: Vec<String> = sel
+/// `metav1.LabelSelectorAsSelector(sel).String()`: requirements sorted by key, values
+/// sorted; empty for a null or empty selector.
+fn selector_text(sel: Option<&Value>) -> String {
+    let sel = sel.filter(|s| !s.is_null());
+    let mut reqs: Vec<(String, String)> = sel
         .and_then(|s| s.get("matchLabels"))
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .map(|(k, v)| (k.to_string(), format!("{k}={}", v.as_str().unwrap_or(""))))
         .collect();
     for e in sel.map(|s| get_array(s, &["matchExpressions"])).unwrap_or(&[]) {
         let key = get_str(e, &["key"]).unwrap_or("");
-        let vals: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
-        parts.push(match get_str(e, &["operator"]).unwrap_or("") {
+        let mut vals: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
+        vals.sort_unstable();
+        let text = match get_str(e, &["operator"]).unwrap_or("") {
             "In" => format!("{key} in ({})", vals.join(",")),
             "NotIn" => format!("{key} notin ({})", vals.join(",")),
             "Exists" => key.to_string(),
             "DoesNotExist" => format!("!{key}"),
-            op => format!("{key} {op} ({})", vals.join(",")),
-        });
+            // `LabelSelectorAsSelector` fails on any other operator.
+            _ => return "<error>".into(),
+        };
+        reqs.push((key.to_string(), text));
     }
+    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
+}
+
+/// `metav1.FormatLabelSelector`: `app=web,tier in (a,b)`, or `<none>`.
+fn label_selector(sel: Option<&Value>) -> String {
+    let s = selector_text(sel);
+    if s.is_empty() {
+        "<none>".into()
+    } else {
+        s
+    }
+}
+
+/// `labels.FormatLabels`: `a=b,c=d` sorted by key, or `<none>`.
+fn format_labels(m: Option<&Value>) -> String {
+    let parts: Vec<String> = m.and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
     if parts.is_empty() {
         "<none>".into()
     } else {
@@ -302,19 +697,9 @@ fn controlled_by(o: &mut String, obj: &Value) {
     }
 }
 
-/// `kubectl describe replicaset`; `pods` are the pods it controls.
-pub fn replica_set(r: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
-    let mut o = String::new();
-    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(r), api::namespace(r)));
-    o.push_str(&format!("Selector:\t{}\n", label_selector(get(r, &["spec", "selector"]))));
-    map_multiline(&mut o, "Labels", get(r, &["metadata", "labels"]));
-    annotations_multiline(&mut o, get(r, &["metadata", "annotations"]));
-    controlled_by(&mut o, r);
-    o.push_str(&format!(
-        "Replicas:\t{} current / {} desired\n",
-        get_i64(r, &["status", "replicas"]).unwrap_or(0),
-        get_i64(r, &["spec", "replicas"]).unwrap_or(1)
-    ));
+/// The `Pods Status:` line of `getPodStatusForController`: `pods` are those the workload
+/// selects and controls.
+fn pods_status(o: &mut String, pods: &[&Value]) {
     let phase = |p: &str| pods.iter().filter(|x| get_str(x, &["status", "phase"]) == Some(p)).count();
     o.push_str(&format!(
         "Pods Status:\t{} Running / {} Waiting / {} Succeeded / {} Failed\n",
@@ -323,7 +708,23 @@ pub fn replica_set(r: &Value, pods: &[&Value], events: &[&Value], now: Millis) -
         phase("Succeeded"),
         phase("Failed")
     ));
-    pod_template(&mut o, r);
+}
+
+/// `kubectl describe replicaset`; `pods` are the pods it selects and controls.
+pub fn replica_set(r: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(r), api::namespace(r)));
+    o.push_str(&format!("Selector:\t{}\n", label_selector(get(r, &["spec", "selector"]))));
+    map_multiline(&mut o, "Labels", get(r, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(r, &["metadata", "annotations"]));
+    controlled_by(&mut o, r);
+    o.push_str(&format!(
+        "Replicas:\t{} current / {} desired\n",
+        get_i64(r, &["status", "replicas"]).unwrap_or(0),
+        get_i64(r, &["spec", "replicas"]).unwrap_or(1)
+    ));
+    pods_status(&mut o, pods);
+    pod_template(&mut o, get(r, &["spec", "template"]));
     conditions(&mut o, r);
     events_section(&mut o, events, now);
     tabwrite(&o)
@@ -335,7 +736,7 @@ pub fn service(svc: &Value, endpoints: &[String], events: &[&Value], now: Millis
     let spec = |k: &str| get_str(svc, &["spec", k]).unwrap_or("").to_string();
     o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(svc), api::namespace(svc)));
     map_multiline(&mut o, "Labels", get(svc, &["metadata", "labels"]));
-    annotations_multiline(&mut o, get(svc, &["metadata", "annotations"]));
+    annotations_multiline(&mut o, "Annotations", get(svc, &["metadata", "annotations"]));
     let sel: Vec<String> =
         get(svc, &["spec", "selector"]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
     o.push_str(&format!("Selector:\t{}\n", if sel.is_empty() { "<none>".to_string() } else { sel.join(",") }));
@@ -395,7 +796,7 @@ pub fn node(n: &Value, pods: &[&Value], lease: Option<&Value>, events: &[&Value]
     let roles: Vec<&str> = api::labels(n).into_iter().flatten().filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/")).collect();
     o.push_str(&format!("Roles:\t{}\n", if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }));
     map_multiline(&mut o, "Labels", get(n, &["metadata", "labels"]));
-    annotations_multiline(&mut o, get(n, &["metadata", "annotations"]));
+    annotations_multiline(&mut o, "Annotations", get(n, &["metadata", "annotations"]));
     o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(n, &["metadata", "creationTimestamp"]).unwrap_or(""))));
     let taints = get_array(n, &["spec", "taints"]);
     if taints.is_empty() {
@@ -513,7 +914,7 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
         o.push_str(&format!("Start Time:\t{}\n", rfc1123z(t)));
     }
     map_multiline(&mut o, "Labels", get(p, &["metadata", "labels"]));
-    annotations_multiline(&mut o, get(p, &["metadata", "annotations"]));
+    annotations_multiline(&mut o, "Annotations", get(p, &["metadata", "annotations"]));
     let phase = get_str(p, &["status", "phase"]).unwrap_or("");
     if api::is_deleting(p) {
         o.push_str(&format!(
@@ -541,61 +942,11 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
         }
     }
     controlled_by(&mut o, p);
-    o.push_str("Containers:\n");
-    let statuses = get_array(p, &["status", "containerStatuses"]);
-    for c in get_array(p, &["spec", "containers"]) {
-        let name = get_str(c, &["name"]).unwrap_or("");
-        let st = statuses.iter().find(|s| get_str(s, &["name"]) == Some(name));
-        o.push_str(&format!("  {name}:\n"));
-        if let Some(id) = st.and_then(|s| get_str(s, &["containerID"])) {
-            o.push_str(&format!("    Container ID:\t{id}\n"));
-        }
-        o.push_str(&format!("    Image:\t{}\n", get_str(c, &["image"]).unwrap_or("")));
-        o.push_str(&format!("    Image ID:\t{}\n", st.and_then(|s| get_str(s, &["imageID"])).unwrap_or("")));
-        let ports = get_array(c, &["ports"]);
-        if ports.is_empty() {
-            o.push_str("    Port:\t<none>\n    Host Port:\t<none>\n");
-        } else {
-            let fmt = |k: &str| {
-                ports
-                    .iter()
-                    .map(|pt| format!("{}/{}", get_i64(pt, &[k]).unwrap_or(0), get_str(pt, &["protocol"]).unwrap_or("TCP")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            o.push_str(&format!(
-                "    Port{}:\t{}\n    Host Port{}:\t{}\n",
-                if ports.len() > 1 { "s" } else { "" },
-                fmt("containerPort"),
-                if ports.len() > 1 { "s" } else { "" },
-                fmt("hostPort")
-            ));
-        }
-        container_state(&mut o, "State", st.and_then(|s| s.get("state")));
-        container_state(&mut o, "Last State", st.and_then(|s| s.get("lastState")));
-        o.push_str(&format!("    Ready:\t{}\n", if st.and_then(|s| api::get_bool(s, &["ready"])) == Some(true) { "True" } else { "False" }));
-        o.push_str(&format!("    Restart Count:\t{}\n", st.and_then(|s| get_i64(s, &["restartCount"])).unwrap_or(0)));
-        resources_and_probes(&mut o, c);
-        let env = get_array(c, &["env"]);
-        if env.is_empty() {
-            o.push_str("    Environment:\t<none>\n");
-        } else {
-            o.push_str("    Environment:\n");
-            for e in env {
-                o.push_str(&format!("      {}:\t{}\n", get_str(e, &["name"]).unwrap_or(""), get_str(e, &["value"]).unwrap_or("")));
-            }
-        }
-        let mounts = get_array(c, &["volumeMounts"]);
-        if mounts.is_empty() {
-            o.push_str("    Mounts:\t<none>\n");
-        } else {
-            o.push_str("    Mounts:\n");
-            for m in mounts {
-                let ro = if api::get_bool(m, &["readOnly"]) == Some(true) { "ro" } else { "rw" };
-                o.push_str(&format!("      {} from {} ({ro})\n", get_str(m, &["mountPath"]).unwrap_or(""), get_str(m, &["name"]).unwrap_or("")));
-            }
-        }
+    let init = get_array(p, &["spec", "initContainers"]);
+    if !init.is_empty() {
+        containers(&mut o, "Init Containers", init, get_array(p, &["status", "initContainerStatuses"]), Some(p), "");
     }
+    containers(&mut o, "Containers", get_array(p, &["spec", "containers"]), get_array(p, &["status", "containerStatuses"]), Some(p), "");
     let conds = get_array(p, &["status", "conditions"]);
     if !conds.is_empty() {
         o.push_str("Conditions:\n  Type\tStatus\n");
@@ -603,70 +954,11 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
             o.push_str(&format!("  {} \t{} \n", get_str(c, &["type"]).unwrap_or(""), get_str(c, &["status"]).unwrap_or("")));
         }
     }
-    let vols = get_array(p, &["spec", "volumes"]);
-    if vols.is_empty() {
-        o.push_str("Volumes:\t<none>\n");
-    } else {
-        o.push_str("Volumes:\n");
-        for v in vols {
-            o.push_str(&format!("  {}:\n", get_str(v, &["name"]).unwrap_or("")));
-            if let Some(pj) = v.get("projected") {
-                o.push_str("    Type:\tProjected (a volume that contains injected data from multiple sources)\n");
-                for s in get_array(pj, &["sources"]) {
-                    if let Some(t) = s.get("serviceAccountToken") {
-                        o.push_str(&format!("    TokenExpirationSeconds:\t{}\n", get_i64(t, &["expirationSeconds"]).unwrap_or(3600)));
-                    } else if let Some(cm) = s.get("configMap") {
-                        // kubectl prints the *bool itself here: `<nil>` when unset.
-                        let optional = api::get_bool(cm, &["optional"]).map(|b| b.to_string()).unwrap_or_else(|| "<nil>".into());
-                        o.push_str(&format!("    ConfigMapName:\t{}\n    ConfigMapOptional:\t{optional}\n", get_str(cm, &["name"]).unwrap_or("")));
-                    } else if s.get("downwardAPI").is_some() {
-                        o.push_str("    DownwardAPI:\ttrue\n");
-                    }
-                }
-            } else if let Some(cm) = v.get("configMap") {
-                o.push_str("    Type:\tConfigMap (a volume populated by a ConfigMap)\n");
-                source_lines(&mut o, "Name", cm, "name");
-            } else if let Some(sec) = v.get("secret") {
-                o.push_str("    Type:\tSecret (a volume populated by a Secret)\n");
-                source_lines(&mut o, "SecretName", sec, "secretName");
-            } else if let Some(ed) = v.get("emptyDir") {
-                o.push_str("    Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n");
-                o.push_str(&format!(
-                    "    Medium:\t{}\n    SizeLimit:\t{}\n",
-                    get_str(ed, &["medium"]).unwrap_or(""),
-                    get_str(ed, &["sizeLimit"]).unwrap_or("<unset>")
-                ));
-            }
-        }
-    }
+    volumes(&mut o, get_array(p, &["spec", "volumes"]), "");
     o.push_str(&format!("QoS Class:\t{}\n", get_str(p, &["status", "qosClass"]).unwrap_or("")));
     map_multiline(&mut o, "Node-Selectors", get(p, &["spec", "nodeSelector"]));
-    let tols: Vec<String> = get_array(p, &["spec", "tolerations"])
-        .iter()
-        .map(|t| {
-            let mut s = get_str(t, &["key"]).unwrap_or("").to_string();
-            if let Some(v) = get_str(t, &["value"]).filter(|v| !v.is_empty()) {
-                s.push_str(&format!("={v}"));
-            }
-            if let Some(e) = get_str(t, &["effect"]) {
-                s.push_str(&format!(":{e}"));
-            }
-            if get_str(t, &["operator"]) == Some("Exists") {
-                s.push_str(" op=Exists");
-            }
-            if let Some(secs) = get_i64(t, &["tolerationSeconds"]) {
-                s.push_str(&format!(" for {secs}s"));
-            }
-            s
-        })
-        .collect();
-    if tols.is_empty() {
-        o.push_str("Tolerations:\t<none>\n");
-    } else {
-        for (i, t) in tols.iter().enumerate() {
-            o.push_str(&if i == 0 { format!("Tolerations:\t{t}\n") } else { format!("\t{t}\n") });
-        }
-    }
+    tolerations(&mut o, "Tolerations", get_array(p, &["spec", "tolerations"]));
+    topology_spread(&mut o, get_array(p, &["spec", "topologySpreadConstraints"]), "");
     events_section(&mut o, events, now);
     tabwrite(&o)
 }
@@ -678,14 +970,8 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
     o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(d), api::namespace(d)));
     o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(d, &["metadata", "creationTimestamp"]).unwrap_or(""))));
     map_multiline(&mut o, "Labels", get(d, &["metadata", "labels"]));
-    annotations_multiline(&mut o, get(d, &["metadata", "annotations"]));
-    let sel: Vec<String> = get(d, &["spec", "selector", "matchLabels"])
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-        .collect();
-    o.push_str(&format!("Selector:\t{}\n", sel.join(",")));
+    annotations_multiline(&mut o, "Annotations", get(d, &["metadata", "annotations"]));
+    o.push_str(&format!("Selector:\t{}\n", selector_text(get(d, &["spec", "selector"]))));
     let unavailable = int(&["status", "unavailableReplicas"]);
     o.push_str(&format!(
         "Replicas:\t{} desired | {} updated | {} total | {} available | {unavailable} unavailable\n",
@@ -703,9 +989,9 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
         };
         o.push_str(&format!("RollingUpdateStrategy:\t{} max unavailable, {} max surge\n", ru("maxUnavailable"), ru("maxSurge")));
     }
-    pod_template(&mut o, d);
+    pod_template(&mut o, get(d, &["spec", "template"]));
     conditions(&mut o, d);
-    let rs_text = |list: Vec<&&Value>| {
+    let rs_text = |list: &[&Value]| {
         if list.is_empty() {
             "<none>".to_string()
         } else {
@@ -722,17 +1008,285 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
                 .join(", ")
         }
     };
-    let revision = api::annotation(d, "deployment.kubernetes.io/revision").unwrap_or("");
-    let (new, old): (Vec<&&Value>, Vec<&&Value>) = rs.iter().partition(|r| api::annotation(r, "deployment.kubernetes.io/revision").unwrap_or("") == revision);
-    let old: Vec<&&Value> = old.into_iter().filter(|r| get_i64(r, &["spec", "replicas"]).unwrap_or(0) > 0).collect();
-    o.push_str(&format!("OldReplicaSets:\t{}\n", rs_text(old)));
-    o.push_str(&format!("NewReplicaSet:\t{}\n", rs_text(new)));
+    // `deploymentutil.GetAllReplicaSets`: by creation time (then name), the oldest whose
+    // template is the Deployment's (ignoring the hash label) is the new one, and every
+    // other is old, scaled to zero or not.
+    let mut rs: Vec<&Value> = rs.to_vec();
+    rs.sort_by(|a, b| {
+        let t = |r: &Value| get_str(r, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339).unwrap_or(0);
+        t(a).cmp(&t(b)).then_with(|| api::name(a).cmp(api::name(b)))
+    });
+    let same_template = |r: &Value| {
+        let mut t = get(r, &["spec", "template"]).cloned().unwrap_or(Value::Null);
+        if let Some(labels) = t.get_mut("metadata").and_then(|m| m.get_mut("labels")).and_then(Value::as_object_mut) {
+            labels.remove("pod-template-hash");
+        }
+        Some(&t) == get(d, &["spec", "template"])
+    };
+    let new: Vec<&Value> = rs.iter().copied().find(|r| same_template(r)).into_iter().collect();
+    let old: Vec<&Value> = rs.iter().copied().filter(|r| new.first().is_none_or(|n| api::uid(n) != api::uid(r))).collect();
+    if !old.is_empty() || !new.is_empty() {
+        o.push_str(&format!("OldReplicaSets:\t{}\n", rs_text(&old)));
+        o.push_str(&format!("NewReplicaSet:\t{}\n", rs_text(&new)));
+    }
     events_section(&mut o, events, now);
     tabwrite(&o)
 }
 
-/// `kubectl describe (pod|deployment) NAME...` (or `TYPE/NAME`, or `-l`).
+/// `kubectl describe replicationcontroller`; `pods` are the pods it selects and controls.
+pub fn replication_controller(rc: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(rc), api::namespace(rc)));
+    o.push_str(&format!("Selector:\t{}\n", format_labels(get(rc, &["spec", "selector"]))));
+    map_multiline(&mut o, "Labels", get(rc, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(rc, &["metadata", "annotations"]));
+    o.push_str(&format!(
+        "Replicas:\t{} current / {} desired\n",
+        get_i64(rc, &["status", "replicas"]).unwrap_or(0),
+        get_i64(rc, &["spec", "replicas"]).unwrap_or(1)
+    ));
+    pods_status(&mut o, pods);
+    pod_template(&mut o, get(rc, &["spec", "template"]));
+    conditions(&mut o, rc);
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `describeVolumeClaimTemplates` of a StatefulSet.
+fn volume_claim_templates(o: &mut String, templates: &[Value]) {
+    if templates.is_empty() {
+        o.push_str("Volume Claims:\t<none>\n");
+        return;
+    }
+    o.push_str("Volume Claims:\n");
+    for pvc in templates {
+        o.push_str(&format!("  Name:\t{}\n", api::name(pvc)));
+        // `GetPersistentVolumeClaimClass`: the field, else the beta annotation.
+        let class = get_str(pvc, &["spec", "storageClassName"]).or_else(|| api::annotation(pvc, "volume.beta.kubernetes.io/storage-class")).unwrap_or("");
+        o.push_str(&format!("  StorageClass:\t{class}\n"));
+        // Labels and annotations alike as `key=value` lines, continued under the value.
+        for (title, key) in [("Labels", "labels"), ("Annotations", "annotations")] {
+            let entries: Vec<String> = get(pvc, &["metadata", key])
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect();
+            if entries.is_empty() {
+                o.push_str(&format!("  {title}:\t<none>\n"));
+            }
+            for (i, e) in entries.iter().enumerate() {
+                o.push_str(&if i == 0 { format!("  {title}:\t{e}\n") } else { format!("  \t{e}\n") });
+            }
+        }
+        let capacity = match get(pvc, &["spec", "resources", "requests", "storage"]) {
+            Some(q) => crate::foundation::quantity::canonical(&q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string())),
+            None => "<default>".into(),
+        };
+        o.push_str(&format!("  Capacity:\t{capacity}\n"));
+        // Go's `%s` of a slice of strings: `[ReadWriteOnce ReadOnlyMany]`.
+        let modes: Vec<&str> = get_array(pvc, &["spec", "accessModes"]).iter().filter_map(Value::as_str).collect();
+        o.push_str(&format!("  Access Modes:\t[{}]\n", modes.join(" ")));
+    }
+}
+
+/// `kubectl describe statefulset`; `pods` are the pods it selects and controls.
+pub fn stateful_set(s: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(s), api::namespace(s)));
+    o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(s, &["metadata", "creationTimestamp"]).unwrap_or(""))));
+    o.push_str(&format!("Selector:\t{}\n", selector_text(get(s, &["spec", "selector"]))));
+    map_multiline(&mut o, "Labels", get(s, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(s, &["metadata", "annotations"]));
+    o.push_str(&format!(
+        "Replicas:\t{} desired | {} total\n",
+        get_i64(s, &["spec", "replicas"]).unwrap_or(1),
+        get_i64(s, &["status", "replicas"]).unwrap_or(0)
+    ));
+    o.push_str(&format!("Update Strategy:\t{}\n", get_str(s, &["spec", "updateStrategy", "type"]).unwrap_or("")));
+    if let Some(ru) = get(s, &["spec", "updateStrategy", "rollingUpdate"]).filter(|r| !r.is_null()) {
+        // kubectl prints MaxUnavailable only with a partition.
+        if let Some(p) = get_i64(ru, &["partition"]) {
+            o.push_str(&format!("  Partition:\t{p}\n"));
+            if ru.get("maxUnavailable").is_some_and(|m| !m.is_null()) {
+                o.push_str(&format!("  MaxUnavailable:\t{}\n", int_or_string(ru.get("maxUnavailable"))));
+            }
+        }
+    }
+    pods_status(&mut o, pods);
+    pod_template(&mut o, get(s, &["spec", "template"]));
+    volume_claim_templates(&mut o, get_array(s, &["spec", "volumeClaimTemplates"]));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `kubectl describe daemonset`; `pods` are the pods it selects and controls.
+pub fn daemon_set(d: &Value, pods: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let status = |k: &str| get_i64(d, &["status", k]).unwrap_or(0);
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(d), api::namespace(d)));
+    o.push_str(&format!("Selector:\t{}\n", selector_text(get(d, &["spec", "selector"]))));
+    o.push_str(&format!("Node-Selector:\t{}\n", format_labels(get(d, &["spec", "template", "spec", "nodeSelector"]))));
+    map_multiline(&mut o, "Labels", get(d, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(d, &["metadata", "annotations"]));
+    // These five lines have no tab: kubectl writes them with a plain space.
+    o.push_str(&format!("Desired Number of Nodes Scheduled: {}\n", status("desiredNumberScheduled")));
+    o.push_str(&format!("Current Number of Nodes Scheduled: {}\n", status("currentNumberScheduled")));
+    o.push_str(&format!("Number of Nodes Scheduled with Up-to-date Pods: {}\n", status("updatedNumberScheduled")));
+    o.push_str(&format!("Number of Nodes Scheduled with Available Pods: {}\n", status("numberAvailable")));
+    o.push_str(&format!("Number of Nodes Misscheduled: {}\n", status("numberMisscheduled")));
+    pods_status(&mut o, pods);
+    pod_template(&mut o, get(d, &["spec", "template"]));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `capIndexesListOrNone`: a Job's completed indexes, cut at the first comma past 50
+/// characters.
+fn cap_indexes(indexes: &str, soft_limit: usize) -> String {
+    if indexes.is_empty() {
+        return "<none>".into();
+    }
+    match indexes.bytes().enumerate().skip(soft_limit).find(|(_, b)| *b == b',') {
+        Some((ix, _)) => format!("{}...", &indexes[..=ix]),
+        None => indexes.to_string(),
+    }
+}
+
+/// `kubectl describe job`.
+pub fn job(j: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let spec = |k: &str| get(j, &["spec", k]).filter(|v| !v.is_null());
+    let status = |k: &str| get_i64(j, &["status", k]).unwrap_or(0);
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(j), api::namespace(j)));
+    o.push_str(&format!("Selector:\t{}\n", selector_text(spec("selector"))));
+    map_multiline(&mut o, "Labels", get(j, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(j, &["metadata", "annotations"]));
+    controlled_by(&mut o, j);
+    if let Some(p) = spec("parallelism") {
+        o.push_str(&format!("Parallelism:\t{p}\n"));
+    }
+    match spec("completions") {
+        Some(c) => o.push_str(&format!("Completions:\t{c}\n")),
+        None => o.push_str("Completions:\t<unset>\n"),
+    }
+    let mode = spec("completionMode").and_then(Value::as_str);
+    if let Some(m) = mode {
+        o.push_str(&format!("Completion Mode:\t{m}\n"));
+    }
+    if let Some(s) = spec("suspend") {
+        o.push_str(&format!("Suspend:\t{s}\n"));
+    }
+    if let Some(b) = spec("backoffLimit") {
+        o.push_str(&format!("Backoff Limit:\t{b}\n"));
+    }
+    if let Some(t) = spec("ttlSecondsAfterFinished") {
+        o.push_str(&format!("TTL Seconds After Finished:\t{t}\n"));
+    }
+    let start = get_str(j, &["status", "startTime"]);
+    let completion = get_str(j, &["status", "completionTime"]);
+    if let Some(t) = start {
+        o.push_str(&format!("Start Time:\t{}\n", rfc1123z(t)));
+    }
+    if let Some(t) = completion {
+        o.push_str(&format!("Completed At:\t{}\n", rfc1123z(t)));
+    }
+    if let (Some(s), Some(c)) = (start.and_then(parse_rfc3339), completion.and_then(parse_rfc3339)) {
+        o.push_str(&format!("Duration:\t{}\n", human_duration(c.saturating_sub(s))));
+    }
+    if let Some(a) = spec("activeDeadlineSeconds") {
+        o.push_str(&format!("Active Deadline Seconds:\t{a}s\n"));
+    }
+    match get_i64(j, &["status", "ready"]) {
+        None => o.push_str(&format!("Pods Statuses:\t{} Active / {} Succeeded / {} Failed\n", status("active"), status("succeeded"), status("failed"))),
+        Some(r) => {
+            o.push_str(&format!("Pods Statuses:\t{} Active ({r} Ready) / {} Succeeded / {} Failed\n", status("active"), status("succeeded"), status("failed")))
+        }
+    }
+    if mode == Some("Indexed") {
+        o.push_str(&format!("Completed Indexes:\t{}\n", cap_indexes(get_str(j, &["status", "completedIndexes"]).unwrap_or(""), 50)));
+    }
+    pod_template(&mut o, get(j, &["spec", "template"]));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `kubectl describe cronjob`.
+pub fn cron_job(cj: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let spec = |k: &str| get(cj, &["spec", k]).filter(|v| !v.is_null());
+    let or_unset = |v: Option<&Value>, suffix: &str| {
+        v.map(|v| format!("{}{suffix}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).unwrap_or_else(|| "<unset>".into())
+    };
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(cj), api::namespace(cj)));
+    map_multiline(&mut o, "Labels", get(cj, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(cj, &["metadata", "annotations"]));
+    o.push_str(&format!("Schedule:\t{}\n", get_str(cj, &["spec", "schedule"]).unwrap_or("")));
+    o.push_str(&format!("Concurrency Policy:\t{}\n", get_str(cj, &["spec", "concurrencyPolicy"]).unwrap_or("")));
+    // `printBoolPtr`.
+    let suspend = match spec("suspend").and_then(Value::as_bool) {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    o.push_str(&format!("Suspend:\t{suspend}\n"));
+    o.push_str(&format!("Time Zone:\t{}\n", or_unset(spec("timeZone"), "")));
+    o.push_str(&format!("Successful Job History Limit:\t{}\n", or_unset(spec("successfulJobsHistoryLimit"), "")));
+    o.push_str(&format!("Failed Job History Limit:\t{}\n", or_unset(spec("failedJobsHistoryLimit"), "")));
+    o.push_str(&format!("Starting Deadline Seconds:\t{}\n", or_unset(spec("startingDeadlineSeconds"), "s")));
+    // `describeJobTemplate`.
+    let job_spec = |k: &str| get(cj, &["spec", "jobTemplate", "spec", k]).filter(|v| !v.is_null());
+    match job_spec("selector") {
+        Some(sel) => o.push_str(&format!("Selector:\t{}\n", selector_text(Some(sel)))),
+        None => o.push_str("Selector:\t<unset>\n"),
+    }
+    o.push_str(&format!("Parallelism:\t{}\n", or_unset(job_spec("parallelism"), "")));
+    o.push_str(&format!("Completions:\t{}\n", or_unset(job_spec("completions"), "")));
+    if let Some(a) = job_spec("activeDeadlineSeconds") {
+        o.push_str(&format!("Active Deadline Seconds:\t{a}s\n"));
+    }
+    pod_template(&mut o, get(cj, &["spec", "jobTemplate", "spec", "template"]));
+    match get_str(cj, &["status", "lastScheduleTime"]) {
+        Some(t) => o.push_str(&format!("Last Schedule Time:\t{}\n", rfc1123z(t))),
+        None => o.push_str("Last Schedule Time:\t<unset>\n"),
+    }
+    let active: Vec<&str> = get_array(cj, &["status", "active"]).iter().map(|r| get_str(r, &["name"]).unwrap_or("")).collect();
+    o.push_str(&format!("Active Jobs:\t{}\n", if active.is_empty() { "<none>".to_string() } else { active.join(", ") }));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `kubectl describe poddisruptionbudget`.
+pub fn pod_disruption_budget(pdb: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    let spec = |k: &str| get(pdb, &["spec", k]).filter(|v| !v.is_null());
+    let status = |k: &str| get_i64(pdb, &["status", k]).unwrap_or(0);
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(pdb), api::namespace(pdb)));
+    if let Some(m) = spec("minAvailable") {
+        o.push_str(&format!("Min available:\t{}\n", int_or_string(Some(m))));
+    } else if let Some(m) = spec("maxUnavailable") {
+        o.push_str(&format!("Max unavailable:\t{}\n", int_or_string(Some(m))));
+    }
+    match spec("selector") {
+        Some(sel) => o.push_str(&format!("Selector:\t{}\n", label_selector(Some(sel)))),
+        None => o.push_str("Selector:\t<unset>\n"),
+    }
+    o.push_str("Status:\n");
+    o.push_str(&format!("    Allowed disruptions:\t{}\n", status("disruptionsAllowed")));
+    o.push_str(&format!("    Current:\t{}\n", status("currentHealthy")));
+    o.push_str(&format!("    Desired:\t{}\n", status("desiredHealthy")));
+    o.push_str(&format!("    Total:\t{}\n", status("expectedPods")));
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// The kinds `kubectl describe` has a describer for here.
+const DESCRIBED: [&str; 11] =
+    ["Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodDisruptionBudget", "Service", "Node"];
+
+/// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
 pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    use crate::foundation::api::rid;
     let ts = match targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],
@@ -747,8 +1301,10 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             out.push(String::new());
         }
         let kind = RESOURCES[r].kind;
-        if !matches!(kind, "Pod" | "Deployment" | "ReplicaSet" | "Service" | "Node") {
-            out.push(format!("error: kubeloop cannot describe {} yet (it describes pods, deployments, replicasets, services and nodes)", RESOURCES[r].plural));
+        if !DESCRIBED.contains(&kind) {
+            let kinds: Vec<&str> = DESCRIBED.iter().filter_map(|k| RESOURCES.iter().find(|x| x.kind == *k)).map(|x| x.plural).collect();
+            let (last, rest) = kinds.split_last().unwrap_or((&"", &[]));
+            out.push(format!("error: kubeloop cannot describe {} yet (it describes {} and {last})", RESOURCES[r].plural, rest.join(", ")));
             continue;
         }
         let obj_ns = if RESOURCES[r].namespaced { ns } else { "" };
@@ -762,10 +1318,10 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
         // Events are read with the caller's rights; without them, describe shows none.
         let mut events = if kind == "Node" {
             // A node's events are in the default namespace, named by the node.
-            let all = api.handle(Request::new(Verb::List, crate::foundation::api::rid::EVENT, "", "", creds.clone()));
+            let all = api.handle(Request::new(Verb::List, rid::EVENT, "", "", creds.clone()));
             all.map(|l| api::get_array(&l, &["items"]).to_vec()).unwrap_or_default()
         } else {
-            list(api, crate::foundation::api::rid::EVENT).unwrap_or_default()
+            list(api, rid::EVENT).unwrap_or_default()
         };
         events.retain(|e| {
             get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj))
@@ -773,19 +1329,38 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
         });
         events.sort_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
         let events: Vec<&Value> = events.iter().collect();
-        let owned = |api: &mut ApiServer, r: ResourceId| -> Vec<Value> {
+        // What the workload's selector matches and its controllerRef claims, as
+        // `getPodStatusForController` and `listReplicaSets` count them.
+        let controlled = |api: &mut ApiServer, r: ResourceId, selector: Option<&Value>| -> Vec<Value> {
             let mut xs = list(api, r).unwrap_or_default();
-            xs.retain(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj)));
+            xs.retain(|x| {
+                crate::foundation::labels::selector_matches(selector, api::labels(x))
+                    && api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(&obj))
+            });
             xs
         };
+        let selector = match kind {
+            // A ReplicationController's selector is a plain map (`labels.SelectorFromSet`).
+            "ReplicationController" => Some(crate::json!({"matchLabels": get(&obj, &["spec", "selector"]).cloned().unwrap_or(Value::Null)})),
+            _ => get(&obj, &["spec", "selector"]).cloned(),
+        };
+        let pods = match kind {
+            "ReplicaSet" | "ReplicationController" | "StatefulSet" | "DaemonSet" => controlled(api, rid::POD, selector.as_ref()),
+            _ => Vec::new(),
+        };
+        let pods: Vec<&Value> = pods.iter().collect();
+        let now = api.now;
         let text = match kind {
-            "Pod" => crate::kubectl::describe::pod(&obj, &events, api.now),
-            "ReplicaSet" => {
-                let pods = owned(api, crate::foundation::api::rid::POD);
-                crate::kubectl::describe::replica_set(&obj, &pods.iter().collect::<Vec<_>>(), &events, api.now)
-            }
+            "Pod" => pod(&obj, &events, now),
+            "ReplicaSet" => replica_set(&obj, &pods, &events, now),
+            "ReplicationController" => replication_controller(&obj, &pods, &events, now),
+            "StatefulSet" => stateful_set(&obj, &pods, &events, now),
+            "DaemonSet" => daemon_set(&obj, &pods, &events, now),
+            "Job" => job(&obj, &events, now),
+            "CronJob" => cron_job(&obj, &events, now),
+            "PodDisruptionBudget" => pod_disruption_budget(&obj, &events, now),
             "Service" => {
-                let slices = list(api, crate::foundation::api::rid::ENDPOINTSLICE).unwrap_or_default();
+                let slices = list(api, rid::ENDPOINTSLICE).unwrap_or_default();
                 let addresses: Vec<String> = slices
                     .iter()
                     .filter(|sl| api::labels(sl).and_then(|l| l.get("kubernetes.io/service-name")).and_then(Value::as_str) == Some(name.as_str()))
@@ -793,10 +1368,10 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
                     .filter(|e| api::get_bool(e, &["conditions", "ready"]) != Some(false))
                     .flat_map(|e| api::get_array(e, &["addresses"]).iter().filter_map(Value::as_str).map(str::to_string))
                     .collect();
-                crate::kubectl::describe::service(&obj, &addresses, &events, api.now)
+                service(&obj, &addresses, &events, now)
             }
             "Node" => {
-                let pods = api.handle(Request::new(Verb::List, crate::foundation::api::rid::POD, "", "", creds.clone()));
+                let pods = api.handle(Request::new(Verb::List, rid::POD, "", "", creds.clone()));
                 let pods: Vec<Value> = pods
                     .map(|l| api::get_array(&l, &["items"]).to_vec())
                     .unwrap_or_default()
@@ -805,10 +1380,10 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
                         get_str(p, &["spec", "nodeName"]) == Some(name.as_str()) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded" | "Failed"))
                     })
                     .collect();
-                let lease = api.handle(Request::new(Verb::Get, crate::foundation::api::rid::LEASE, "kube-node-lease", &name, creds.clone())).ok();
-                crate::kubectl::describe::node(&obj, &pods.iter().collect::<Vec<_>>(), lease.as_deref(), &events, api.now)
+                let lease = api.handle(Request::new(Verb::Get, rid::LEASE, "kube-node-lease", &name, creds.clone())).ok();
+                node(&obj, &pods.iter().collect::<Vec<_>>(), lease.as_deref(), &events, now)
             }
-            _ => crate::kubectl::describe::deployment(&obj, &owned(api, crate::foundation::api::rid::REPLICASET).iter().collect::<Vec<_>>(), &events, api.now),
+            _ => deployment(&obj, &controlled(api, rid::REPLICASET, selector.as_ref()).iter().collect::<Vec<_>>(), &events, now),
         };
         out.extend(text.lines().map(str::to_string));
     }
@@ -835,5 +1410,417 @@ mod tests {
     fn times_print_as_rfc1123z() {
         assert_eq!(rfc1123z("2026-01-01T00:00:02Z"), "Thu, 01 Jan 2026 00:00:02 +0000");
         assert_eq!(rfc1123z("2026-03-01T13:04:05Z"), "Sun, 01 Mar 2026 13:04:05 +0000");
+    }
+
+    fn pods(phases: &[&str]) -> Vec<Value> {
+        phases.iter().map(|p| crate::json!({"status": {"phase": p}})).collect()
+    }
+
+    #[test]
+    fn a_stateful_set_shows_its_partition_and_volume_claims() {
+        let s = crate::json!({
+            "metadata": {"name": "web", "namespace": "default", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": "web"}},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "web"}},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80, "name": "web", "protocol": "TCP"}],
+                        "volumeMounts": [{"name": "www", "mountPath": "/usr/share/nginx/html"}]}]}
+                },
+                "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+            },
+            "status": {"replicas": 3, "readyReplicas": 2, "currentReplicas": 3}
+        });
+        let ps = pods(&["Running", "Running", "Pending"]);
+        let text = stateful_set(&s, &ps.iter().collect::<Vec<_>>(), &[], 0);
+        assert_eq!(
+            text,
+            "\
+Name:               web
+Namespace:          default
+CreationTimestamp:  Thu, 01 Jan 2026 00:00:00 +0000
+Selector:           app=web
+Labels:             app=web
+Annotations:        <none>
+Replicas:           3 desired | 3 total
+Update Strategy:    RollingUpdate
+  Partition:        0
+Pods Status:        2 Running / 1 Waiting / 0 Succeeded / 0 Failed
+Pod Template:
+  Labels:  app=web
+  Containers:
+   nginx:
+    Image:        nginx:1.27
+    Port:         80/TCP (web)
+    Host Port:    0/TCP (web)
+    Environment:  <none>
+    Mounts:
+      /usr/share/nginx/html from www (rw)
+  Volumes:         <none>
+  Node-Selectors:  <none>
+  Tolerations:     <none>
+Volume Claims:
+  Name:          www
+  StorageClass:  
+  Labels:        <none>
+  Annotations:   <none>
+  Capacity:      1Gi
+  Access Modes:  [ReadWriteOnce]
+Events:          <none>
+"
+        );
+    }
+
+    #[test]
+    fn a_daemon_set_counts_nodes_and_prints_its_template_in_full() {
+        let d = crate::json!({
+            "metadata": {"name": "agent", "namespace": "kube-system", "labels": {"app": "agent"},
+                "annotations": {"deprecated.daemonset.template.generation": "1"}},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {
+                        "serviceAccountName": "agent",
+                        "nodeSelector": {"kubernetes.io/os": "linux"},
+                        "containers": [{"name": "agent", "image": "busybox:1.36", "command": ["sh", "-c", "sleep 3600"],
+                            "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "0.1", "memory": "32Mi"}},
+                            "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}}]}],
+                        "volumes": [{"name": "logs", "hostPath": {"path": "/var/log", "type": "DirectoryOrCreate"}}],
+                        "tolerations": [
+                            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+                            {"operator": "Exists"}
+                        ]
+                    }
+                }
+            },
+            "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "updatedNumberScheduled": 3, "numberAvailable": 2, "numberReady": 2, "numberMisscheduled": 0}
+        });
+        let ps = pods(&["Running", "Running", "Running"]);
+        let text = daemon_set(&d, &ps.iter().collect::<Vec<_>>(), &[], 0);
+        assert_eq!(
+            text,
+            "\
+Name:           agent
+Namespace:      kube-system
+Selector:       app=agent
+Node-Selector:  kubernetes.io/os=linux
+Labels:         app=agent
+Annotations:    deprecated.daemonset.template.generation: 1
+Desired Number of Nodes Scheduled: 3
+Current Number of Nodes Scheduled: 3
+Number of Nodes Scheduled with Up-to-date Pods: 3
+Number of Nodes Scheduled with Available Pods: 2
+Number of Nodes Misscheduled: 0
+Pods Status:  3 Running / 0 Waiting / 0 Succeeded / 0 Failed
+Pod Template:
+  Labels:           app=agent
+  Service Account:  agent
+  Containers:
+   agent:
+    Image:      busybox:1.36
+    Port:       <none>
+    Host Port:  <none>
+    Command:
+      sh
+      -c
+      sleep 3600
+    Limits:
+      memory:  64Mi
+    Requests:
+      cpu:     100m
+      memory:  32Mi
+    Environment:
+      NODE:   (v1:spec.nodeName)
+    Mounts:  <none>
+  Volumes:
+   logs:
+    Type:          HostPath (bare host directory volume)
+    Path:          /var/log
+    HostPathType:  DirectoryOrCreate
+  Node-Selectors:  kubernetes.io/os=linux
+  Tolerations:     op=Exists
+                   node-role.kubernetes.io/control-plane:NoSchedule op=Exists
+Events:            <none>
+"
+        );
+    }
+
+    #[test]
+    fn an_indexed_job_shows_its_times_duration_and_completed_indexes() {
+        let j = crate::json!({
+            "metadata": {"name": "pi", "namespace": "default", "labels": {"job-name": "pi"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "hello", "uid": "u0", "controller": true}]},
+            "spec": {
+                "parallelism": 1, "completions": 3, "completionMode": "Indexed", "suspend": false, "backoffLimit": 6,
+                "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u1"}},
+                "template": {"metadata": {"labels": {"job-name": "pi"}},
+                    "spec": {"restartPolicy": "Never", "containers": [{"name": "pi", "image": "perl:5.34", "command": ["perl", "-Mbignum=bpi", "-wle", "print bpi(2000)"]}]}}
+            },
+            "status": {"startTime": "2026-01-01T00:00:05Z", "completionTime": "2026-01-01T00:01:10Z", "succeeded": 3, "ready": 0, "completedIndexes": "0-2"}
+        });
+        assert_eq!(
+            job(&j, &[], 0),
+            "\
+Name:               pi
+Namespace:          default
+Selector:           batch.kubernetes.io/controller-uid=u1
+Labels:             job-name=pi
+Annotations:        <none>
+Controlled By:      CronJob/hello
+Parallelism:        1
+Completions:        3
+Completion Mode:    Indexed
+Suspend:            false
+Backoff Limit:      6
+Start Time:         Thu, 01 Jan 2026 00:00:05 +0000
+Completed At:       Thu, 01 Jan 2026 00:01:10 +0000
+Duration:           65s
+Pods Statuses:      0 Active (0 Ready) / 3 Succeeded / 0 Failed
+Completed Indexes:  0-2
+Pod Template:
+  Labels:  job-name=pi
+  Containers:
+   pi:
+    Image:      perl:5.34
+    Port:       <none>
+    Host Port:  <none>
+    Command:
+      perl
+      -Mbignum=bpi
+      -wle
+      print bpi(2000)
+    Environment:   <none>
+    Mounts:        <none>
+  Volumes:         <none>
+  Node-Selectors:  <none>
+  Tolerations:     <none>
+Events:            <none>
+"
+        );
+        // Without `status.ready`, and with neither times nor a completion count.
+        let mut j = j;
+        j["status"] = crate::json!({"active": 1});
+        j["spec"].as_object_mut().unwrap().remove("completions");
+        let text = job(&j, &[], 0);
+        assert!(text.contains("\nCompletions:        <unset>\n"), "{text}");
+        assert!(text.contains("\nPods Statuses:      1 Active / 0 Succeeded / 0 Failed\nCompleted Indexes:  <none>\n"), "{text}");
+        assert!(!text.contains("Duration:") && !text.contains("Start Time:"), "{text}");
+    }
+
+    #[test]
+    fn completed_indexes_are_cut_at_the_first_comma_past_fifty_characters() {
+        let long: String = (0..40).map(|i| (i * 2).to_string()).collect::<Vec<_>>().join(",");
+        // "0,2,4,...": the 50th character is inside "34"; the list is cut after its comma.
+        assert_eq!(cap_indexes(&long, 50), format!("{}...", &long[..=long[50..].find(',').unwrap() + 50]));
+        assert!(cap_indexes(&long, 50).ends_with(",...") && cap_indexes(&long, 50).len() < long.len());
+        assert_eq!(cap_indexes("0-2", 50), "0-2");
+        assert_eq!(cap_indexes("", 50), "<none>");
+    }
+
+    #[test]
+    fn a_cron_job_shows_its_schedule_job_template_and_active_jobs() {
+        let cj = crate::json!({
+            "metadata": {"name": "hello", "namespace": "default"},
+            "spec": {
+                "schedule": "*/1 * * * *", "concurrencyPolicy": "Allow", "suspend": false,
+                "successfulJobsHistoryLimit": 3, "failedJobsHistoryLimit": 1,
+                "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "OnFailure",
+                    "containers": [{"name": "hello", "image": "busybox:1.36", "args": ["/bin/sh", "-c", "date; echo Hello"]}]}}}}
+            },
+            "status": {"active": [{"kind": "Job", "namespace": "default", "name": "hello-29430000"}], "lastScheduleTime": "2026-01-01T00:02:00Z"}
+        });
+        assert_eq!(
+            cron_job(&cj, &[], 0),
+            "\
+Name:                          hello
+Namespace:                     default
+Labels:                        <none>
+Annotations:                   <none>
+Schedule:                      */1 * * * *
+Concurrency Policy:            Allow
+Suspend:                       False
+Time Zone:                     <unset>
+Successful Job History Limit:  3
+Failed Job History Limit:      1
+Starting Deadline Seconds:     <unset>
+Selector:                      <unset>
+Parallelism:                   <unset>
+Completions:                   <unset>
+Pod Template:
+  Labels:  <none>
+  Containers:
+   hello:
+    Image:      busybox:1.36
+    Port:       <none>
+    Host Port:  <none>
+    Args:
+      /bin/sh
+      -c
+      date; echo Hello
+    Environment:     <none>
+    Mounts:          <none>
+  Volumes:           <none>
+  Node-Selectors:    <none>
+  Tolerations:       <none>
+Last Schedule Time:  Thu, 01 Jan 2026 00:02:00 +0000
+Active Jobs:         hello-29430000
+Events:              <none>
+"
+        );
+    }
+
+    #[test]
+    fn a_disruption_budget_shows_its_bound_selector_and_status() {
+        let pdb = crate::json!({
+            "metadata": {"name": "web-pdb", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}
+        });
+        assert_eq!(
+            pod_disruption_budget(&pdb, &[], 0),
+            "\
+Name:           web-pdb
+Namespace:      default
+Min available:  2
+Selector:       app=web
+Status:
+    Allowed disruptions:  1
+    Current:              3
+    Desired:              2
+    Total:                3
+Events:                   <none>
+"
+        );
+        let pdb = crate::json!({
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"tier": "db"}, "matchExpressions": [{"key": "app", "operator": "In", "values": ["b", "a"]}]}}
+        });
+        let text = pod_disruption_budget(&pdb, &[], 0);
+        assert!(text.starts_with("Name:             db\nNamespace:        default\nMax unavailable:  25%\nSelector:         app in (a,b),tier=db\n"), "{text}");
+        let text = pod_disruption_budget(&crate::json!({"metadata": {"name": "x"}, "spec": {}}), &[], 0);
+        assert!(text.contains("\nSelector:   <unset>\n"), "{text}");
+    }
+
+    #[test]
+    fn a_replication_controller_prints_its_template_environment_and_conditions() {
+        let rc = crate::json!({
+            "metadata": {"name": "nginx", "namespace": "default", "labels": {"app": "nginx"}},
+            "spec": {
+                "replicas": 3, "selector": {"app": "nginx"},
+                "template": {"metadata": {"labels": {"app": "nginx"}}, "spec": {"containers": [{
+                    "name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                    "readinessProbe": {"httpGet": {"path": "/", "port": 80, "scheme": "HTTP"}, "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3},
+                    "envFrom": [{"configMapRef": {"name": "settings"}}],
+                    "env": [
+                        {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+                        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "mode", "optional": true}}}
+                    ]}]}}
+            },
+            "status": {"replicas": 1, "conditions": [{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate"}]}
+        });
+        let ps = pods(&["Running"]);
+        assert_eq!(
+            replication_controller(&rc, &ps.iter().collect::<Vec<_>>(), &[], 0),
+            "\
+Name:         nginx
+Namespace:    default
+Selector:     app=nginx
+Labels:       app=nginx
+Annotations:  <none>
+Replicas:     1 current / 3 desired
+Pods Status:  1 Running / 0 Waiting / 0 Succeeded / 0 Failed
+Pod Template:
+  Labels:  app=nginx
+  Containers:
+   nginx:
+    Image:      nginx:1.27
+    Port:       80/TCP
+    Host Port:  0/TCP
+    Readiness:  http-get http://:80/ delay=0s timeout=1s period=10s #success=1 #failure=3
+    Environment Variables from:
+      settings  ConfigMap  Optional: false
+    Environment:
+      PASSWORD:    <set to the key 'password' in secret 'db'>        Optional: false
+      MODE:        <set to the key 'mode' of config map 'settings'>  Optional: true
+    Mounts:        <none>
+  Volumes:         <none>
+  Node-Selectors:  <none>
+  Tolerations:     <none>
+Conditions:
+  Type             Status  Reason
+  ----             ------  ------
+  ReplicaFailure   True    FailedCreate
+Events:            <none>
+"
+        );
+    }
+
+    #[test]
+    fn template_environment_resolves_resource_fields_and_keeps_field_refs_for_pods() {
+        let c = crate::json!({"name": "app", "image": "busybox",
+        "resources": {"limits": {"memory": "64Mi"}, "requests": {"cpu": "250m"}},
+        "env": [
+            {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}}},
+            {"name": "CORES", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu"}}},
+            {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}},
+            {"name": "MAXCPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+            {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+            {"name": "TEAM", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['team']"}}},
+            {"name": "MULTI", "value": "a\nb"}
+        ]});
+        let pod = crate::json!({"metadata": {"name": "app-1", "labels": {"team": "blue"}}});
+        let mut o = String::new();
+        env(&mut o, &c, Some(&pod));
+        assert_eq!(
+            o,
+            "    Environment:\n      CPU:\t250 (requests.cpu)\n      CORES:\t1 (requests.cpu)\n      MEM:\t64 (limits.memory)\n      MAXCPU:\tnode allocatable (limits.cpu)\n      POD:\tapp-1 (v1:metadata.name)\n      TEAM:\tblue (v1:metadata.labels['team'])\n      MULTI:\ta\n      \tb\n"
+        );
+        let mut o = String::new();
+        env(&mut o, &c, None);
+        assert!(o.contains("      POD:\t (v1:metadata.name)\n"), "{o}");
+    }
+
+    #[test]
+    fn selectors_sort_requirements_by_key_as_labels_selector_does() {
+        let sel = crate::json!({"matchLabels": {"tier": "web", "app": "shop"}, "matchExpressions": [
+            {"key": "env", "operator": "NotIn", "values": ["prod", "dev"]},
+            {"key": "zone", "operator": "DoesNotExist"},
+            {"key": "canary", "operator": "Exists"}
+        ]});
+        assert_eq!(label_selector(Some(&sel)), "app=shop,canary,env notin (dev,prod),tier=web,!zone");
+        assert_eq!(label_selector(Some(&crate::json!({}))), "<none>");
+        assert_eq!(selector_text(None), "");
+    }
+
+    #[test]
+    fn a_deployment_lists_every_old_replica_set_and_finds_the_new_one_by_template() {
+        let template = crate::json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}});
+        let d = crate::json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template.clone()}});
+        let rs = |name: &str, image: &str, at: &str, replicas: i64| {
+            let mut t = template.clone();
+            t["metadata"]["labels"]["pod-template-hash"] = crate::json!(name.trim_start_matches("web-"));
+            t["spec"]["containers"][0]["image"] = crate::json!(image);
+            crate::json!({"metadata": {"name": name, "uid": name, "creationTimestamp": at},
+                "spec": {"replicas": replicas, "template": t}, "status": {"replicas": replicas}})
+        };
+        let (a, b, c) = (
+            rs("web-b", "nginx:1.25", "2026-01-01T00:00:00Z", 0),
+            rs("web-a", "nginx:1.26", "2026-01-01T00:01:00Z", 1),
+            rs("web-c", "nginx:1.27", "2026-01-01T00:02:00Z", 1),
+        );
+        let text = deployment(&d, &[&c, &b, &a], &[], 0);
+        assert!(
+            // The two lines share their column block with the template's last lines.
+            text.contains("\n  Tolerations:     <none>\nOldReplicaSets:    web-b (0/0 replicas created), web-a (1/1 replicas created)\nNewReplicaSet:     web-c (1/1 replicas created)\n"),
+            "{text}"
+        );
+        assert!(text.contains("\nSelector:               app=web\n"), "{text}");
+        // Without replica sets, kubectl prints neither line.
+        assert!(!deployment(&d, &[], &[], 0).contains("ReplicaSet"));
     }
 }

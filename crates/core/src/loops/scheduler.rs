@@ -226,6 +226,9 @@ pub struct Scheduler {
     live: Vec<usize>,
     /// Namespaces, for the namespaceSelector of pod (anti-)affinity terms.
     namespaces: Informer,
+    /// PersistentVolumeClaims and StorageClasses, for VolumeBinding's PreFilter.
+    claims: Informer,
+    classes: Option<Informer>,
 }
 
 fn has_required_anti_affinity(pod: &Value) -> bool {
@@ -253,6 +256,8 @@ impl Scheduler {
             anti_affinity_pods: 0,
             live: Vec::new(),
             namespaces: Informer::new(rid::NAMESPACE),
+            claims: Informer::new(rid::PVC),
+            classes: api::resource_for_kind("storage.k8s.io/v1", "StorageClass").map(Informer::new),
         }
     }
 
@@ -391,6 +396,11 @@ impl Scheduler {
             self.live = (0..self.infos.len()).filter(|&i| !self.infos[i].deleted).collect();
         }
         self.namespaces.sync(&cx.api.store);
+        if let Some(c) = self.classes.as_mut() {
+            c.sync(&cx.api.store);
+        }
+        // A claim that appears or binds may let a waiting pod through VolumeBinding.
+        cluster_event |= !self.claims.sync(&cx.api.store).deltas.is_empty();
         let r = self.pods.sync(&cx.api.store);
         for d in r.deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
@@ -847,6 +857,14 @@ impl Scheduler {
             self.fail(cx, &pod, &key, "no nodes available to schedule pods".into());
             return;
         }
+        if let Some(reason) = self.volume_binding_prefilter(&pod) {
+            // A PreFilter rejection holds for every node, and preemption cannot help.
+            let msg = format!(
+                "0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+            );
+            self.fail(cx, &pod, &key, msg);
+            return;
+        }
         let req = pod_requests(&pod);
         let ports = host_ports(&pod);
         let affinity = pod_has_node_affinity(&pod);
@@ -1043,6 +1061,32 @@ impl Scheduler {
         Ok(Some(node))
     }
 
+    /// VolumeBinding's PreFilter (`volume_binding.go`, `binder.go` GetPodVolumeClaims):
+    /// every claim must exist and not be terminating, and an unbound claim whose class binds
+    /// immediately (no class, an unknown one, or `volumeBindingMode: Immediate`) keeps the
+    /// pod out. kubeloop has no PersistentVolume binder, so such a claim stays unbound.
+    fn volume_binding_prefilter(&self, pod: &Value) -> Option<String> {
+        let ns = api::namespace(pod);
+        let mut unbound_immediate = false;
+        for v in get_array(pod, &["spec", "volumes"]) {
+            let Some(claim) = get_str(v, &["persistentVolumeClaim", "claimName"]) else { continue };
+            let Some(pvc) = self.claims.get(ns, claim) else {
+                return Some(format!("persistentvolumeclaim \"{claim}\" not found"));
+            };
+            if api::is_deleting(pvc) {
+                return Some(format!("persistentvolumeclaim \"{claim}\" is being deleted"));
+            }
+            if get_str(pvc, &["spec", "volumeName"]).is_some_and(|n| !n.is_empty()) {
+                continue;
+            }
+            let class = get_str(pvc, &["spec", "storageClassName"]).unwrap_or("");
+            let delayed = !class.is_empty()
+                && self.classes.as_ref().and_then(|c| c.get("", class)).is_some_and(|c| get_str(c, &["volumeBindingMode"]) == Some("WaitForFirstConsumer"));
+            unbound_immediate |= !delayed;
+        }
+        unbound_immediate.then(|| "pod has unbound immediate PersistentVolumeClaims".to_string())
+    }
+
     fn drain_queue(&mut self, cx: &mut Cx) {
         while let Some((p, s, key)) = self.active.pop_first() {
             self.queued.remove(&key);
@@ -1101,7 +1145,7 @@ impl Controller for Scheduler {
         &self.user
     }
     fn watches(&self) -> &'static [ResourceId] {
-        &[rid::POD, rid::NODE]
+        &[rid::POD, rid::NODE, rid::PVC]
     }
     fn run(&mut self, cx: &mut Cx) {
         if self.sync_informers(cx) {

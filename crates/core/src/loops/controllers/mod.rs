@@ -1,9 +1,15 @@
 //! The kube-controller-manager loops kubeloop simulates, one file per controller.
 
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
 pub mod endpointslice;
 pub mod garbagecollector;
+pub mod history;
+pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod replicaset;
+pub mod statefulset;
+pub mod ttlafterfinished;
