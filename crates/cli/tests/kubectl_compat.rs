@@ -399,9 +399,9 @@ fn typed_clients_apply_and_maintenance() {
             let y = s.ok(&["get", kind, name, "-o", "yaml"]);
             y.lines()
                 .filter(|l| {
-                    !["  creationTimestamp:", "  resourceVersion:", "  uid:", "  generation:", "    controller-uid:", "    batch.kubernetes.io/controller-uid:"]
-                        .iter()
-                        .any(|p| l.starts_with(p))
+                    // A Job's generated selector and labels carry its uid, at any depth.
+                    let uid_label = ["controller-uid:", "batch.kubernetes.io/controller-uid:"].iter().any(|p| l.trim_start().starts_with(p));
+                    !uid_label && !["  creationTimestamp:", "  resourceVersion:", "  uid:", "  generation:"].iter().any(|p| l.starts_with(p))
                 })
                 .collect::<Vec<_>>()
                 .join("\n")

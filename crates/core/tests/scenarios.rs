@@ -322,3 +322,51 @@ fn containers_run_their_commands_probes_restart_them_and_sidecars_count() {
     c.run_until(180_000);
     golden("containers", &c);
 }
+
+#[test]
+fn each_workload_kind_converges_by_its_own_loop() {
+    let (_, mut c) = load("workloads.yaml");
+    c.run_until(45_000);
+    // The StatefulSet created its pods one at a time, each after the previous was Ready.
+    let creates: Vec<(u64, String)> =
+        c.api.trace.records.iter().filter(|r| r.component == "statefulset-controller" && r.stage == "create-pod").map(|r| (r.t, r.object.clone())).collect();
+    let names: Vec<&str> = creates.iter().map(|(_, o)| o.as_str()).collect();
+    assert_eq!(names, ["Pod/default/web-0", "Pod/default/web-1", "Pod/default/web-2"]);
+    let ready_at = |name: &str| {
+        let p = pod(&c, name);
+        let t = get_array(&p, &["status", "conditions"])
+            .iter()
+            .find(|x| get_str(x, &["type"]) == Some("Ready"))
+            .and_then(|x| get_str(x, &["lastTransitionTime"]))
+            .unwrap()
+            .to_string();
+        kubeloop_core::foundation::sim::parse_rfc3339(&t).unwrap()
+    };
+    assert!(creates[1].0 >= ready_at("web-0") && creates[2].0 >= ready_at("web-1"), "OrderedReady: {creates:?}");
+    assert_eq!(pod(&c, "web-1")["spec"]["hostname"], "web-1");
+    assert_eq!(pod(&c, "web-1")["spec"]["subdomain"], "nginx");
+    // One agent per node the DaemonSet's pods tolerate: the control plane is tainted.
+    let agents: Vec<String> =
+        pods(&c).iter().filter(|p| api::name(p).starts_with("node-agent-")).map(|p| get_str(p, &["spec", "nodeName"]).unwrap_or("").to_string()).collect();
+    assert_eq!(agents.iter().cloned().collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>(), ["node-a", "node-b", "node-c"]);
+    let ds = c.api.store.get_by(rid::DAEMONSET, "kube-system", "node-agent").unwrap().clone();
+    assert_eq!((ds["status"]["desiredNumberScheduled"].as_i64(), ds["status"]["numberReady"].as_i64()), (Some(3), Some(3)));
+    // The Jobs ran to completion.
+    let job = |n: &str| c.api.store.get_by(rid::JOB, "default", n).unwrap().clone();
+    assert_eq!(job("pi")["status"]["succeeded"], 1);
+    assert!(get_array(&job("pi"), &["status", "conditions"]).iter().any(|x| get_str(x, &["type"]) == Some("Complete")));
+    assert_eq!(job("indexed")["status"]["completedIndexes"], "0-2");
+    assert_eq!(c.api.store.get_by(rid::REPLICATIONCONTROLLER, "default", "legacy").unwrap()["status"]["readyReplicas"], 2);
+    c.run_until(100_000);
+    // Scaled to 1: web-2 went first, then web-1.
+    let deletes: Vec<String> =
+        c.api.trace.records.iter().filter(|r| r.component == "statefulset-controller" && r.stage == "delete-pod").map(|r| r.object.clone()).collect();
+    assert_eq!(deletes, ["Pod/default/web-2", "Pod/default/web-1"]);
+    c.run_until(250_000);
+    // A Job a minute; the three most recent successful ones are kept.
+    let hello: Vec<String> = c.api.store.list(rid::JOB, None).map(|j| api::name(j).to_string()).filter(|n| n.starts_with("hello-")).collect();
+    assert_eq!(hello.len(), 3, "{hello:?}");
+    let out = |cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).flat_map(|o| o.output.clone()).collect::<Vec<_>>();
+    assert!(out("logs job/pi")[0].starts_with("3.14159265358979323846"));
+    golden("workloads", &c);
+}

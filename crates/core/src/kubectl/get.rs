@@ -3,11 +3,71 @@
 
 use super::*;
 
-/// `kubectl get TYPE [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
+/// `kubectl get TYPE[,TYPE...] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
 pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let Some(ty) = f.positional.first() else {
         return vec!["error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into()];
     };
+    if !ty.contains(',') {
+        return get_typed(api, creds, f, ns, false);
+    }
+    // Several types: each type's table with kind-qualified names, a blank line between;
+    // yaml and json gather every object into one List.
+    let types: Vec<String> = ty.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect();
+    if let Some(bad) = types.iter().find(|t| resource_for_name(t).is_none()) {
+        return vec![format!("error: the server doesn't have a resource type \"{bad}\"")];
+    }
+    let output = f.get("--output").unwrap_or("");
+    if matches!(output, "yaml" | "json") {
+        let mut items = Vec::new();
+        for t in &types {
+            let mut one = f.clone();
+            one.positional[0] = t.clone();
+            one.values.retain(|(k, _)| k != "--output");
+            one.values.push(("--output".into(), "json".into()));
+            let text = get_typed(api, creds, &one, ns, true).join("\n");
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                match v.get("items").and_then(Value::as_array) {
+                    Some(list) => items.extend(list.iter().cloned()),
+                    None if v.get("kind").is_some() => items.push(v),
+                    None => {}
+                }
+            }
+        }
+        let v = json!({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}});
+        return vec![if output == "yaml" { crate::kubectl::goyaml::to_yaml(&v).trim_end().to_string() } else { json_indent4(&v) }];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut errors = Vec::new();
+    for t in &types {
+        let mut one = f.clone();
+        one.positional[0] = t.clone();
+        let lines = get_typed(api, creds, &one, ns, true);
+        if lines.first().is_some_and(|l| l.starts_with("No resources found")) {
+            continue;
+        }
+        let (table, errs): (Vec<String>, Vec<String>) = lines.into_iter().partition(|l| !l.starts_with("Error from server") && !l.starts_with("error:"));
+        errors.extend(errs);
+        if table.is_empty() {
+            continue;
+        }
+        if !out.is_empty() && output != "name" {
+            out.push(String::new());
+        }
+        out.extend(table);
+    }
+    if out.is_empty() && errors.is_empty() {
+        let all = f.all_namespaces;
+        out.push(if all || ns.is_empty() { "No resources found".to_string() } else { format!("No resources found in {ns} namespace.") });
+    }
+    out.extend(errors);
+    out
+}
+
+/// One type's `get`; `qualified` prefixes names with their kind (`statefulset.apps/web`),
+/// as kubectl does when a command names several types.
+fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qualified: bool) -> Vec<String> {
+    let ty = &f.positional[0];
     let Some(r) = resource_for_name(ty) else {
         return vec![format!("error: the server doesn't have a resource type \"{ty}\"")];
     };
@@ -98,6 +158,13 @@ pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str)
         _ => {
             let refs: Vec<&Value> = objects.iter().collect();
             let (mut header, mut rows) = crate::kubectl::printers::get_rows(res.kind, &refs, api.now, output == "wide");
+            if qualified && header.first().map(String::as_str) == Some("NAME") {
+                for row in rows.iter_mut() {
+                    if let Some(name) = row.first_mut() {
+                        *name = format!("{}/{name}", kind_prefix(r));
+                    }
+                }
+            }
             if f.all_namespaces && res.namespaced {
                 header.insert(0, "NAMESPACE".into());
                 for (row, o) in rows.iter_mut().zip(&objects) {
