@@ -503,3 +503,139 @@ fn exec_and_logs_through_the_real_kubectl() {
     assert!(s.terminal("logs box").starts_with("starting\ntick 1\ntick 2\ntick 3\n"));
     assert_eq!(s.ok(&["logs", "box", "--tail=1"]).lines().count(), 1);
 }
+
+const WORKLOADS: &str = "apiVersion: v1
+kind: Service
+metadata: {name: nginx}
+spec:
+  clusterIP: None
+  selector: {app: nginx}
+  ports: [{port: 80, name: web}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: nginx
+  replicas: 2
+  selector: {matchLabels: {app: nginx}}
+  template:
+    metadata: {labels: {app: nginx}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports: [{containerPort: 80, name: web}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {name: agent}}
+  template:
+    metadata: {labels: {name: agent}}
+    spec:
+      tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: agent
+        image: busybox:1.36
+        command: [sh, -c, 'while true; do sleep 30; done']
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: count}
+spec:
+  completions: 2
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: count
+        image: busybox:1.36
+        command: [sh, -c, 'seq 3']
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly}
+spec:
+  schedule: '0 3 * * *'
+  suspend: true
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - name: report
+            image: busybox:1.36
+            command: [sh, -c, date]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: nginx}}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+";
+
+#[test]
+fn workload_kinds_print_and_describe_as_the_real_kubectl_does() {
+    // At --speed above 1 the simulated timestamps run ahead of kubectl's clock (ages print
+    // `<invalid>`), so this runs at the wall clock's pace.
+    let s = Server::start("workloads", &[]);
+    let out = s.run(&["apply", "-f", "-"], Some(WORKLOADS));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.until(&["get", "statefulset", "web", "-o", "jsonpath={.status.readyReplicas}"], 90, |o| o == "2");
+    s.until(&["get", "job", "count", "-o", "jsonpath={.status.succeeded}"], 90, |o| o == "2");
+    s.until(&["get", "daemonset", "agent", "-o", "jsonpath={.status.numberReady}"], 90, |o| o == "4");
+    s.until(&["get", "pdb", "web", "-o", "jsonpath={.status.disruptionsAllowed}"], 90, |o| o == "1");
+    for cmd in [
+        "get statefulsets",
+        "get statefulsets -o wide",
+        "get daemonsets -o wide",
+        "get jobs -o wide",
+        "get cronjobs -o wide",
+        "get pdb",
+        "get rc -o wide",
+        "get controllerrevisions",
+        "get statefulsets,daemonsets,jobs",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
+    // describe is printed by kubectl itself from the objects: the closest comparison.
+    // This kubectl (1.32) is older than the 1.36 kubeloop prints: it does not name ports
+    // (`80/TCP (web)`), its DaemonSet describer has no `Namespace:` line and its CronJob
+    // describer no `Time Zone:` line. The events
+    // table's widths follow ages that moved between the two commands, so its rows are
+    // compared word by word.
+    let normal = |text: &str| {
+        let text = without_ages(text).replace(" (web)", "");
+        let (head, events) = text.split_once("\nEvents:").unwrap_or((&text, ""));
+        let events: Vec<String> = events.lines().map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        format!("{head}\nEvents:{}", events.join("\n")).trim_end().to_string()
+    };
+    for what in ["statefulset web", "daemonset agent", "job count", "cronjob nightly", "pdb web", "rc legacy"] {
+        let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
+        let mut ours = s.terminal(&format!("describe {what}"));
+        if what.starts_with("daemonset") {
+            ours = ours.replacen("Namespace:      default\n", "", 1);
+        }
+        if what.starts_with("cronjob") {
+            ours = ours.lines().filter(|l| !l.starts_with("Time Zone:")).map(|l| format!("{l}\n")).collect();
+        }
+        assert_eq!(normal(&s.ok(&args)), normal(&ours), "describe {what}");
+    }
+}
