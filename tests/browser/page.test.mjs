@@ -235,6 +235,25 @@ await test('containers run their commands: exit codes show, exec runs in the pod
   await out.getByText('command terminated with exit code 3').waitFor();
 });
 
+await test('a StatefulSet comes up in order, a Job completes, a kind nothing runs warns', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await setEditor(page, 'apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\nspec:\n  serviceName: db\n  replicas: 2\n  selector:\n    matchLabels: {app: db}\n  template:\n    metadata:\n      labels: {app: db}\n    spec:\n      containers:\n      - name: db\n        image: nginx:1.27\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: once\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: once\n        image: busybox:1.36\n        command: ["sh", "-c", "echo done"]\n---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: deny\nspec:\n  podSelector: {}\n');
+  // The warning is on the document's result line.
+  await page.locator('.results li.warn', { hasText: 'kubeloop stores networking.k8s.io/v1 NetworkPolicy but simulates no controller for it' }).waitFor();
+  await page.locator('button.chip.ok', { hasText: 'db-1' }).waitFor({ timeout: 30000 });
+  await page.locator('button.chip.done', { hasText: 'once-' }).waitFor({ timeout: 30000 });
+  // The controller that created Pods names step 7 of the diagram.
+  const step7 = await page.locator('g.step[data-flow="7"] .title').textContent();
+  if (!/^7 (StatefulSet|Job|ReplicaSet) ctrl$/.test(step7)) throw new Error(`step 7 reads ${step7}`);
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  await input.fill('get statefulsets,jobs');
+  await input.press('Enter');
+  await page.locator('.term-out').getByText(/statefulset\.apps\/db\s+2\/2/).waitFor();
+  await page.locator('.term-out').getByText(/job\.batch\/once\s+Complete\s+1\/1/).waitFor();
+});
+
 await test('embed mode shows only the requested panes', async (page) => {
   await page.setViewportSize({ width: 800, height: 500 });
   await page.goto(base + '?embed=editor,diagram');

@@ -156,3 +156,42 @@ fn kinds_no_loop_acts_on_say_so_where_the_person_looks() {
     let out = kubectl(&mut c, "create deployment web --image=nginx:1.27");
     assert_eq!(out, ["deployment.apps/web created"]);
 }
+
+#[test]
+fn the_website_workload_examples_converge_as_their_pages_say() {
+    use kubeloop_core::foundation::api::{self, get_str, rid};
+    let pods_of = |c: &Cluster, prefix: &str| -> Vec<(String, String)> {
+        c.api
+            .store
+            .list(rid::POD, None)
+            .filter(|p| api::name(p).starts_with(prefix))
+            .map(|p| (api::name(p).to_string(), get_str(p, &["status", "phase"]).unwrap_or("").to_string()))
+            .collect()
+    };
+    // A DaemonSet runs on every node whose taints it tolerates: the older page tolerates
+    // only the `master` taint of clusters before 1.24, so it stays off this control plane;
+    // the newer one tolerates `control-plane` too.
+    for (file, prefix, nodes) in [("controllers/daemonset.yaml", "fluentd-elasticsearch-", 3), ("controllers/fluentd-daemonset.yaml", "fluentd-", 4)] {
+        let c = run_examples(&[file], 60_000);
+        let running = pods_of(&c, prefix).iter().filter(|(_, phase)| phase == "Running").count();
+        assert_eq!(running, nodes, "{file}: {:?}", pods_of(&c, prefix));
+    }
+    // The StatefulSet of the concepts page asks for a storage class no provisioner serves:
+    // its claim stays Pending, web-0 stays unschedulable, and OrderedReady creates no web-1.
+    let c = run_examples(&["controllers/statefulset.yaml"], 60_000);
+    assert_eq!(pods_of(&c, "web-"), [("web-0".to_string(), "Pending".to_string())]);
+    let claim = c.api.store.get_by(rid::PVC, "default", "www-web-0").expect("claim from the template");
+    assert_eq!(claim["status"]["phase"], "Pending");
+    assert!(events_of(&c, "web-0").iter().any(|e| e.starts_with("FailedScheduling 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.")));
+    // The pi Job completes and its log holds the digits.
+    let mut c = run_examples(&["controllers/job.yaml"], 120_000);
+    let job = c.api.store.get_by(rid::JOB, "default", "pi").unwrap().clone();
+    assert_eq!(job["status"]["succeeded"], 1);
+    assert!(kubectl(&mut c, "logs job/pi")[0].starts_with("3.14159265358979323846264338327950288419716939937510"));
+    // The zookeeper tutorial's budget (maxUnavailable 1) expects the StatefulSet's three
+    // replicas; none is Ready (their claims have no provisioner), so none may be disrupted.
+    let c = run_examples(&["application/zookeeper/zookeeper.yaml"], 60_000);
+    let pdb = c.api.store.get_by(rid::PDB, "default", "zk-pdb").unwrap();
+    let s = |f: &str| pdb["status"][f].as_i64();
+    assert_eq!((s("expectedPods"), s("desiredHealthy"), s("currentHealthy"), s("disruptionsAllowed")), (Some(3), Some(2), Some(0), Some(0)));
+}
