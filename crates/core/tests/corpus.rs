@@ -182,7 +182,9 @@ fn the_website_workload_examples_converge_as_their_pages_say() {
     assert_eq!(pods_of(&c, "web-"), [("web-0".to_string(), "Pending".to_string())]);
     let claim = c.api.store.get_by(rid::PVC, "default", "www-web-0").expect("claim from the template");
     assert_eq!(claim["status"]["phase"], "Pending");
-    assert!(events_of(&c, "web-0").iter().any(|e| e.starts_with("FailedScheduling 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.")));
+    assert!(events_of(&c, "web-0")
+        .iter()
+        .any(|e| e.starts_with("FailedScheduling 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims.")));
     // The pi Job completes and its log holds the digits.
     let mut c = run_examples(&["controllers/job.yaml"], 120_000);
     let job = c.api.store.get_by(rid::JOB, "default", "pi").unwrap().clone();

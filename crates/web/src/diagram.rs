@@ -74,12 +74,16 @@ pub fn tally(tallies: &mut [Tally; 14], records: &[Record]) {
 }
 
 /// A step's title and subtitle. Steps 6 and 7 name the controller that acted last: an
-/// owner that creates the next object (Deployment, CronJob, the garbage collector), and
-/// the controller that creates Pods (ReplicaSet, StatefulSet, DaemonSet, Job).
+/// owner that makes or removes the next object (Deployment, CronJob, TTL, HPA, the garbage
+/// collector), and the controller that creates Pods (ReplicaSet, StatefulSet, DaemonSet,
+/// Job), or the garbage collector removing them.
 pub fn heading(s: &Step, t: &Tally) -> (&'static str, &'static str) {
     match (s.flow, t.component.as_str()) {
         (Flow::DeploymentController, "cronjob-controller") => ("6 CronJob ctrl", "creates Jobs on schedule"),
-        (Flow::DeploymentController, "generic-garbage-collector") => ("6 Garbage collector", "owners and dependents"),
+        (Flow::DeploymentController, "ttl-after-finished-controller") => ("6 TTL ctrl", "deletes finished Jobs"),
+        (Flow::DeploymentController, "horizontal-pod-autoscaler") => ("6 HPA ctrl", "scales by metrics"),
+        (Flow::DeploymentController, "garbage-collector") => ("6 Garbage collector", "owners and dependents"),
+        (Flow::ReplicaSetController, "garbage-collector") => ("7 Garbage collector", "deletes orphaned Pods"),
         (Flow::ReplicaSetController, "statefulset-controller") => ("7 StatefulSet ctrl", "creates Pods in order"),
         (Flow::ReplicaSetController, "daemon-set-controller") => ("7 DaemonSet ctrl", "a Pod per node"),
         (Flow::ReplicaSetController, "job-controller") => ("7 Job ctrl", "Pods run to completion"),
@@ -254,5 +258,20 @@ mod tests {
             let g = root.query_selector(&format!("g.step[data-flow=\"{f}\"]")).unwrap().unwrap();
             assert!(!g.get_attribute("class").unwrap().contains("seen"), "{f} lit on a healthy run");
         }
+        let title = root.query_selector("g.step[data-flow=\"7\"] .title").unwrap().unwrap().text_content().unwrap();
+        assert_eq!(title, "7 ReplicaSet ctrl");
+    }
+
+    #[wasm_bindgen_test]
+    async fn step_seven_names_the_controller_that_created_pods() {
+        let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox:1.36, command: [sh, -c, 'echo done']}]\n";
+        let mut sb = Sandbox::new(text, Some(1));
+        sb.advance(30_000);
+        let mut tallies: [Tally; 14] = Default::default();
+        tally(&mut tallies, &sb.cluster.api.trace.records);
+        let root = render(tallies);
+        settle().await;
+        let title = root.query_selector("g.step[data-flow=\"7\"] .title").unwrap().unwrap().text_content().unwrap();
+        assert_eq!(title, "7 Job ctrl");
     }
 }

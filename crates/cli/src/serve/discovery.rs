@@ -47,6 +47,16 @@ const REVIEWS: &[Review] = &[
 const ALL_CATEGORY: &[&str] = &["pods", "services", "daemonsets", "deployments", "replicasets", "statefulsets", "horizontalpodautoscalers", "jobs", "cronjobs"];
 const STORED_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
 
+/// The verbs of a resource: the resource metrics API's views are read-only (metrics-server
+/// serves get and list).
+fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    if r.group == "metrics.k8s.io" {
+        &["get", "list"]
+    } else {
+        STORED_VERBS
+    }
+}
+
 /// The subresources of a resource: (name, response group, version, kind, verbs).
 fn subresources(r: &ResourceInfo) -> Vec<(&'static str, &'static str, &'static str, &'static str, &'static [&'static str])> {
     let mut out = Vec::new();
@@ -92,7 +102,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
     let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     let mut resources = Vec::new();
     for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
-        let mut entry = json!({"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind, "verbs": STORED_VERBS});
+        let mut entry = json!({"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind, "verbs": verbs(r)});
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
@@ -174,7 +184,7 @@ pub fn aggregated(core: bool) -> Value {
                     "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
                     "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
                     "singularResource": r.singular,
-                    "verbs": STORED_VERBS,
+                    "verbs": verbs(r),
                 });
                 if !r.short_names.is_empty() {
                     e["shortNames"] = json!(r.short_names);

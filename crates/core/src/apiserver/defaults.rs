@@ -247,6 +247,7 @@ pub fn apply(kind: &str, obj: &mut Value) {
             }
         }
         "Service" => default_service(obj),
+        "HorizontalPodAutoscaler" => crate::apiserver::autoscaling::default_v2(obj),
         "Namespace" => {
             let n = crate::foundation::api::name(obj).to_string();
             entry(obj, &["metadata", "labels"]).insert("kubernetes.io/metadata.name", json!(n));

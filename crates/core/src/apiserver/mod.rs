@@ -13,6 +13,7 @@ pub mod cel;
 pub mod defaults;
 pub mod fields;
 pub mod managed;
+pub mod metrics;
 pub mod patch;
 pub mod rbac;
 pub mod schema;
@@ -229,12 +230,14 @@ macro_rules! record {
 
 // The write paths, one file each, one function per stage (after the macro, which they use).
 mod allocator;
+pub mod autoscaling;
 mod create;
 mod delete;
 mod subresources;
 mod update;
 
 pub use allocator::ip_string;
+pub use autoscaling::{hpa_to_v1, hpa_to_v2};
 pub use subresources::{pod_container, scale_of, ExecOutput, KubeletClient};
 
 /// What a pipeline stage returns: its value, or the stage's name and the `Status` that
@@ -254,6 +257,8 @@ pub struct ApiServer {
     pub warnings: Vec<String>,
     /// Kinds stored without any loop acting on them: creating one warns so.
     pub unsimulated: BTreeSet<ResourceId>,
+    /// metrics-server's last scrapes of the kubelets (`metrics.k8s.io`).
+    pub metrics: metrics::MetricsServer,
     rng: Rng,
     cel: CelCache,
     allocated_ips: BTreeSet<u32>,
@@ -283,6 +288,7 @@ impl ApiServer {
             trace: Trace::new(trace),
             warnings: vec![],
             unsimulated: BTreeSet::new(),
+            metrics: metrics::MetricsServer::default(),
             rng: Rng::new(seed, Stream::ApiServer),
             cel: CelCache::default(),
             allocated_ips: BTreeSet::new(),
@@ -354,6 +360,9 @@ impl ApiServer {
 
     /// Serve one request.
     pub fn handle(&mut self, mut req: Request) -> Result<Object, Status> {
+        if req.resource == api::rid::HPA_V1 {
+            return self.handle_hpa_v1(req);
+        }
         self.warnings.clear();
         self.store.now = self.now;
         let res = &RESOURCES[req.resource];
@@ -433,6 +442,14 @@ impl ApiServer {
             record!(self, &c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
         }
 
+        if api::is_metrics(req.resource) {
+            let out = self.serve_metrics(res, req.resource, &ns, &req);
+            match &out {
+                Ok(_) => self.log(&c, 200, None),
+                Err(s) => self.log(&c, s.code, Some(s)),
+            }
+            return out;
+        }
         match req.verb {
             Verb::Get => {
                 let out = self.get(res, req.resource, &ns, &req.name, &req.subresource);

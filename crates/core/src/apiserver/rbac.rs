@@ -252,6 +252,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "ttl-after-finished-controller",
     "disruption-controller",
     "replication-controller",
+    "horizontal-pod-autoscaler",
 ];
 
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
@@ -443,6 +444,19 @@ pub fn bootstrap_policy() -> Vec<Value> {
         ),
         cluster_role("system:controller:ttl-after-finished-controller", vec![rule(&["batch"], &["jobs"], &["get", "list", "watch", "delete"]), event_rule()]),
         cluster_role(
+            "system:controller:horizontal-pod-autoscaler",
+            vec![
+                rule(&["autoscaling"], &["horizontalpodautoscalers"], &["get", "list", "watch"]),
+                rule(&["autoscaling"], &["horizontalpodautoscalers/status"], &["update"]),
+                rule(&["*"], &["*/scale"], &["get", "update"]),
+                rule(&[""], &["pods"], &["list"]),
+                rule(&["metrics.k8s.io"], &["pods"], &["list"]),
+                rule(&["custom.metrics.k8s.io"], &["*"], &["get", "list"]),
+                rule(&["external.metrics.k8s.io"], &["*"], &["get", "list"]),
+                event_rule(),
+            ],
+        ),
+        cluster_role(
             "system:controller:disruption-controller",
             vec![
                 rule(&["extensions", "apps"], &["deployments"], &["get", "list", "watch"]),
@@ -488,6 +502,45 @@ pub fn bootstrap_policy() -> Vec<Value> {
         out.push(cluster_role_binding(&n, &n, json!({"kind": "ServiceAccount", "name": c, "namespace": "kube-system"})));
     }
     out
+}
+
+/// The cluster autoscaler's identity, installed when the cluster has node groups: the
+/// ClusterRole the upstream Helm chart grants (`charts/cluster-autoscaler/templates/
+/// clusterrole.yaml`, `role.yaml`) bound to `kube-system:cluster-autoscaler`.
+pub fn cluster_autoscaler_policy() -> Vec<Value> {
+    let sa = json!({"kind": "ServiceAccount", "name": "cluster-autoscaler", "namespace": "kube-system"});
+    let mut status_rule = rule(&[""], &["configmaps"], &["delete", "get", "update"]);
+    status_rule["resourceNames"] = json!(["cluster-autoscaler-status"]);
+    let mut lease_rule = rule(&["coordination.k8s.io"], &["leases"], &["get", "update"]);
+    lease_rule["resourceNames"] = json!(["cluster-autoscaler"]);
+    vec![
+        cluster_role(
+            "cluster-autoscaler",
+            vec![
+                rule(&[""], &["events", "endpoints"], &["create", "patch"]),
+                rule(&[""], &["pods/eviction"], &["create"]),
+                rule(&[""], &["pods/status"], &["update"]),
+                rule(&[""], &["nodes"], &["watch", "list", "create", "delete", "get", "update"]),
+                rule(
+                    &[""],
+                    &["namespaces", "pods", "services", "replicationcontrollers", "persistentvolumeclaims", "persistentvolumes"],
+                    &["watch", "list", "get"],
+                ),
+                rule(&["batch", "extensions"], &["jobs"], &["get", "list", "patch", "watch"]),
+                rule(&["batch"], &["cronjobs"], &["watch", "list", "get"]),
+                rule(&["extensions", "apps"], &["daemonsets", "replicasets", "statefulsets"], &["watch", "list", "get"]),
+                rule(&["policy"], &["poddisruptionbudgets"], &["watch", "list"]),
+                rule(&["storage.k8s.io"], &["storageclasses", "csinodes", "csidrivers", "csistoragecapacities"], &["watch", "list", "get"]),
+                rule(&["coordination.k8s.io"], &["leases"], &["create"]),
+                lease_rule,
+            ],
+        ),
+        cluster_role_binding("cluster-autoscaler", "cluster-autoscaler", sa.clone()),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"},
+            "rules": [rule(&[""], &["configmaps"], &["create"]), status_rule]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cluster-autoscaler"}, "subjects": [sa]}),
+    ]
 }
 
 /// Names of the bootstrap objects (used to keep them out of "user" listings).

@@ -416,7 +416,11 @@ mod tests {
 
     #[test]
     fn every_served_kind_has_a_schema() {
-        for r in crate::foundation::api::RESOURCES {
+        for (i, r) in crate::foundation::api::RESOURCES.iter().enumerate() {
+            // The metrics API's views are never written, so nothing is decoded against them.
+            if crate::foundation::api::is_metrics(i) {
+                continue;
+            }
             assert!(knows(&r.api_version(), r.kind), "{}", r.kind);
         }
     }

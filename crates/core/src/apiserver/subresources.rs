@@ -188,6 +188,9 @@ pub type ExecOutput = (Vec<(u8, String)>, i32);
 
 pub trait KubeletClient {
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status>;
+    /// What every reachable node's `/metrics/resource` endpoint reports now: its running
+    /// containers' cumulative CPU time and working set (metrics-server's scrape).
+    fn resource_stats(&self, now: Millis) -> Vec<super::metrics::NodeStats>;
 }
 
 impl ApiServer {

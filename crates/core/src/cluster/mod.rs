@@ -22,11 +22,12 @@ use crate::foundation::api::{self, rid, Object, RESOURCES};
 use crate::foundation::sim::{Millis, Queue};
 use crate::foundation::status::Status;
 use crate::foundation::value::json;
+use crate::loops::controllers::autoscaler::NodeGroup;
 use crate::loops::controllers::namespace::root_ca_configmap;
 use crate::loops::events::Recorder;
 use crate::loops::kubelet::node::{lease_object, node_object};
 use crate::loops::kubelet::registry::Registry;
-use crate::loops::{Controller, Cx};
+use crate::loops::{Controller, Cx, Machine};
 
 /// Watch-event delivery latency.
 pub const WATCH_LATENCY: Millis = 5;
@@ -51,6 +52,10 @@ enum Task {
     Timer(usize, String),
     Step(usize),
     Compact,
+    /// A machine the infrastructure finished booting or terminated.
+    Machine(Machine),
+    /// metrics-server scrapes the kubelets.
+    Scrape,
 }
 
 /// A scheduled scenario action.
@@ -95,6 +100,9 @@ pub struct Config {
     /// The bearer token of `admin` (`system:masters`). `kubeloop serve` makes a random one
     /// per start; the page and scenario runs use `admin-token`.
     pub admin_token: String,
+    /// Node groups a cluster autoscaler grows and shrinks; their first `min` nodes run
+    /// from the start. None: the cluster has no autoscaler.
+    pub node_groups: Vec<NodeGroup>,
 }
 
 impl Default for Config {
@@ -107,6 +115,7 @@ impl Default for Config {
             trace: true,
             quota_bytes: crate::apiserver::store::DEFAULT_QUOTA_BYTES,
             admin_token: "admin-token".into(),
+            node_groups: vec![],
         }
     }
 }
@@ -136,17 +145,8 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 /// Kinds the API server stores that no loop of kubeloop acts on: creating one warns that
 /// nothing will happen, instead of leaving the person to wait for it. The README's list of
 /// what is simulated is the complement of this one.
-pub const UNSIMULATED: &[&str] = &[
-    "Ingress",
-    "IngressClass",
-    "NetworkPolicy",
-    "StorageClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "ResourceQuota",
-    "HorizontalPodAutoscaler",
-    "Endpoints",
-];
+pub const UNSIMULATED: &[&str] =
+    &["Ingress", "IngressClass", "NetworkPolicy", "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "ResourceQuota", "Endpoints"];
 
 impl Cluster {
     pub fn new(config: Config) -> Self {
@@ -158,14 +158,25 @@ impl Cluster {
             g.push("system:authenticated");
             api.tokens.insert(token.clone(), UserInfo::new(name, &g));
         }
-        bootstrap(&mut api, &config.nodes);
+        // A node group's first `min` machines run from the start, after the declared nodes.
+        let mut nodes = config.nodes.clone();
+        for g in &config.node_groups {
+            nodes.extend((1..=g.min).map(|i| g.node_spec(i)));
+        }
+        bootstrap(&mut api, &nodes);
+        if !config.node_groups.is_empty() {
+            for o in crate::apiserver::rbac::cluster_autoscaler_policy() {
+                api.bootstrap_object(o);
+            }
+            api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"}}));
+        }
         api.unsimulated = RESOURCES.iter().enumerate().filter(|(_, r)| UNSIMULATED.contains(&r.kind)).map(|(i, _)| i).collect();
-        let total = config.nodes.len();
-        let controllers: Vec<Box<dyn Controller>> = vec![
+        let total = nodes.len();
+        let mut controllers: Vec<Box<dyn Controller>> = vec![
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::new()),
             Box::new(crate::loops::controllers::deployment::DeploymentController::new()),
             Box::new(crate::loops::scheduler::Scheduler::new(config.seed)),
-            Box::new(crate::loops::kubelet::Kubelets::new(&config.nodes, total, config.registry.clone(), config.seed)),
+            Box::new(crate::loops::kubelet::Kubelets::new(&nodes, total, config.registry.clone(), config.seed)),
             Box::new(crate::loops::controllers::endpointslice::EndpointSliceController::new()),
             Box::new(crate::loops::controllers::garbagecollector::GarbageCollector::new()),
             Box::new(crate::loops::controllers::nodelifecycle::NodeLifecycleController::new()),
@@ -179,7 +190,12 @@ impl Cluster {
             Box::new(crate::loops::controllers::ttlafterfinished::TtlAfterFinishedController::new()),
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::replication()),
             Box::new(crate::loops::controllers::disruption::DisruptionController::new()),
+            Box::new(crate::loops::controllers::horizontal::HorizontalController::new()),
         ];
+        // As a real cluster, one without node groups has no autoscaler.
+        if !config.node_groups.is_empty() {
+            controllers.push(Box::new(crate::loops::controllers::autoscaler::ClusterAutoscaler::new(&config.node_groups)));
+        }
         let mut watchers = vec![Vec::new(); RESOURCES.len()];
         for (i, c) in controllers.iter().enumerate() {
             for r in c.watches() {
@@ -208,6 +224,7 @@ impl Cluster {
             c.push(0, Task::Wake(i), false);
         }
         c.push(COMPACTION_INTERVAL, Task::Compact, true);
+        c.push(crate::apiserver::metrics::METRIC_RESOLUTION, Task::Scrape, true);
         c
     }
 
@@ -400,6 +417,20 @@ impl Cluster {
                 self.compact_mark = mark;
                 self.push(self.now + COMPACTION_INTERVAL, Task::Compact, true);
             }
+            Task::Machine(m) => {
+                for i in 0..self.controllers.len() {
+                    if self.running[i] {
+                        self.with_controller(i, |c, cx| {
+                            c.machine(cx, &m);
+                        });
+                    }
+                }
+            }
+            Task::Scrape => {
+                let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
+                self.api.scrape_metrics(kubelet);
+                self.push(self.now + crate::apiserver::metrics::METRIC_RESOLUTION, Task::Scrape, true);
+            }
         }
         self.dispatch();
         true
@@ -409,12 +440,16 @@ impl Cluster {
         let mut timers = Vec::new();
         let user = self.controllers[i].user().name.clone();
         let name = self.controllers[i].name();
-        {
+        let machines = {
             let mut cx = Cx::new(&mut self.api, self.now, &mut self.events, &mut timers, name, user);
             f(&mut self.controllers[i], &mut cx);
-        }
+            std::mem::take(&mut cx.machines)
+        };
         for (at, key, periodic) in timers {
             self.push(at, Task::Timer(i, key), periodic);
+        }
+        for (delay, m) in machines {
+            self.push(self.now + delay, Task::Machine(m), false);
         }
     }
 

@@ -1,6 +1,29 @@
 //! Scenarios: plain manifests plus an optional `kubeloop.dev/v1alpha1` `Scenario`
-//! document that sets the seed, the nodes, the users, the images and timed steps
-//! (apply, kubectl, faults). Parsing reports problems with their document and line.
+//! document that sets the seed, the nodes, the users, the images, node groups and timed
+//! steps (apply, kubectl, faults). Parsing reports problems with their document and line.
+//!
+//! `nodeGroups` declares groups of identical nodes that a cluster autoscaler grows when
+//! pods stay Pending and shrinks when nodes stay underused; a scenario without it has no
+//! autoscaler:
+//!
+//! ```yaml
+//! nodeGroups:
+//! - name: workers          # its nodes are workers-1, workers-2, ...
+//!   min: 1                 # nodes that run from the start, and the floor of scale-down
+//!   max: 5
+//!   bootTime: 90s          # from the scale-up to the kubelet registering (default 90s)
+//!   template:              # what each node has, as under `nodes`
+//!     capacity: {cpu: "2", memory: 4Gi}
+//!     labels: {pool: workers}
+//!     taints: []
+//! ```
+//!
+//! An image may carry a load, what its containers use besides what they really do (busy
+//! loops, requests served), for `kubectl top` and the HorizontalPodAutoscaler:
+//! `images: [{name: registry.example/api:1, cpu: {from: 100m, to: 900m, at: 60s}, memory: 64Mi}]`
+//! runs each container at 100m until 60 s into the run, then at 900m (within its CPU
+//! limit); `cpu: 250m` is a constant load. With only `name`, `cpu` and `memory`, a known
+//! image keeps its own behaviour.
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::Credentials;
@@ -8,6 +31,7 @@ use crate::cluster::{default_nodes, Action, Config, Fault, NodeSpec, Step};
 use crate::foundation::api::{get, get_array, get_str};
 use crate::foundation::sim::parse_duration;
 use crate::foundation::value::{json, Value};
+use crate::loops::controllers::autoscaler::NodeGroup;
 use crate::loops::kubelet::registry::{Behaviour, Registry};
 
 #[derive(Debug, Clone, Default)]
@@ -17,6 +41,7 @@ pub struct Scenario {
     pub nodes: Option<Vec<NodeSpec>>,
     pub users: Vec<(String, String, Vec<String>)>,
     pub registry: Registry,
+    pub node_groups: Vec<NodeGroup>,
     pub steps: Vec<Step>,
     /// Problems found while reading, as `file:line: message`.
     pub errors: Vec<String>,
@@ -29,6 +54,7 @@ impl Scenario {
             nodes: self.nodes.clone().unwrap_or_else(default_nodes),
             users: self.users.clone(),
             registry: self.registry.clone(),
+            node_groups: self.node_groups.clone(),
             trace,
             ..Config::default()
         }
@@ -59,6 +85,67 @@ fn parse_fault(f: &Value) -> Result<Fault, String> {
     })
 }
 
+/// A node's capacity, labels and taints, as `nodes` and a node group's `template` give them.
+fn node_spec(name: &str, n: &Value, at: &str) -> Result<NodeSpec, String> {
+    let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
+    ns.labels.clear();
+    if let Some(c) = get(n, &["capacity"]).and_then(Value::as_object) {
+        for (k, v) in c {
+            let q = match v {
+                Value::String(s) => s.to_string(),
+                other => other.to_string(),
+            };
+            match crate::foundation::quantity::parse_milli(&q) {
+                None => return Err(format!("{at}.capacity.{k}: invalid quantity {q:?}")),
+                Some(m) if m < 0 => return Err(format!("{at}.capacity.{k}: Invalid value: {q:?}: must be greater than or equal to 0")),
+                Some(_) => {}
+            }
+            ns.capacity.insert(k.clone(), json!(q));
+        }
+    }
+    if let Some(l) = get(n, &["labels"]).and_then(Value::as_object) {
+        ns.labels = l.clone();
+    }
+    ns.taints = get_array(n, &["taints"]).to_vec();
+    Ok(ns)
+}
+
+/// An image's `cpu` (`250m`, or `{from: 100m, to: 900m, at: 60s}`) and `memory` (`64Mi`).
+fn parse_load(img: &Value) -> Result<Option<crate::loops::kubelet::registry::Load>, String> {
+    let q = |field: &str, v: &Value| -> Result<u64, String> {
+        let text = match v {
+            Value::String(s) => s.to_string(),
+            other => other.to_string(),
+        };
+        match crate::foundation::quantity::parse_milli(&text) {
+            Some(m) if m >= 0 => Ok(m as u64),
+            _ => Err(format!("{field}: invalid quantity {text:?}")),
+        }
+    };
+    let mut load = crate::loops::kubelet::registry::Load::default();
+    match img.get("cpu") {
+        None | Some(Value::Null) => {
+            if img.get("memory").is_none() {
+                return Ok(None);
+            }
+        }
+        Some(Value::Object(m)) => {
+            let from = m.get("from").map(|v| q("cpu.from", v)).transpose()?.unwrap_or(0);
+            load.cpu_from = from;
+            load.cpu_to = m.get("to").map(|v| q("cpu.to", v)).transpose()?.unwrap_or(from);
+            load.at = duration_field(&Value::Object(m.clone()), "at").map_err(|e| format!("cpu.{e}"))?.unwrap_or(0);
+        }
+        Some(v) => {
+            load.cpu_from = q("cpu", v)?;
+            load.cpu_to = load.cpu_from;
+        }
+    }
+    if let Some(v) = img.get("memory") {
+        load.memory = Some(q("memory", v)? / 1000);
+    }
+    Ok(Some(load))
+}
+
 fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String> {
     if let Some(s) = get(spec, &["seed"]) {
         sc.seed = Some(s.as_u64().ok_or("spec.seed must be a non-negative integer")?);
@@ -76,29 +163,36 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             if out.iter().any(|o: &NodeSpec| o.name == name) {
                 return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
             }
-            let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
-            ns.labels.clear();
-            if let Some(c) = get(n, &["capacity"]).and_then(Value::as_object) {
-                for (k, v) in c {
-                    let q = match v {
-                        Value::String(s) => s.to_string(),
-                        other => other.to_string(),
-                    };
-                    match crate::foundation::quantity::parse_milli(&q) {
-                        None => return Err(format!("spec.nodes[{i}].capacity.{k}: invalid quantity {q:?}")),
-                        Some(m) if m < 0 => return Err(format!("spec.nodes[{i}].capacity.{k}: Invalid value: {q:?}: must be greater than or equal to 0")),
-                        Some(_) => {}
-                    }
-                    ns.capacity.insert(k.clone(), json!(q));
-                }
-            }
-            if let Some(l) = get(n, &["labels"]).and_then(Value::as_object) {
-                ns.labels = l.clone();
-            }
-            ns.taints = get_array(n, &["taints"]).to_vec();
-            out.push(ns);
+            out.push(node_spec(name, n, &format!("spec.nodes[{i}]"))?);
         }
         sc.nodes = Some(out);
+    }
+    for (i, g) in get_array(spec, &["nodeGroups"]).iter().enumerate() {
+        let at = format!("spec.nodeGroups[{i}]");
+        let name = get_str(g, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
+        // Its nodes are named after it (`workers-1`), so it must make valid Node names.
+        if !crate::apiserver::validation::is_dns1123_subdomain(&format!("{name}-1")) {
+            return Err(format!(
+                "{at}.name: Invalid value: {name:?}: a node group's name must be a lowercase RFC 1123 subdomain (its Nodes are named after it)"
+            ));
+        }
+        if sc.node_groups.iter().any(|o| o.name == name) {
+            return Err(format!("{at}.name: Duplicate value: {name:?}"));
+        }
+        let count = |k: &str| -> Result<Option<usize>, String> {
+            match g.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| format!("{at}.{k} must be a non-negative integer")),
+            }
+        };
+        let min = count("min")?.unwrap_or(0);
+        let max = count("max")?.ok_or_else(|| format!("{at}.max is required"))?;
+        if max < min || max == 0 {
+            return Err(format!("{at}.max: Invalid value: {max}: must be at least min ({min}) and at least 1"));
+        }
+        let boot = duration_field(g, "bootTime").map_err(|e| format!("{at}.{e}"))?.unwrap_or(90_000);
+        let template = node_spec(name, get(g, &["template"]).unwrap_or(&Value::Null), &format!("{at}.template"))?;
+        sc.node_groups.push(NodeGroup { name: name.to_string(), min, max, template, boot });
     }
     for (i, u) in get_array(spec, &["users"]).iter().enumerate() {
         let name = get_str(u, &["name"]).ok_or_else(|| format!("spec.users[{i}].name is required"))?;
@@ -112,7 +206,14 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             sc.registry.missing.insert(name.to_string());
             continue;
         }
-        let mut b = Behaviour::default();
+        let load = parse_load(img).map_err(|e| format!("spec.images[{i}].{e}"))?;
+        let only_load = img.as_object().is_some_and(|m| m.keys().all(|k| matches!(k.as_str(), "name" | "cpu" | "memory")));
+        if let (true, Some(l)) = (only_load, load) {
+            // Only a load: the image keeps what it does (its catalogue behaviour, if known).
+            sc.registry.load(name, l);
+            continue;
+        }
+        let mut b = Behaviour { load, ..Behaviour::default() };
         if img.get("crash").and_then(Value::as_bool) == Some(true) {
             b.crash_after_ms = Some(duration_field(img, "crashAfter")?.unwrap_or(3000));
         }
@@ -207,6 +308,36 @@ mod tests {
             vec!["s.yaml:1: spec.nodes[0].capacity.cpu: Invalid value: \"-8\": must be greater than or equal to 0"]
         );
         assert!(errors("[{name: node-1.zone-a, capacity: {cpu: \"8\", memory: 16Gi}}]").is_empty());
+    }
+
+    #[test]
+    fn node_groups_are_read_with_their_template_and_checked() {
+        let read = |groups: &str| {
+            let mut sc = Scenario::default();
+            add_file(&mut sc, "s.yaml", &format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  nodeGroups: {groups}\n"));
+            sc
+        };
+        let sc = read(
+            "[{name: workers, min: 1, max: 3, bootTime: 2m, template: {capacity: {cpu: \"2\"}, labels: {pool: w}, taints: [{key: k, effect: NoSchedule}]}}]",
+        );
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        let g = &sc.node_groups[0];
+        assert_eq!((g.name.as_str(), g.min, g.max, g.boot), ("workers", 1, 3, 120_000));
+        assert_eq!(g.template.capacity.get("cpu"), Some(&json!("2")));
+        assert_eq!(g.template.labels.get("pool"), Some(&json!("w")));
+        assert_eq!(g.template.taints.len(), 1);
+        assert_eq!(g.node_spec(2).name, "workers-2");
+        assert_eq!(read("[{name: w, max: 2}]").node_groups[0].boot, 90_000, "bootTime defaults to 90s");
+        assert_eq!(
+            read("[{name: w, min: 3, max: 2}]").errors,
+            vec!["s.yaml:1: spec.nodeGroups[0].max: Invalid value: 2: must be at least min (3) and at least 1"]
+        );
+        assert_eq!(read("[{name: w}]").errors, vec!["s.yaml:1: spec.nodeGroups[0].max is required"]);
+        assert_eq!(read("[{name: w, max: 1}, {name: w, max: 1}]").errors, vec!["s.yaml:1: spec.nodeGroups[1].name: Duplicate value: \"w\""]);
+        assert_eq!(
+            read("[{name: w, max: 1, template: {capacity: {cpu: lots}}}]").errors,
+            vec!["s.yaml:1: spec.nodeGroups[0].template.capacity.cpu: invalid quantity \"lots\""]
+        );
     }
 
     #[test]

@@ -158,7 +158,17 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, ["hpa"]),
     // schema: "v1/ReplicationController"
     res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, ["rc"]),
+    // The resource metrics API (metrics-server's `metrics.k8s.io`): read-only views the API
+    // server builds from its scrapes of the kubelets, stored nowhere and with no schema.
+    res!("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true, []),
+    res!("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", false, []),
 ];
+
+/// Whether a resource is one of the resource metrics API's views (served from scrapes,
+/// never stored, read-only).
+pub fn is_metrics(r: ResourceId) -> bool {
+    RESOURCES.get(r).is_some_and(|r| r.group == "metrics.k8s.io")
+}
 
 /// Well-known resource ids, checked against the table by a unit test.
 pub mod rid {
@@ -194,7 +204,11 @@ pub mod rid {
     pub const CRONJOB: ResourceId = 19;
     pub const PDB: ResourceId = 34;
     pub const HPA: ResourceId = 36;
+    /// `autoscaling/v1`: another version of the objects stored under [`HPA`].
+    pub const HPA_V1: ResourceId = 37;
     pub const REPLICATIONCONTROLLER: ResourceId = 38;
+    pub const PODMETRICS: ResourceId = 39;
+    pub const NODEMETRICS: ResourceId = 40;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.
@@ -382,6 +396,9 @@ mod tests {
             (rid::CRONJOB, "CronJob"),
             (rid::PDB, "PodDisruptionBudget"),
             (rid::HPA, "HorizontalPodAutoscaler"),
+            (rid::HPA_V1, "HorizontalPodAutoscaler"),
+            (rid::PODMETRICS, "PodMetrics"),
+            (rid::NODEMETRICS, "NodeMetrics"),
             (rid::REPLICATIONCONTROLLER, "ReplicationController"),
             (rid::LEASE, "Lease"),
             (rid::PRIORITYCLASS, "PriorityClass"),

@@ -68,8 +68,24 @@ pub(super) struct Flags {
 }
 
 /// Long flags whose value may follow as a separate word (`--as ajay`).
-pub(super) const VALUE_FLAGS: &[&str] =
-    &["--as", "--as-group", "--replicas", "--cascade", "--sort-by", "--field-selector", "--grace-period", "--timeout", "--container", "--tail", "--since"];
+pub(super) const VALUE_FLAGS: &[&str] = &[
+    "--as",
+    "--as-group",
+    "--replicas",
+    "--cascade",
+    "--sort-by",
+    "--field-selector",
+    "--grace-period",
+    "--timeout",
+    "--container",
+    "--tail",
+    "--since",
+    "--min",
+    "--max",
+    "--cpu-percent",
+    "--cpu",
+    "--memory",
+];
 
 pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {
     let mut f = Flags::default();

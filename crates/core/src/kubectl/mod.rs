@@ -19,6 +19,7 @@ pub mod printers;
 mod apply;
 mod args;
 mod auth;
+mod autoscale;
 mod completion;
 mod create;
 mod delete;
@@ -31,11 +32,13 @@ mod rollout;
 mod scale;
 mod set;
 mod taint;
+mod top;
 
 pub use apply::{apply_object, apply_object_dry, apply_text, three_way};
 use args::*;
 pub use args::{heredoc, heredoc_open, split_args, verb_of};
 use auth::*;
+use autoscale::autoscale;
 pub use completion::{complete, COMMANDS};
 use create::*;
 use delete::*;
@@ -49,6 +52,7 @@ use rollout::*;
 use scale::*;
 use set::*;
 use taint::*;
+use top::top;
 
 /// `deployment.apps/web`, `pod/x` (the name printer's prefix).
 pub fn kind_prefix(r: ResourceId) -> String {
@@ -182,12 +186,14 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         }
         "config" if f.positional.first().map(String::as_str) == Some("current-context") => vec!["kubeloop".into()],
         "scale" => scale(api, creds, &f, &ns),
+        "autoscale" => autoscale(api, creds, &f, &ns),
+        "top" => top(api, creds, &f, &ns),
         "delete" => delete(api, creds, &f, &ns),
         "cordon" | "uncordon" => cordon(api, creds, &f, &verb),
         "label" | "annotate" => label(api, creds, &f, &ns, &verb),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
             )]
         }
     }

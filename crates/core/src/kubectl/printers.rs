@@ -335,6 +335,21 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        "HorizontalPodAutoscaler" => (
+            strs(vec!["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]),
+            objects
+                .iter()
+                .map(|h| {
+                    let reference = format!(
+                        "{}/{}",
+                        get_str(h, &["spec", "scaleTargetRef", "kind"]).unwrap_or(""),
+                        get_str(h, &["spec", "scaleTargetRef", "name"]).unwrap_or("")
+                    );
+                    let min = get_i64(h, &["spec", "minReplicas"]).map(|m| m.to_string()).unwrap_or_else(|| "<unset>".into());
+                    vec![name(h), reference, hpa_targets(h), min, int(h, &["spec", "maxReplicas"]), int(h, &["status", "currentReplicas"]), age(h)]
+                })
+                .collect(),
+        ),
         "PodDisruptionBudget" => (
             strs(vec!["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]),
             objects
@@ -561,6 +576,72 @@ pub fn server_table(kind: &str, objects: &[&Value], now: Millis, include: Includ
 }
 
 /// A workload's columns, with `-o wide`'s CONTAINERS, IMAGES and SELECTOR.
+/// `formatHPAMetrics` (`pkg/printers/internalversion/printers.go`): each metric's current
+/// value against its target, at most two, then how many more.
+fn hpa_targets(h: &Value) -> String {
+    let specs = crate::foundation::api::get_array(h, &["spec", "metrics"]);
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = crate::foundation::api::get_array(h, &["status", "currentMetrics"]);
+    let q = |v: Option<&Value>| v.and_then(Value::as_str).map(crate::foundation::quantity::canonical);
+    let mut list = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let st = statuses.get(i);
+        let ty = get_str(spec, &["type"]).unwrap_or("");
+        let field = match ty {
+            "External" => "external",
+            "Pods" => "pods",
+            "Object" => "object",
+            "Resource" => "resource",
+            "ContainerResource" => "containerResource",
+            _ => {
+                list.push("<unknown type>".to_string());
+                continue;
+            }
+        };
+        let cur = |path: &[&str]| {
+            let mut full = vec![field];
+            full.extend_from_slice(path);
+            st.and_then(|s| get(s, &full))
+        };
+        let has_status = st.and_then(|s| s.get(field)).is_some();
+        let target = |k: &str| get(spec, &[field, "target", k]);
+        let unknown = || "<unknown>".to_string();
+        let item = match field {
+            "external" | "object" if target("averageValue").is_some() => {
+                format!("{}/{} (avg)", q(cur(&["current", "averageValue"])).unwrap_or_else(unknown), q(target("averageValue")).unwrap_or_default())
+            }
+            "external" | "object" => {
+                let c = if has_status { q(cur(&["current", "value"])).unwrap_or_else(|| "0".into()) } else { unknown() };
+                format!("{c}/{}", q(target("value")).unwrap_or_else(|| "0".into()))
+            }
+            "pods" => {
+                let c = if has_status { q(cur(&["current", "averageValue"])).unwrap_or_else(|| "0".into()) } else { unknown() };
+                format!("{c}/{}", q(target("averageValue")).unwrap_or_else(|| "0".into()))
+            }
+            _ => {
+                let rname = get_str(spec, &[field, "name"]).unwrap_or("");
+                if target("averageValue").is_some() {
+                    let c = if has_status { q(cur(&["current", "averageValue"])).unwrap_or_else(|| "0".into()) } else { unknown() };
+                    format!("{rname}: {c}/{}", q(target("averageValue")).unwrap_or_default())
+                } else {
+                    let c = cur(&["current", "averageUtilization"]).and_then(Value::as_i64).map(|u| format!("{u}%")).unwrap_or_else(unknown);
+                    let t = target("averageUtilization").and_then(Value::as_i64).map(|u| format!("{u}%")).unwrap_or_else(|| "<auto>".into());
+                    format!("{rname}: {c}/{t}")
+                }
+            }
+        };
+        list.push(item);
+    }
+    let count = list.len();
+    if count > 2 {
+        format!("{} + {} more...", list[..2].join(", "), count - 2)
+    } else {
+        list.join(", ")
+    }
+}
+
 fn workload_header(base: &[&str], wide: bool) -> Vec<String> {
     let extra: &[&str] = if wide { &["CONTAINERS", "IMAGES", "SELECTOR"] } else { &[] };
     base.iter().chain(extra).map(|s| s.to_string()).collect()

@@ -32,6 +32,9 @@ pub struct Cx<'a> {
     component: &'static str,
     /// The identity trace records name (a kubelet sets its node's).
     pub user: String,
+    /// What the loop asked of the machines under the cluster, with the delay before each
+    /// happens (the cluster carries them out: see [`Machine`]).
+    pub machines: Vec<(Millis, Machine)>,
 }
 
 impl Cx<'_> {
@@ -43,6 +46,15 @@ impl Cx<'_> {
     /// keep a run from being quiet (heartbeats, back-offs).
     pub fn every(&mut self, delay: Millis, key: impl Into<String>) {
         self.timers.push((self.now + delay, key.into(), true));
+    }
+    /// Ask the infrastructure for a machine that boots for `boot` and then runs a kubelet
+    /// that registers `spec` (a cloud provider's create-instance call).
+    pub fn provision(&mut self, spec: crate::loops::kubelet::node::NodeSpec, boot: Millis) {
+        self.machines.push((boot, Machine::Up(spec)));
+    }
+    /// Terminate the machine under a node: its kubelet stops for good.
+    pub fn terminate(&mut self, node: &str) {
+        self.machines.push((0, Machine::Gone(node.to_string())));
     }
     /// A trace record from this loop.
     pub fn trace(&mut self, flow: Flow, stage: &'static str, object: String, result: &'static str, rv: &str, message: String) {
@@ -83,7 +95,7 @@ impl<'a> Cx<'a> {
         component: &'static str,
         user: String,
     ) -> Self {
-        Cx { api, now, events, timers, component, user }
+        Cx { api, now, events, timers, component, user, machines: Vec::new() }
     }
 }
 
@@ -95,7 +107,7 @@ pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec
     api.now = now;
     let user = c.user().name.clone();
     let name = c.name();
-    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user };
+    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user, machines: Vec::new() };
     c.run(&mut cx);
     timers
 }
@@ -120,6 +132,11 @@ pub trait Controller {
     fn fault(&mut self, _cx: &mut Cx, _fault: &Fault) -> bool {
         false
     }
+    /// A machine under the cluster booted or was terminated (the kubelets start or stop
+    /// the node's kubelet). Returns whether handled.
+    fn machine(&mut self, _cx: &mut Cx, _m: &Machine) -> bool {
+        false
+    }
     /// Called when the loop restarts after `controllerDown`: in-memory state is lost.
     fn restart(&mut self) {}
     /// The loops that run containers (the kubelets) answer the API server's log reads.
@@ -132,6 +149,17 @@ pub trait Controller {
     fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<ExecOutput, Status>> {
         None
     }
+}
+
+/// A change of the machines under the cluster, which the cluster (the infrastructure: a
+/// cloud provider's instances) carries out when a loop asks for it through
+/// [`Cx::provision`] or [`Cx::terminate`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Machine {
+    /// A machine finished booting: its kubelet starts and registers this node.
+    Up(crate::loops::kubelet::node::NodeSpec),
+    /// The machine under this node is gone.
+    Gone(String),
 }
 
 /// A fault injected by a scenario.

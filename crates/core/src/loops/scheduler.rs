@@ -235,6 +235,100 @@ fn has_required_anti_affinity(pod: &Value) -> bool {
     !get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]).is_empty()
 }
 
+/// The filters that read only the pod and one node with the pods already on it
+/// (NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit): all a
+/// simulation of a node that does not exist yet can run ([`SimNode`]).
+fn node_filters(info: &NodeInfo, pod: &Value, req: &Requests, ports: &[(String, i64)], affinity: bool) -> Result<(), NodeStatus> {
+    let node = &info.obj;
+    let tolerations = if info.unschedulable || !info.hard_taints.is_empty() { get_array(pod, &["spec", "tolerations"]) } else { &[] };
+    let unresolvable = |r: &str| Err(NodeStatus { reasons: vec![r.to_string()], resolvable: false });
+    // NodeUnschedulable
+    if info.unschedulable && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
+        return unresolvable("node(s) were unschedulable");
+    }
+    // TaintToleration
+    if info.hard_taints.iter().any(|t| !tolerates(tolerations, t)) {
+        return unresolvable("node(s) had untolerated taint(s)");
+    }
+    // NodeAffinity (nodeSelector and required terms)
+    if affinity && !node_affinity_matches(pod, node) {
+        return unresolvable("node(s) didn't match Pod's node affinity/selector");
+    }
+    // NodePorts
+    for hp in ports {
+        if info.ports.contains(hp) {
+            return Err(NodeStatus { reasons: vec!["node(s) didn't have free ports for the requested pod ports".into()], resolvable: true });
+        }
+    }
+    // NodeResourcesFit
+    let mut reasons = Vec::new();
+    let mut resolvable = true;
+    if info.pods.len() as i128 + 1 > info.alloc_pods {
+        reasons.push("Too many pods".to_string());
+    }
+    if req.cpu > 0 && req.cpu > info.alloc_cpu - info.req.cpu {
+        reasons.push("Insufficient cpu".to_string());
+        resolvable &= req.cpu <= info.alloc_cpu;
+    }
+    if req.memory > 0 && req.memory > info.alloc_mem - info.req.memory {
+        reasons.push("Insufficient memory".to_string());
+        resolvable &= req.memory <= info.alloc_mem;
+    }
+    if req.ephemeral > 0 && req.ephemeral > info.alloc_ephemeral - info.req.ephemeral {
+        reasons.push("Insufficient ephemeral-storage".to_string());
+        resolvable &= req.ephemeral <= info.alloc_ephemeral;
+    }
+    for (k, v) in &req.other {
+        let have = info.alloc_other.get(k).copied().unwrap_or(0);
+        if *v > 0 && *v > have - info.req.other.get(k).copied().unwrap_or(0) {
+            reasons.push(format!("Insufficient {k}"));
+            resolvable &= *v <= have;
+        }
+    }
+    if !reasons.is_empty() {
+        return Err(NodeStatus { reasons, resolvable });
+    }
+    Ok(())
+}
+
+/// A node as the scheduler's filters see it, with pods placed on it in a simulation: how
+/// the cluster autoscaler asks whether pending pods would fit on a node a group would add
+/// (its template) or whether a node's pods could move to the others.
+#[derive(Debug, Clone)]
+pub struct SimNode(NodeInfo);
+
+impl SimNode {
+    pub fn new(node: Object) -> Self {
+        SimNode(NodeInfo::new(node))
+    }
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Account a pod as running here (its requests, host ports and pod slot).
+    pub fn add(&mut self, pod: &Value) {
+        let r = pod_requests(pod);
+        let info = &mut self.0;
+        info.req.cpu += r.cpu;
+        info.req.memory += r.memory;
+        info.req.ephemeral += r.ephemeral;
+        for (k, v) in &r.other {
+            *info.req.other.entry(k.clone()).or_default() += v;
+        }
+        info.pods.insert((api::namespace(pod).to_string(), api::name(pod).to_string()));
+        info.ports.extend(host_ports(pod));
+    }
+    /// Whether `pod` passes the node filters here; the reasons as the scheduler words them
+    /// if not.
+    pub fn fits(&self, pod: &Value) -> Result<(), Vec<String>> {
+        node_filters(&self.0, pod, &pod_requests(pod), &host_ports(pod), pod_has_node_affinity(pod)).map_err(|s| s.reasons)
+    }
+    /// Requested over allocatable cpu and memory, as fractions.
+    pub fn utilization(&self) -> (f64, f64) {
+        let f = |used: i128, alloc: i128| if alloc > 0 { used as f64 / alloc as f64 } else { 0.0 };
+        (f(self.0.req.cpu, self.0.alloc_cpu), f(self.0.req.memory, self.0.alloc_mem))
+    }
+}
+
 impl Scheduler {
     pub fn new(seed: u64) -> Self {
         let user = UserInfo::new("system:kube-scheduler", &["system:authenticated"]);
@@ -467,58 +561,14 @@ impl Scheduler {
     ) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
-        let tolerations = if info.unschedulable || !info.hard_taints.is_empty() { get_array(pod, &["spec", "tolerations"]) } else { &[] };
-        let unresolvable = |r: &str| Err(NodeStatus { reasons: vec![r.to_string()], resolvable: false });
-        // NodeUnschedulable
-        if info.unschedulable && !tolerates(tolerations, &json!({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})) {
-            return unresolvable("node(s) were unschedulable");
-        }
-        // TaintToleration
-        if info.hard_taints.iter().any(|t| !tolerates(tolerations, t)) {
-            return unresolvable("node(s) had untolerated taint(s)");
-        }
-        // NodeAffinity (nodeSelector and required terms)
-        if affinity && !node_affinity_matches(pod, node) {
-            return unresolvable("node(s) didn't match Pod's node affinity/selector");
-        }
-        // NodePorts
-        for hp in ports {
-            if info.ports.contains(hp) {
-                return Err(NodeStatus { reasons: vec!["node(s) didn't have free ports for the requested pod ports".into()], resolvable: true });
-            }
-        }
-        // NodeResourcesFit
-        let mut reasons = Vec::new();
-        let mut resolvable = true;
-        if info.pods.len() as i128 + 1 > info.alloc_pods {
-            reasons.push("Too many pods".to_string());
-        }
-        if req.cpu > 0 && req.cpu > info.alloc_cpu - info.req.cpu {
-            reasons.push("Insufficient cpu".to_string());
-            resolvable &= req.cpu <= info.alloc_cpu;
-        }
-        if req.memory > 0 && req.memory > info.alloc_mem - info.req.memory {
-            reasons.push("Insufficient memory".to_string());
-            resolvable &= req.memory <= info.alloc_mem;
-        }
-        if req.ephemeral > 0 && req.ephemeral > info.alloc_ephemeral - info.req.ephemeral {
-            reasons.push("Insufficient ephemeral-storage".to_string());
-            resolvable &= req.ephemeral <= info.alloc_ephemeral;
-        }
-        for (k, v) in &req.other {
-            let have = info.alloc_other.get(k).copied().unwrap_or(0);
-            if *v > 0 && *v > have - info.req.other.get(k).copied().unwrap_or(0) {
-                reasons.push(format!("Insufficient {k}"));
-                resolvable &= *v <= have;
-            }
-        }
-        if !reasons.is_empty() {
-            return Err(NodeStatus { reasons, resolvable });
-        }
+        node_filters(info, pod, req, ports, affinity)?;
         // PodTopologySpread (DoNotSchedule)
         for s in spread {
             let Some(domain) = api::label(node, &s.key) else {
-                return unresolvable("node(s) didn't match pod topology spread constraints (missing required label)");
+                return Err(NodeStatus {
+                    reasons: vec!["node(s) didn't match pod topology spread constraints (missing required label)".into()],
+                    resolvable: false,
+                });
             };
             let count = s.counts.get(domain).copied().unwrap_or(0) + u32::from(s.self_match);
             let min = s.min_count();

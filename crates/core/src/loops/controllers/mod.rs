@@ -1,5 +1,6 @@
 //! The kube-controller-manager loops kubeloop simulates, one file per controller.
 
+pub mod autoscaler;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
@@ -7,6 +8,7 @@ pub mod disruption;
 pub mod endpointslice;
 pub mod garbagecollector;
 pub mod history;
+pub mod horizontal;
 pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;

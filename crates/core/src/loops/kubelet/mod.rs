@@ -18,6 +18,7 @@ pub mod node;
 pub mod registry;
 pub mod runtime;
 pub mod shell;
+pub mod usage;
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::EventType;
@@ -29,8 +30,8 @@ use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::kubelet::registry::{Behaviour, Pull, Reference, Registry};
-use crate::loops::{req_as, Controller, Cx, Fault};
-use node::{lease_object, pod_cidr, NodeSpec};
+use crate::loops::{req_as, Controller, Cx, Fault, Machine};
+use node::{lease_object, node_object, pod_cidr, NodeSpec};
 use runtime::{argv, environment, mounts, root_tree, serve_http, start, CtrHost, Net, Sources, Start};
 use shell::fs::{Mount, ReadView, Tree, View};
 use shell::{Daemon, Host, Outcome, Process};
@@ -154,6 +155,8 @@ struct Ctr {
     /// What the running (or last) instance wrote, and the instance before it.
     logs: Vec<String>,
     previous_logs: Option<Vec<String>>,
+    /// CPU time this instance has used.
+    cpu: usage::Meter,
 }
 
 impl Ctr {
@@ -186,6 +189,7 @@ impl Ctr {
             stopping: self.stopping,
             logs: vec![],
             previous_logs: None,
+            cpu: self.cpu,
         }
     }
 }
@@ -437,6 +441,7 @@ impl Kubelets {
                     alive: BTreeSet::new(),
                     root: Tree::default(),
                     mounts: vec![],
+                    cpu: usage::Meter::default(),
                     probes: [ProbeRun::default(); 3],
                     stopping: false,
                     logs: vec![],
@@ -747,13 +752,15 @@ impl Kubelets {
             (Some(d), CState::Running { started }) => Some((d.clone(), now.saturating_sub(*started))),
             _ => None,
         };
+        let served = std::cell::RefCell::new(Vec::new());
         let out = {
             let PodRt { volumes, volume_ro, ctrs, .. } = &mut rt;
             let Ctr { mounts, root, logs, alive, proc, behaviour, .. } = &mut ctrs[i];
             let b = behaviour.clone().unwrap_or_default();
             let this = &*self;
             let backend = |ip: &str, port: u16, path: &str| this.backend(now, ip, port, path);
-            let net = Net { namespace: &key.0, services: &self.services, slices: &self.slices, backend: &backend };
+            let seed = key.1.bytes().fold(now, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+            let net = Net { namespace: &key.0, services: &self.services, slices: &self.slices, backend: &backend, served: &served, seed };
             let (out, streams) = match capture {
                 Some((o, st)) => (o, Some(st)),
                 None => (logs, None),
@@ -775,6 +782,7 @@ impl Kubelets {
             f(&mut host, proc)
         };
         self.nodes[ni].pods.insert(key.clone(), rt);
+        self.charge_served(now, &served.into_inner());
         Some(out)
     }
 
@@ -986,6 +994,7 @@ impl Kubelets {
             ctr.previous_logs = Some(std::mem::take(&mut ctr.logs));
         }
         ctr.container_id = format!("containerd://{id}");
+        ctr.cpu = usage::Meter::default();
         ctr.instance += 1;
         ctr.ready = false;
         ctr.started = false;
@@ -1079,9 +1088,16 @@ impl Kubelets {
             for l in boot {
                 host.log(l);
             }
-            proc.as_mut().map(|p| p.resume(host))
+            proc.as_mut().map(|p| {
+                let busy = p.busy_ms;
+                let o = p.resume(host);
+                (o, p.busy_ms - busy)
+            })
         });
-        let Some(Some(outcome)) = outcome else { return };
+        let Some(Some((outcome, busy))) = outcome else { return };
+        if busy > 0 {
+            self.charge_cpu(now, ni, key, i, busy * 1000);
+        }
         let node_name = self.nodes[ni].name.clone();
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
         let epoch = rt.epoch;
@@ -1789,7 +1805,97 @@ impl Kubelets {
     }
 }
 
+/// How long a node that joins stays NotReady: until the network plugin runs on it and
+/// the kubelet's next status update (kind's nodes take about as long).
+pub const NETWORK_READY_AFTER: Millis = 10_000;
+
 impl Kubelets {
+    /// A machine booted: its kubelet starts and registers its Node
+    /// (`kubelet_node_status.go` `registerWithAPIServer`), NotReady until the network is
+    /// up, and creates its Lease; from then on it is a node like the others.
+    fn join(&mut self, cx: &mut Cx, spec: &NodeSpec) -> bool {
+        if self.index.contains_key(&spec.name) {
+            return false;
+        }
+        let ni = self.nodes.len();
+        // Pod CIDRs and addresses continue after the nodes the cluster started with.
+        let total = ni + 1;
+        let user = UserInfo::node(&spec.name);
+        cx.user = user.name.clone();
+        let mut body = node_object(spec, ni, total, cx.now);
+        if let Some(conds) = body["status"]["conditions"].as_array_mut() {
+            for c in conds.iter_mut().filter(|c| get_str(c, &["type"]) == Some("Ready")) {
+                c["status"] = json!("False");
+                c["reason"] = json!("KubeletNotReady");
+                c["message"] = json!(
+                    "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+                );
+            }
+        }
+        let created = cx.api.handle(req_as(Request::create(rid::NODE, "", body, Credentials::User(user.clone())), "kubelet", &user));
+        let node_obj = match created {
+            Ok(o) => o,
+            Err(s) => {
+                cx.trace(
+                    Flow::NodeError,
+                    "register",
+                    format!("Node/{}", spec.name),
+                    "error",
+                    "",
+                    format!("kubelet on {} could not register its node: {}", spec.name, s.message),
+                );
+                return false;
+            }
+        };
+        let uid = api::uid(&node_obj).to_string();
+        let source = Source { component: "kubelet", host: spec.name.clone(), user: user.clone() };
+        self.nodes.push(Node {
+            name: spec.name.clone(),
+            index: ni,
+            down: false,
+            source: source.clone(),
+            user: user.clone(),
+            cidr_base: pod_cidr(ni, total).0,
+            next_ip: 2,
+            free_ips: BTreeSet::new(),
+            images: BTreeSet::new(),
+            pull_busy_until: 0,
+            fetched: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            uid: uid.clone(),
+            allocatable: Value::Object(spec.capacity.clone()),
+        });
+        self.index.insert(spec.name.clone(), ni);
+        let _ = cx.api.handle(req_as(
+            Request::create(rid::LEASE, "kube-node-lease", lease_object(&spec.name, &uid, cx.now), Credentials::User(user.clone())),
+            "kubelet",
+            &user,
+        ));
+        cx.event(&source, &node_obj, None, "Normal", "Starting", "Starting kubelet.", None);
+        cx.trace(
+            Flow::Kubelet,
+            "register",
+            format!("Node/{}", spec.name),
+            "ok",
+            api::resource_version(&node_obj),
+            format!("machine {0} booted: its kubelet registers Node {0} (NotReady until its network is up)", spec.name),
+        );
+        cx.after(NETWORK_READY_AFTER, format!("{}|network-ready", spec.name));
+        true
+    }
+
+    /// The machine under a node is gone: its kubelet and what it ran go with it.
+    fn leave(&mut self, cx: &mut Cx, name: &str) -> bool {
+        let Some(ni) = self.index.remove(name) else { return false };
+        self.nodes[ni].down = true;
+        for (_, rt) in std::mem::take(&mut self.nodes[ni].pods) {
+            self.release_ip(ni, &rt);
+        }
+        cx.user = self.nodes[ni].user.name.clone();
+        cx.trace(Flow::Kubelet, "machine", format!("Node/{name}"), "ok", "", format!("machine {name} is terminated: its kubelet stops for good"));
+        true
+    }
+
     /// What `GET /api/v1/namespaces/NS/pods/NAME/log?container=C` reads from the node's
     /// runtime, with the kubelet's errors (`validateContainerLogStatus`).
     fn read_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
@@ -1875,6 +1981,9 @@ impl KubeletClient for Kubelets {
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
         self.read_logs(namespace, pod, container, previous)
     }
+    fn resource_stats(&self, now: Millis) -> Vec<crate::apiserver::metrics::NodeStats> {
+        self.resource_stats_at(now)
+    }
 }
 
 impl Controller for Kubelets {
@@ -1907,6 +2016,12 @@ impl Controller for Kubelets {
     fn timer(&mut self, cx: &mut Cx, key: &str) {
         let parts: Vec<&str> = key.split('|').collect();
         let Some(&ni) = parts.first().and_then(|n| self.index.get(*n)) else { return };
+        if parts.len() == 2 && parts[1] == "network-ready" {
+            self.node_objs.sync(&cx.api.store);
+            self.heartbeat(cx, ni);
+            cx.every(10_000, format!("{}|lease", parts[0]));
+            return;
+        }
         if parts.len() == 2 && parts[1] == "lease" {
             self.heartbeat(cx, ni);
             cx.every(10_000, key.to_string());
@@ -1970,6 +2085,12 @@ impl Controller for Kubelets {
     }
     fn busy(&self, _now: Millis) -> bool {
         false
+    }
+    fn machine(&mut self, cx: &mut Cx, m: &Machine) -> bool {
+        match m {
+            Machine::Up(spec) => self.join(cx, spec),
+            Machine::Gone(name) => self.leave(cx, name),
+        }
     }
     fn fault(&mut self, cx: &mut Cx, fault: &Fault) -> bool {
         let (name, down) = match fault {

@@ -61,6 +61,33 @@ pub struct Behaviour {
     pub ignores_sigterm: bool,
     /// Lines the container writes to stdout when it starts.
     pub logs: Vec<String>,
+    /// CPU time, in microseconds, its server spends on one HTTP request.
+    pub request_cpu_us: u64,
+    /// The body its server answers to every request when it serves no files.
+    pub reply: Option<String>,
+    /// CPU and memory a scenario says its containers use besides what they do.
+    pub load: Option<Load>,
+}
+
+/// A scenario's load for an image (`images: [{name, cpu: {from, to, at}, memory}]`): CPU
+/// in millicores, `from` until `at` (simulated time since the run began), `to` after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Load {
+    pub cpu_from: u64,
+    pub cpu_to: u64,
+    pub at: Millis,
+    /// Working set in bytes.
+    pub memory: Option<u64>,
+}
+
+impl Load {
+    /// CPU time in microseconds used between `from` and `to`, at most `cap` millicores.
+    pub fn cpu_us(&self, from: Millis, to: Millis, cap: u64) -> u64 {
+        let span = |a: Millis, b: Millis| b.saturating_sub(a);
+        let before = span(from, to.min(self.at));
+        let after = span(from.max(self.at), to);
+        self.cpu_from.min(cap) * before + self.cpu_to.min(cap) * after
+    }
 }
 
 impl Default for Behaviour {
@@ -80,6 +107,9 @@ impl Default for Behaviour {
             ready_after_ms: 0,
             ignores_sigterm: false,
             logs: vec![],
+            request_cpu_us: 500,
+            reply: None,
+            load: None,
         }
     }
 }
@@ -448,6 +478,8 @@ pub struct Registry {
     pub declared: BTreeMap<String, Behaviour>,
     /// Images a scenario declares as absent from their registry.
     pub missing: std::collections::BTreeSet<String>,
+    /// Loads a scenario sets on images, by normalised reference.
+    pub loads: BTreeMap<String, Load>,
 }
 
 impl Registry {
@@ -458,8 +490,25 @@ impl Registry {
         self.declared.insert(image.to_string(), b);
     }
 
-    /// What pulling `image` gives.
+    /// A scenario's load for an image, whatever else it does.
+    pub fn load(&mut self, image: &str, l: Load) {
+        let key = Reference::parse(image).map(|r| r.full()).unwrap_or_else(|| image.to_string());
+        self.loads.insert(key, l);
+    }
+
+    /// What pulling `image` gives, with the scenario's load for it.
     pub fn pull(&self, image: &str) -> Pull {
+        let key = Reference::parse(image).map(|r| r.full()).unwrap_or_else(|| image.to_string());
+        match (self.pull_image(image), self.loads.get(&key)) {
+            (Pull::Ok { mut behaviour, digest }, Some(l)) => {
+                behaviour.load = Some(*l);
+                Pull::Ok { behaviour, digest }
+            }
+            (p, _) => p,
+        }
+    }
+
+    fn pull_image(&self, image: &str) -> Pull {
         let Some(r) = Reference::parse(image) else {
             return Pull::Invalid(format!("Failed to apply default image tag {image:?}: couldn't parse image name {image:?}: invalid reference format"));
         };
@@ -505,6 +554,22 @@ impl Registry {
             // The docs' liveness demo: `/healthz` answers 200 for ten seconds, then 500.
             if r.repository == "liveness" || r.repository.ends_with("/liveness") {
                 b.unhealthy_after_ms = Some(10_000);
+            }
+            // The docs' HorizontalPodAutoscaler walkthrough: php-apache answering "OK!" on
+            // port 80 after a million square roots, about 7 ms of CPU a request.
+            if r.repository == "hpa-example" || r.repository.ends_with("/hpa-example") {
+                b.family = Family::Debian;
+                b.entrypoint = vec!["docker-php-entrypoint".into()];
+                b.cmd = vec!["apache2-foreground".into()];
+                b.server = Some(Server {
+                    programs: vec!["apache2-foreground".into(), "docker-php-entrypoint".into()],
+                    ports: vec![80],
+                    memory: 11 << 20,
+                    web_root: None,
+                });
+                b.lacks = vec!["wget".into(), "nslookup".into(), "ps".into()];
+                b.reply = Some("OK!".into());
+                b.request_cpu_us = 7_000;
             }
             return Pull::Ok { behaviour: Box::new(b), digest: r.digest() };
         }

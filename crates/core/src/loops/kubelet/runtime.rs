@@ -433,6 +433,11 @@ pub struct Net<'a> {
     pub slices: &'a Informer,
     /// A pod IP's servers: the port answers and the server's documents.
     pub backend: &'a Backend<'a>,
+    /// The pod IP and port of each request a server answered, so that the kubelet can
+    /// charge its CPU to the container that served it.
+    pub served: &'a std::cell::RefCell<Vec<(String, u16)>>,
+    /// Varies kube-proxy's choice of endpoint between callers and moments.
+    pub seed: u64,
 }
 
 impl Net<'_> {
@@ -507,14 +512,29 @@ impl Net<'_> {
             let Some(sp) = sp else { return Err("Connection refused".into()) };
             let pname = get_str(&sp, &["name"]).unwrap_or("").to_string();
             let eps = self.ready_endpoints(svc);
-            let Some((ip, ports)) = eps.first() else { return Err("Connection refused".into()) };
+            if eps.is_empty() {
+                return Err("Connection refused".into());
+            }
+            // kube-proxy picks one ready endpoint per connection at random (iptables'
+            // `statistic` match); here a hash of the caller, the moment and the count.
+            let n = self.served.borrow().len() as u64;
+            let pick = (self.seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 33;
+            let (ip, ports) = &eps[(pick % eps.len() as u64) as usize];
             let target = ports.iter().find(|(n, _)| *n == pname).map(|(_, p)| *p).unwrap_or(port as i64);
-            return (self.backend)(ip, target as u16, path);
+            return self.answered(ip, target as u16, path);
         }
         if addr.starts_with("93.184.") {
             return Ok((200, format!("<html><body><p>kubeloop simulates the Internet: this page stands in for http://{host}{path}</p></body></html>\n")));
         }
-        (self.backend)(addr, port, path)
+        self.answered(addr, port, path)
+    }
+
+    fn answered(&self, ip: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        let r = (self.backend)(ip, port, path);
+        if r.is_ok() {
+            self.served.borrow_mut().push((ip.to_string(), port));
+        }
+        r
     }
 }
 
@@ -547,7 +567,7 @@ pub fn serve_http(server: &Daemon, b: &Behaviour, view: &ReadView, uptime: Milli
                 Err(_) => Ok((404, NGINX_404.to_string())),
             }
         }
-        None => Ok((200, String::new())),
+        None => Ok((200, b.reply.clone().unwrap_or_default())),
     }
 }
 
@@ -604,7 +624,13 @@ impl Host for CtrHost<'_> {
         if addr == "127.0.0.1" || addr == self.pod_ip {
             // The pod's own network namespace: this container's server answers here.
             return match &self.local {
-                Some((d, uptime)) => serve_http(d, self.image, &self.view.ro(), *uptime, port, path),
+                Some((d, uptime)) => {
+                    let r = serve_http(d, self.image, &self.view.ro(), *uptime, port, path);
+                    if r.is_ok() {
+                        self.net.served.borrow_mut().push((self.pod_ip.clone(), port));
+                    }
+                    r
+                }
                 None if addr == "127.0.0.1" => Err("Connection refused".into()),
                 None => self.net.http(host, addr, port, path),
             };

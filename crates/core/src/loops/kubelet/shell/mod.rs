@@ -436,6 +436,8 @@ pub struct Process {
     instant: bool,
     /// Operations run so far.
     ops: usize,
+    /// Simulated time spent in busy slices so far (CPU the process burned).
+    pub busy_ms: Millis,
 }
 
 impl Process {
@@ -472,6 +474,7 @@ impl Process {
             slept: 0,
             instant: false,
             ops: 0,
+            busy_ms: 0,
         }
     }
 
@@ -654,6 +657,9 @@ impl Process {
             ops += 1;
             self.ops += 1;
             if ops > budget {
+                if !self.instant {
+                    self.busy_ms += BUSY_SLICE_MS;
+                }
                 return Outcome::Sleep(BUSY_SLICE_MS);
             }
             let depth = self.frames.len();
