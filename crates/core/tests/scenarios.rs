@@ -370,3 +370,12 @@ fn each_workload_kind_converges_by_its_own_loop() {
     assert!(out("logs job/pi")[0].starts_with("3.14159265358979323846"));
     golden("workloads", &c);
 }
+
+#[test]
+fn pending_pods_bring_nodes_from_their_group_late_and_unneeded_ones_go() {
+    let (_, mut c) = load("autoscaler.yaml");
+    c.run_until(40 * 60_000);
+    assert!(!events(&c, "TriggeredScaleUp").is_empty(), "the Pending pods triggered a scale-up");
+    assert!(!events(&c, "NotTriggerScaleUp").is_empty(), "the group's max held a pod back");
+    golden("autoscaler", &c);
+}

@@ -109,13 +109,23 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
         return Ok(out);
     }
     let r = resource_for_name(first).ok_or_else(|| format!("error: the server doesn't have a resource type {first:?}"))?;
-    if let Some(sel) = &f.selector {
-        let selector = crate::foundation::labels::Selector::parse(sel).map_err(|e| format!("error: {e}"))?;
+    let fields = f.get("--field-selector");
+    if f.selector.is_some() || fields.is_some() {
+        let selector = match &f.selector {
+            Some(sel) => Some(crate::foundation::labels::Selector::parse(sel).map_err(|e| format!("error: {e}"))?),
+            None => None,
+        };
+        let fields = match fields {
+            Some(fs) => Some(crate::apiserver::fields::FieldSelector::parse(RESOURCES[r].kind, fs).map_err(|s| s.kubectl_message(None, ""))?),
+            None => None,
+        };
         let list = api
             .handle(Request::new(Verb::List, r, if RESOURCES[r].namespaced { ns } else { "" }, "", creds.clone()))
             .map_err(|s| s.kubectl_message(None, ""))?;
         for item in api::get_array(&list, &["items"]) {
-            if selector.matches(api::labels(item)) {
+            let labels_ok = selector.as_ref().is_none_or(|s| s.matches(api::labels(item)));
+            let fields_ok = fields.as_ref().is_none_or(|fs| fs.matches(RESOURCES[r].kind, item));
+            if labels_ok && fields_ok {
                 out.push((r, api::name(item).to_string()));
             }
         }
