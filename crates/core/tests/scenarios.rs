@@ -379,3 +379,21 @@ fn pending_pods_bring_nodes_from_their_group_late_and_unneeded_ones_go() {
     assert!(!events(&c, "NotTriggerScaleUp").is_empty(), "the group's max held a pod back");
     golden("autoscaler", &c);
 }
+
+#[test]
+fn load_scales_the_deployment_through_the_hpa_and_the_window_delays_the_way_down() {
+    let (_, mut c) = load("hpa.yaml");
+    c.run_until(12 * 60_000);
+    let out = |cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).map(|o| o.output.clone()).collect::<Vec<_>>();
+    let replicas_in = |table: &Vec<String>| table[1].split_whitespace().rev().nth(1).map(str::to_string);
+    let hpa = out("get hpa");
+    // Idle at first, scaled up under load, still up 2 minutes after the load stopped (the
+    // 5-minute stabilization window), back to 1 after it.
+    assert_eq!(replicas_in(&hpa[0]).as_deref(), Some("1"), "{:?}", hpa[0]);
+    let loaded: i64 = replicas_in(&hpa[1]).unwrap().parse().unwrap();
+    assert!(loaded > 1, "{:?}", hpa[1]);
+    assert_eq!(replicas_in(&hpa[2]).unwrap().parse::<i64>().unwrap(), loaded, "{:?}", hpa[2]);
+    assert_eq!(replicas_in(&hpa[3]).as_deref(), Some("1"), "{:?}", hpa[3]);
+    assert!(!events(&c, "SuccessfulRescale").is_empty());
+    golden("hpa", &c);
+}
