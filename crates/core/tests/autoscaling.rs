@@ -179,3 +179,74 @@ fn a_scenario_load_steps_up_at_its_time_and_top_shows_it() {
     c.run_until(100_000);
     assert_eq!(kubectl(&mut c, "top pod api")[1].split_whitespace().collect::<Vec<_>>(), ["api", "900m", "64Mi"]);
 }
+
+#[test]
+fn describe_hpa_prints_the_walkthrough_hpa_as_kubectl_does() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, PHP_APACHE);
+    c.run_until(20_000);
+    kubectl(&mut c, "autoscale deployment php-apache --cpu-percent=50 --min=1 --max=10");
+    apply(&mut c, LOAD_GENERATOR);
+    c.run_until(120_000);
+    let out = kubectl(&mut c, "describe hpa php-apache");
+    assert_eq!(kubectl(&mut c, "describe horizontalpodautoscaler php-apache"), out);
+    assert_eq!(kubectl(&mut c, "describe hpa/php-apache"), out);
+    // What the describer prints comes from the stored status, whatever the load made of it.
+    let h = hpa(&c);
+    let current = &get_array(&h, &["status", "currentMetrics"])[0]["resource"]["current"];
+    let (utilization, average) = (current["averageUtilization"].as_i64().unwrap(), current["averageValue"].as_str().unwrap().to_string());
+    assert!(utilization > 50, "the load is on: {utilization}%");
+    let (now, want) = (get_i64(&h, &["status", "currentReplicas"]).unwrap(), get_i64(&h, &["status", "desiredReplicas"]).unwrap());
+    assert!(now >= 4, "scaled up: {now}");
+    // The first eleven lines share one column block, as wide as the metric line.
+    let head = [
+        "Name:".to_string(),
+        "Namespace:".into(),
+        "Labels:".into(),
+        "Annotations:".into(),
+        "CreationTimestamp:".into(),
+        "Reference:".into(),
+        "Metrics:".into(),
+        "  resource cpu on pods  (as a percentage of request):".into(),
+        "Min replicas:".into(),
+        "Max replicas:".into(),
+        "Deployment pods:".into(),
+    ];
+    let values = [
+        "php-apache".to_string(),
+        "default".into(),
+        "<none>".into(),
+        "<none>".into(),
+        "Thu, 01 Jan 2026 00:00:20 +0000".into(),
+        "Deployment/php-apache".into(),
+        "( current / target )".into(),
+        format!("{utilization}% ({average}) / 50%"),
+        "1".into(),
+        "10".into(),
+        format!("{now} current / {want} desired"),
+    ];
+    let expected: Vec<String> = head.iter().zip(&values).map(|(k, v)| format!("{k:<55}{v}")).collect();
+    assert_eq!(out[..11], expected[..], "{out:#?}");
+    assert_eq!(
+        out[11..17],
+        [
+            "Conditions:",
+            "  Type            Status  Reason              Message",
+            "  ----            ------  ------              -------",
+            "  AbleToScale     True    ReadyForNewScale    recommended size matches current size",
+            "  ScalingActive   True    ValidMetricFound    the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)",
+            "  ScalingLimited  False   DesiredWithinRange  the desired count is within the acceptable range",
+        ],
+        "{out:#?}"
+    );
+    assert_eq!(out[17], "Events:");
+    assert_eq!(out[18].split_whitespace().collect::<Vec<_>>(), ["Type", "Reason", "Age", "From", "Message"]);
+    // Each rescale the controller recorded is a row, oldest first, from the HPA controller.
+    let rows: Vec<String> = out[20..]
+        .iter()
+        .filter(|l| l.starts_with("  Normal   SuccessfulRescale "))
+        .map(|l| l.split_once("horizontal-pod-autoscaler  ").expect(l).1.to_string())
+        .collect();
+    assert_eq!(rows, events(&c, "SuccessfulRescale"));
+    assert!(rows.len() >= 2 && rows.last().unwrap().starts_with(&format!("New size: {now}; ")), "{rows:?}");
+}

@@ -9,9 +9,9 @@
 use super::{discovery, http, Shared};
 use kubeloop_core::apiserver::fields::FieldSelector;
 use kubeloop_core::apiserver::rbac::{self, Attributes, Decision, UserInfo};
-use kubeloop_core::apiserver::{Credentials, FieldValidation, PatchType, Request, Verb};
+use kubeloop_core::apiserver::{hpa_to_v1, hpa_to_v2, Credentials, FieldValidation, PatchType, Request, Verb};
 use kubeloop_core::cluster::{Action, Cluster};
-use kubeloop_core::foundation::api::{self, get_str, Object, ResourceId, ResourceInfo, RESOURCES};
+use kubeloop_core::foundation::api::{self, get_str, rid as rids, Object, ResourceId, ResourceInfo, RESOURCES};
 use kubeloop_core::foundation::labels::Selector;
 use kubeloop_core::foundation::status::Status;
 use kubeloop_core::foundation::value::Value;
@@ -345,6 +345,44 @@ fn list_item(o: &Value) -> Value {
     o
 }
 
+/// The store partition that holds a resource's objects: autoscaling/v1 HPAs are the
+/// stored autoscaling/v2 objects.
+fn stored_rid(rid: ResourceId) -> ResourceId {
+    if rid == rids::HPA_V1 {
+        rids::HPA
+    } else {
+        rid
+    }
+}
+
+/// A stored object as the resource `rid` serves it (converted to autoscaling/v1 for the
+/// v1 HPAs).
+fn served(rid: ResourceId, o: &Object) -> Object {
+    if rid == rids::HPA_V1 {
+        Object::new(hpa_to_v1(o))
+    } else {
+        o.clone()
+    }
+}
+
+/// A `Table` of objects as the resource `rid` serves them. The real API server prints
+/// every version from its internal object, so the cells of autoscaling/v1 HPAs come from
+/// their v2 form (their metrics), and the rows carry the v1 objects.
+fn table(rid: ResourceId, objects: &[&Value], now: u64, include: IncludeObject, rv: &str) -> Value {
+    let kind = RESOURCES[rid].kind;
+    let mut t = server_table(kind, objects, now, include, rv);
+    if rid == rids::HPA_V1 {
+        let stored: Vec<Value> = objects.iter().map(|o| hpa_to_v2(o)).collect();
+        let cells = server_table(kind, &stored.iter().collect::<Vec<_>>(), now, IncludeObject::None, rv);
+        if let (Some(rows), Some(from)) = (t.get_mut("rows").and_then(Value::as_array_mut), cells.get("rows").and_then(Value::as_array)) {
+            for (row, c) in rows.iter_mut().zip(from) {
+                row["cells"] = c["cells"].clone();
+            }
+        }
+    }
+    t
+}
+
 fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, version: &str, rest: &[&str]) -> Result<Reply, Status> {
     let (ns, rest) = match rest {
         ["namespaces", ns, r @ ..] if !r.is_empty() && !matches!(r, ["status" | "finalize"]) => (*ns, r),
@@ -377,11 +415,10 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
         ("GET", false) => {
             let table = if wants_table(req) && sub.is_empty() { Some(include_object(req)?) } else { None };
             let r = Request::new(Verb::Get, rid, ns, name, creds).with_sub(sub);
-            let kind = res.kind;
             let out = sh.with(move |c| {
                 let obj = c.request(r)?;
                 Ok::<_, Status>(match table {
-                    Some(inc) => server_table(kind, &[&obj], c.now, inc, api::resource_version(&obj)),
+                    Some(inc) => self::table(rid, &[&obj], c.now, inc, api::resource_version(&obj)),
                     None => (*obj).clone(),
                 })
             })??;
@@ -526,7 +563,7 @@ fn list_page(
         meta["remainingItemCount"] = json!(items.len() - next);
     }
     if let Some(inc) = table {
-        let mut t = server_table(res.kind, &page, c.now, inc, &rv);
+        let mut t = self::table(rid, &page, c.now, inc, &rv);
         t["metadata"] = meta;
         return whole(200, &t);
     }
@@ -740,7 +777,7 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
     };
     let event = |ty: &str, obj: &Value, now| -> Vec<u8> {
         let object = match spec.table {
-            Some(inc) => server_table(res.kind, &[obj], now, inc, api::resource_version(obj)),
+            Some(inc) => table(spec.rid, &[obj], now, inc, api::resource_version(obj)),
             None => obj.clone(),
         };
         line(json!({"type": ty, "object": object}))
@@ -757,18 +794,20 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
     // selectors is sent as DELETED and one that starts as ADDED.
     let mut known: HashSet<(String, String)> = HashSet::new();
     let key = |o: &Value| (api::namespace(o).to_string(), api::name(o).to_string());
-    let (rid, nsf, since) = (spec.rid, ns_filter.clone(), spec.since);
+    // A watch reads the partition its objects are stored in, and sends them converted to
+    // the version it was asked for.
+    let (rid, served_as, nsf, since) = (stored_rid(spec.rid), spec.rid, ns_filter.clone(), spec.since);
     // The objects now, and for a watch from a past revision the first event of each object
     // changed since then: what the client knew at that revision is what it must be told
     // about (an object deleted between its list and this watch is still sent as DELETED).
     let Ok((current, changed, rev, now)) = sh.with(move |c| {
-        let objs: Vec<Object> = c.api.store.list(rid, nsf.as_deref()).cloned().collect();
+        let objs: Vec<Object> = c.api.store.list(rid, nsf.as_deref()).map(|o| served(served_as, o)).collect();
         let mut first: Vec<(&'static str, Object)> = Vec::new();
         if let Some(Ok(evs)) = since.map(|x| c.api.store.events_since(rid, x)) {
             let mut seen = HashSet::new();
             for e in evs.filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n)) {
                 if seen.insert((api::namespace(&e.object).to_string(), api::name(&e.object).to_string())) {
-                    first.push((e.kind.as_str(), e.object.clone()));
+                    first.push((e.kind.as_str(), served(served_as, &e.object)));
                 }
             }
         }
@@ -816,7 +855,10 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
         let batch: Result<Batch, Status> = sh.with(move |c| match c.api.store.events_since(rid, last) {
             Err(_) => Err(c.api.store.compacted_revision()),
             Ok(it) => {
-                let evs = it.filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n)).map(|e| (e.kind.as_str(), e.object.clone())).collect();
+                let evs = it
+                    .filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n))
+                    .map(|e| (e.kind.as_str(), served(served_as, &e.object)))
+                    .collect();
                 Ok((evs, c.api.store.revision(), c.now))
             }
         });

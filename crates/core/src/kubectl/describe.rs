@@ -1,6 +1,6 @@
 //! `kubectl describe` for pods, the workloads (deployments, replica sets, replication
-//! controllers, stateful sets, daemon sets, jobs, cron jobs), disruption budgets, services
-//! and nodes (`k8s.io/kubectl/pkg/describe/describe.go`):
+//! controllers, stateful sets, daemon sets, jobs, cron jobs), disruption budgets,
+//! horizontal pod autoscalers, services and nodes (`k8s.io/kubectl/pkg/describe/describe.go`):
 //! sections of `Key:\tvalue` lines aligned by Go's tabwriter (min width 0, padding 2), and
 //! the Events table.
 
@@ -1280,9 +1280,188 @@ pub fn pod_disruption_budget(pdb: &Value, events: &[&Value], now: Millis) -> Str
     tabwrite(&o)
 }
 
+/// `resource.Quantity.String()`: the canonical form, and `<nil>` for a missing one.
+fn quantity_string(v: Option<&Value>) -> String {
+    match v.filter(|v| !v.is_null()) {
+        Some(Value::String(s)) => crate::foundation::quantity::canonical(s),
+        Some(Value::Number(n)) => crate::foundation::quantity::canonical(&n.to_string()),
+        Some(other) => other.to_string(),
+        None => "<nil>".into(),
+    }
+}
+
+/// Go's `%q` of a string (`strconv.Quote`): double quotes, with backslash escapes for
+/// quotes, backslashes and control characters.
+fn go_quote(s: &str) -> String {
+    let mut o = String::from('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\u{7}' => o.push_str("\\a"),
+            '\u{8}' => o.push_str("\\b"),
+            '\u{c}' => o.push_str("\\f"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            '\u{b}' => o.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => o.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// `printDirectionBehavior`: one direction of an HPA's `behavior`, if set.
+fn direction_behavior(o: &mut String, direction: &str, rules: Option<&Value>) {
+    let Some(rules) = rules.filter(|r| !r.is_null()) else { return };
+    o.push_str(&format!("  {direction}:\n"));
+    if let Some(w) = get_i64(rules, &["stabilizationWindowSeconds"]) {
+        o.push_str(&format!("    Stabilization Window: {w} seconds\n"));
+    }
+    let policies = get_array(rules, &["policies"]);
+    if !policies.is_empty() {
+        // `MaxChangePolicySelect` when unset.
+        o.push_str(&format!("    Select Policy: {}\n", get_str(rules, &["selectPolicy"]).unwrap_or("Max")));
+        o.push_str("    Policies:\n");
+        for p in policies {
+            o.push_str(&format!(
+                "      - Type: {}\tValue: {}\tPeriod: {} seconds\n",
+                get_str(p, &["type"]).unwrap_or(""),
+                get_i64(p, &["value"]).unwrap_or(0),
+                get_i64(p, &["periodSeconds"]).unwrap_or(0)
+            ));
+        }
+    }
+}
+
+/// One `Metrics:` line of `describeHorizontalPodAutoscalerV2`: the spec's metric and the
+/// status's metric at the same index (`current`), if that one has the same source.
+fn hpa_metric(o: &mut String, metric: &Value, current: Option<&Value>) {
+    let ty = get_str(metric, &["type"]).unwrap_or("");
+    let source = |key: &str| get(metric, &[key]).filter(|v| !v.is_null());
+    // The status entry's source of the same kind, as `CurrentMetrics[i].<Kind> != nil`.
+    let status = |key: &str| current.and_then(|c| c.get(key)).filter(|v| !v.is_null());
+    let spec_str = |key: &str, path: &[&str]| source(key).and_then(|s| get_str(s, path)).unwrap_or("").to_string();
+    let target = |key: &str, field: &str| quantity_string(source(key).and_then(|s| get(s, &["target", field])));
+    let now = |key: &str, field: &str| quantity_string(status(key).and_then(|s| get(s, &["current", field])));
+    match ty {
+        "External" => {
+            let name = go_quote(&spec_str("external", &["metric", "name"]));
+            if source("external").and_then(|s| get(s, &["target", "averageValue"])).is_some_and(|v| !v.is_null()) {
+                let has = status("external").and_then(|s| get(s, &["current", "averageValue"])).is_some_and(|v| !v.is_null());
+                let cur = if has { now("external", "averageValue") } else { "<unknown>".into() };
+                o.push_str(&format!("  {name} (target average value):\t{cur} / {}\n", target("external", "averageValue")));
+            } else {
+                let cur = if status("external").is_some() { now("external", "value") } else { "<unknown>".into() };
+                o.push_str(&format!("  {name} (target value):\t{cur} / {}\n", target("external", "value")));
+            }
+        }
+        "Pods" => {
+            let cur = if status("pods").is_some() { now("pods", "averageValue") } else { "<unknown>".into() };
+            o.push_str(&format!("  {} on pods:\t{cur} / {}\n", go_quote(&spec_str("pods", &["metric", "name"])), target("pods", "averageValue")));
+        }
+        "Object" => {
+            o.push_str(&format!(
+                "  \"{}\" on {}/{} ",
+                spec_str("object", &["metric", "name"]),
+                spec_str("object", &["describedObject", "kind"]),
+                spec_str("object", &["describedObject", "name"])
+            ));
+            if spec_str("object", &["target", "type"]) == "AverageValue" {
+                let cur = if status("object").is_some() { now("object", "averageValue") } else { "<unknown>".into() };
+                o.push_str(&format!("(target average value):\t{cur} / {}\n", target("object", "averageValue")));
+            } else {
+                let cur = if status("object").is_some() { now("object", "value") } else { "<unknown>".into() };
+                o.push_str(&format!("(target value):\t{cur} / {}\n", target("object", "value")));
+            }
+        }
+        "Resource" | "ContainerResource" => {
+            let key = if ty == "Resource" { "resource" } else { "containerResource" };
+            let resource = spec_str(key, &["name"]);
+            if ty == "Resource" {
+                o.push_str(&format!("  resource {resource} on pods"));
+            } else {
+                o.push_str(&format!("  resource {resource} of container \"{}\" on pods", spec_str(key, &["container"])));
+            }
+            if source(key).and_then(|s| get(s, &["target", "averageValue"])).is_some_and(|v| !v.is_null()) {
+                let cur = if status(key).is_some() { now(key, "averageValue") } else { "<unknown>".into() };
+                o.push_str(&format!(":\t{cur} / {}\n", target(key, "averageValue")));
+            } else {
+                let cur = match status(key).and_then(|s| get_i64(s, &["current", "averageUtilization"])) {
+                    Some(u) => format!("{u}% ({})", now(key, "averageValue")),
+                    None => "<unknown>".into(),
+                };
+                let goal = match source(key).and_then(|s| get_i64(s, &["target", "averageUtilization"])) {
+                    Some(u) => format!("{u}%"),
+                    None => "<auto>".into(),
+                };
+                o.push_str(&format!("  (as a percentage of request):\t{cur} / {goal}\n"));
+            }
+        }
+        _ => o.push_str(&format!("  <unknown metric type {}>\n", go_quote(ty))),
+    }
+}
+
+/// `kubectl describe horizontalpodautoscaler` (`describeHorizontalPodAutoscalerV2`), of
+/// the stored autoscaling/v2 object.
+pub fn horizontal_pod_autoscaler(hpa: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(hpa), api::namespace(hpa)));
+    map_multiline(&mut o, "Labels", get(hpa, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(hpa, &["metadata", "annotations"]));
+    o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(hpa, &["metadata", "creationTimestamp"]).unwrap_or(""))));
+    let kind = get_str(hpa, &["spec", "scaleTargetRef", "kind"]).unwrap_or("");
+    o.push_str(&format!("Reference:\t{kind}/{}\n", get_str(hpa, &["spec", "scaleTargetRef", "name"]).unwrap_or("")));
+    o.push_str("Metrics:\t( current / target )\n");
+    let currents = get_array(hpa, &["status", "currentMetrics"]);
+    for (i, metric) in get_array(hpa, &["spec", "metrics"]).iter().enumerate() {
+        hpa_metric(&mut o, metric, currents.get(i));
+    }
+    match get_i64(hpa, &["spec", "minReplicas"]) {
+        Some(m) => o.push_str(&format!("Min replicas:\t{m}\n")),
+        None => o.push_str("Min replicas:\t<unset>\n"),
+    }
+    o.push_str(&format!("Max replicas:\t{}\n", get_i64(hpa, &["spec", "maxReplicas"]).unwrap_or(0)));
+    if let Some(b) = get(hpa, &["spec", "behavior"]).filter(|b| !b.is_null()) {
+        o.push_str("Behavior:\n");
+        direction_behavior(&mut o, "Scale Up", b.get("scaleUp"));
+        direction_behavior(&mut o, "Scale Down", b.get("scaleDown"));
+    }
+    o.push_str(&format!(
+        "{kind} pods:\t{} current / {} desired\n",
+        get_i64(hpa, &["status", "currentReplicas"]).unwrap_or(0),
+        get_i64(hpa, &["status", "desiredReplicas"]).unwrap_or(0)
+    ));
+    let conds = get_array(hpa, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tReason\tMessage\n  ----\t------\t------\t-------\n");
+        for c in conds {
+            let s = |k: &str| get_str(c, &[k]).unwrap_or("");
+            o.push_str(&format!("  {}\t{}\t{}\t{}\n", s("type"), s("status"), s("reason"), s("message")));
+        }
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
 /// The kinds `kubectl describe` has a describer for here.
-const DESCRIBED: [&str; 11] =
-    ["Pod", "Deployment", "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "Job", "CronJob", "PodDisruptionBudget", "Service", "Node"];
+const DESCRIBED: [&str; 12] = [
+    "Pod",
+    "Deployment",
+    "ReplicaSet",
+    "ReplicationController",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "PodDisruptionBudget",
+    "HorizontalPodAutoscaler",
+    "Service",
+    "Node",
+];
 
 /// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
 pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
@@ -1308,7 +1487,9 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             continue;
         }
         let obj_ns = if RESOURCES[r].namespaced { ns } else { "" };
-        let obj = match fetch(api, creds, r, obj_ns, &name) {
+        // An autoscaling/v1 HPA is described from the stored v2 object, which holds all of it.
+        let fetched = if r == rid::HPA_V1 { rid::HPA } else { r };
+        let obj = match fetch(api, creds, fetched, obj_ns, &name) {
             Ok(o) => o,
             Err(e) => {
                 out.push(e);
@@ -1359,6 +1540,7 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             "Job" => job(&obj, &events, now),
             "CronJob" => cron_job(&obj, &events, now),
             "PodDisruptionBudget" => pod_disruption_budget(&obj, &events, now),
+            "HorizontalPodAutoscaler" => horizontal_pod_autoscaler(&obj, &events, now),
             "Service" => {
                 let slices = list(api, rid::ENDPOINTSLICE).unwrap_or_default();
                 let addresses: Vec<String> = slices
@@ -1671,6 +1853,154 @@ Active Jobs:         hello-29430000
 Events:              <none>
 "
         );
+    }
+
+    #[test]
+    fn an_hpa_shows_its_utilization_against_the_target_and_its_conditions() {
+        let hpa = crate::json!({
+            "metadata": {"name": "php-apache", "namespace": "default", "creationTimestamp": "2026-01-01T00:00:20Z"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "php-apache"},
+                "minReplicas": 1, "maxReplicas": 10,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]
+            },
+            "status": {
+                "currentReplicas": 1, "desiredReplicas": 1,
+                "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageValue": "0", "averageUtilization": 0}}}],
+                "conditions": [
+                    {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale", "message": "recommended size matches current size"},
+                    {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound",
+                        "message": "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)"},
+                    {"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange", "message": "the desired count is within the acceptable range"}
+                ]
+            }
+        });
+        // The Events line shares the Conditions table's column block.
+        assert_eq!(
+            horizontal_pod_autoscaler(&hpa, &[], 0),
+            "\
+Name:                                                  php-apache
+Namespace:                                             default
+Labels:                                                <none>
+Annotations:                                           <none>
+CreationTimestamp:                                     Thu, 01 Jan 2026 00:00:20 +0000
+Reference:                                             Deployment/php-apache
+Metrics:                                               ( current / target )
+  resource cpu on pods  (as a percentage of request):  0% (0) / 50%
+Min replicas:                                          1
+Max replicas:                                          10
+Deployment pods:                                       1 current / 1 desired
+Conditions:
+  Type            Status  Reason              Message
+  ----            ------  ------              -------
+  AbleToScale     True    ReadyForNewScale    recommended size matches current size
+  ScalingActive   True    ValidMetricFound    the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)
+  ScalingLimited  False   DesiredWithinRange  the desired count is within the acceptable range
+Events:           <none>
+"
+        );
+    }
+
+    #[test]
+    fn an_hpa_shows_every_metric_source_and_its_scaling_behavior() {
+        let hpa = crate::json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "labels": {"app": "web"}, "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web"},
+                "maxReplicas": 10,
+                "metrics": [
+                    {"type": "Pods", "pods": {"metric": {"name": "packets-per-second"}, "target": {"type": "AverageValue", "averageValue": "1k"}}},
+                    {"type": "Object", "object": {"metric": {"name": "requests-per-second"},
+                        "describedObject": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "name": "main-route"},
+                        "target": {"type": "Value", "value": "10k"}}},
+                    {"type": "External", "external": {"metric": {"name": "queue_messages_ready"}, "target": {"type": "AverageValue", "averageValue": "30"}}},
+                    {"type": "External", "external": {"metric": {"name": "queue_depth"}, "target": {"type": "Value", "value": "0.5"}}},
+                    {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}},
+                    {"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "application",
+                        "target": {"type": "Utilization", "averageUtilization": 60}}}
+                ],
+                "behavior": {
+                    "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}, {"type": "Pods", "value": 4, "periodSeconds": 15}]},
+                    "scaleDown": {"stabilizationWindowSeconds": 300, "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]}
+                }
+            },
+            "status": {
+                "currentReplicas": 2, "desiredReplicas": 3,
+                "currentMetrics": [{"type": "Pods", "pods": {"metric": {"name": "packets-per-second"}, "current": {"averageValue": "866m"}}}]
+            }
+        });
+        let event = crate::json!({
+            "type": "Normal", "reason": "SuccessfulRescale", "source": {"component": "horizontal-pod-autoscaler"},
+            "message": "New size: 3; reason: pods metric packets-per-second above target",
+            "firstTimestamp": "2026-01-01T00:01:00Z", "lastTimestamp": "2026-01-01T00:01:00Z", "count": 1
+        });
+        // Lines without a tab end a column block: the policies align among themselves,
+        // and the last one with the line after the behavior.
+        assert_eq!(
+            horizontal_pod_autoscaler(&hpa, &[&event], 120_000),
+            "\
+Name:                                                                             web
+Namespace:                                                                        default
+Labels:                                                                           app=web
+Annotations:                                                                      <none>
+CreationTimestamp:                                                                Thu, 01 Jan 2026 00:00:00 +0000
+Reference:                                                                        StatefulSet/web
+Metrics:                                                                          ( current / target )
+  \"packets-per-second\" on pods:                                                   866m / 1k
+  \"requests-per-second\" on Ingress/main-route (target value):                     <unknown> / 10k
+  \"queue_messages_ready\" (target average value):                                  <unknown> / 30
+  \"queue_depth\" (target value):                                                   <unknown> / 500m
+  resource memory on pods:                                                        <unknown> / 500Mi
+  resource cpu of container \"application\" on pods  (as a percentage of request):  <unknown> / 60%
+Min replicas:                                                                     <unset>
+Max replicas:                                                                     10
+Behavior:
+  Scale Up:
+    Stabilization Window: 0 seconds
+    Select Policy: Max
+    Policies:
+      - Type: Percent  Value: 100  Period: 15 seconds
+      - Type: Pods     Value: 4    Period: 15 seconds
+  Scale Down:
+    Stabilization Window: 300 seconds
+    Select Policy: Max
+    Policies:
+      - Type: Percent  Value: 100  Period: 15 seconds
+StatefulSet pods:      2 current / 3 desired
+Events:
+  Type    Reason             Age   From                       Message
+  ----    ------             ----  ----                       -------
+  Normal  SuccessfulRescale  60s   horizontal-pod-autoscaler  New size: 3; reason: pods metric packets-per-second above target
+"
+        );
+    }
+
+    #[test]
+    fn hpa_metrics_without_values_print_as_go_prints_nil_quantities_and_unknown_types() {
+        let hpa = crate::json!({
+            "metadata": {"name": "h", "namespace": "default"},
+            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 3, "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}},
+                {"type": "External", "external": {"metric": {"name": "say \"hi\"\n"}, "target": {"type": "Value"}}},
+                {"type": "Bogus"}
+            ]},
+            "status": {"currentMetrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 30}}},
+                {"type": "External", "external": {"metric": {"name": "q"}, "current": {}}}
+            ]}
+        });
+        let text = horizontal_pod_autoscaler(&hpa, &[], 0);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[6].split_whitespace().collect::<Vec<_>>(), ["Metrics:", "(", "current", "/", "target", ")"]);
+        assert_eq!(
+            lines[7].split("  ").filter(|c| !c.is_empty()).collect::<Vec<_>>(),
+            ["resource cpu on pods", "(as a percentage of request):", "30% (<nil>) / <auto>"]
+        );
+        assert_eq!(lines[8].trim_start().split(":  ").map(str::trim).collect::<Vec<_>>(), [r#""say \"hi\"\n" (target value)"#, "<nil> / <nil>"]);
+        assert_eq!(lines[9], r#"  <unknown metric type "Bogus">"#);
+        assert!(text.contains("\nDeployment pods:"), "{text}");
+        assert!(!text.contains("Conditions:") && !text.contains("Behavior:"), "{text}");
     }
 
     #[test]
