@@ -370,3 +370,33 @@ fn a_daemonset_rolls_its_pods_one_node_at_a_time() {
     assert_eq!(deletes.len(), 3, "one old pod per node: {deletes:?}");
     assert!(events(&c, "agent").iter().filter(|e| e.starts_with("SuccessfulDelete Deleted pod: agent-")).count() == 3);
 }
+
+#[test]
+fn a_statefulset_spec_changes_only_in_the_fields_the_api_allows() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(apply(&mut c, &sts(1, "nginx:1.27", "OrderedReady")), vec!["statefulset.apps/web created"]);
+    // Scaling and a new image are allowed.
+    assert_eq!(apply(&mut c, &sts(2, "nginx:1.28", "OrderedReady")), vec!["statefulset.apps/web configured"]);
+    // The pod management policy, the service name and the selector are not, and the API says
+    // so once for the whole spec.
+    let forbidden = "StatefulSet.apps \"web\" is invalid: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+    let out = apply(&mut c, &sts(2, "nginx:1.28", "Parallel"));
+    assert!(out[0].contains(forbidden), "{out:?}");
+    let out = apply(&mut c, &sts(2, "nginx:1.28", "OrderedReady").replace("serviceName: nginx", "serviceName: other"));
+    assert!(out[0].contains(forbidden), "{out:?}");
+    let out = apply(&mut c, &sts(2, "nginx:1.28", "OrderedReady").replace("{app: nginx}", "{app: nginx2}"));
+    assert!(out[0].contains(forbidden) && !out[0].contains("spec.selector"), "{out:?}");
+}
+
+#[test]
+fn a_statefulset_with_the_largest_replica_count_creates_in_bounded_steps() {
+    let mut c = Cluster::new(Config::default());
+    let text = sts(2147483647, "nginx:1.27", "Parallel");
+    assert_eq!(apply(&mut c, &text), vec!["statefulset.apps/web created"]);
+    c.run_until(c.now + 6);
+    let first = c.api.store.list(rid::POD, Some("default")).filter(|p| api::name(p).starts_with("web-")).count();
+    assert!(first >= 500 && first % 500 == 0, "each sync creates one batch of 500: {first}");
+    c.run_until(c.now + 10);
+    let made = c.api.store.list(rid::POD, Some("default")).filter(|p| api::name(p).starts_with("web-")).count();
+    assert!(made > first && made % 500 == 0, "and the syncs its pods' events bring go on: {made}");
+}

@@ -494,3 +494,76 @@ fn job_validation_rejects_what_the_api_rejects() {
     let out = apply(&mut c, &cronjob("tz", "  timeZone: UTC\n", "true").replace("*/1 * * * *", "TZ=UTC */1 * * * *"));
     assert!(out[0].contains("cannot use TZ or CRON_TZ in schedule, use timeZone field instead"), "{out:?}");
 }
+
+#[test]
+fn a_jobs_template_is_immutable_unless_it_is_suspended_and_never_started() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(apply(&mut c, &failing_job("once", "", "echo one")), vec!["job.batch/once created"]);
+    let out = apply(&mut c, &failing_job("once", "", "echo two"));
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert!(out[0].contains("Job.batch \"once\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{...}: field is immutable"), "{out:?}");
+    let out = apply(&mut c, &failing_job("once", "  completions: 3\n", "echo one"));
+    assert!(out[0].contains("spec.completions: Invalid value: 3: field is immutable"), "{out:?}");
+    let out = apply(&mut c, &failing_job("once", "  completionMode: Indexed\n", "echo one"));
+    assert!(out[0].contains("spec.completionMode: Invalid value: \"Indexed\": field is immutable"), "{out:?}");
+    // Parallelism, like suspend, may change.
+    assert_eq!(apply(&mut c, &failing_job("once", "  parallelism: 2\n", "echo one")), vec!["job.batch/once configured"]);
+    // A suspended Job that never ran may take new scheduling directives and labels, not a
+    // new command.
+    let held = |extra: &str, script: &str| failing_job("held", &format!("  suspend: true\n{extra}"), script);
+    assert_eq!(apply(&mut c, &held("", "echo one")), vec!["job.batch/held created"]);
+    c.run_until(c.now + 5_000);
+    let moved = held("", "echo one").replace("      restartPolicy: Never\n", "      restartPolicy: Never\n      nodeSelector:\n        disk: ssd\n");
+    assert_eq!(apply(&mut c, &moved), vec!["job.batch/held configured"]);
+    assert_eq!(job(&c, "held")["spec"]["template"]["spec"]["nodeSelector"]["disk"], "ssd");
+    let out =
+        apply(&mut c, &held("", "echo two").replace("      restartPolicy: Never\n", "      restartPolicy: Never\n      nodeSelector:\n        disk: ssd\n"));
+    assert!(out[0].contains("spec.template: Invalid value: core.PodTemplateSpec{...}: field is immutable"), "{out:?}");
+}
+
+#[test]
+fn an_int64_deadline_neither_overflows_nor_fails_the_job() {
+    let mut c = Cluster::new(Config::default());
+    let text = failing_job("long", "  activeDeadlineSeconds: 9223372036854775807\n", "sleep 5");
+    assert_eq!(apply(&mut c, &text), vec!["job.batch/long created"]);
+    let text = cronjob("late", "  startingDeadlineSeconds: 9223372036854775807\n", "true");
+    assert_eq!(apply(&mut c, &text), vec!["cronjob.batch/late created"]);
+    c.run_until(2 * MINUTE);
+    assert_eq!(
+        conditions(&job(&c, "long")),
+        vec![
+            "SuccessCriteriaMet/CompletionsReached/Reached expected number of succeeded pods",
+            "Complete/CompletionsReached/Reached expected number of succeeded pods"
+        ]
+    );
+    assert!(!jobs_of(&c, "late").is_empty(), "the huge starting deadline lets the run start");
+}
+
+#[test]
+fn during_the_failure_back_off_the_job_reports_no_active_pods_as_upstream_does() {
+    let mut c = Cluster::new(Config::default());
+    let text = failing_job(
+        "pair",
+        "  completions: 2\n  parallelism: 2\n  completionMode: Indexed\n",
+        "if [ $JOB_COMPLETION_INDEX -eq 0 ]; then exit 1; fi; sleep 120",
+    );
+    assert_eq!(apply(&mut c, &text), vec!["job.batch/pair created"]);
+    // Let index 0 fail once and the back-off start (10 s); index 1 still runs.
+    let mut seen_failed = false;
+    for _ in 0..200 {
+        c.run_until(c.now + 100);
+        if job(&c, "pair")["status"]["failed"] == 1 {
+            seen_failed = true;
+            break;
+        }
+    }
+    assert!(seen_failed);
+    c.run_until(c.now + 2_000);
+    let running = pods_of(&c, "pair").iter().filter(|p| get_str(p, &["status", "phase"]) == Some("Running")).count();
+    assert_eq!(running, 1, "index 1 still runs");
+    let j = job(&c, "pair");
+    assert!(j["status"].get("active").is_none(), "active is 0 (omitted) during the back-off: {}", j["status"]);
+    // After the back-off the replacement for index 0 is made.
+    c.run_until(c.now + 15_000);
+    assert_eq!(pods_of(&c, "pair").len(), 3);
+}

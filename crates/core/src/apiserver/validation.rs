@@ -710,7 +710,8 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
 /// immutability of apps/v1, `ValidatePodUpdate`).
 pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if matches!(kind, "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet") && get(old, &["spec", "selector"]) != get(new, &["spec", "selector"]) {
+    // A StatefulSet's selector is covered by the check of its whole spec below.
+    if matches!(kind, "Deployment" | "ReplicaSet" | "DaemonSet") && get(old, &["spec", "selector"]) != get(new, &["spec", "selector"]) {
         errs.push(FieldError::new(
             crate::foundation::status::FieldErrorKind::Invalid,
             "spec.selector",
@@ -748,6 +749,12 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
             ));
         }
     }
+    if kind == "StatefulSet" {
+        validate_statefulset_update(old, new, &mut errs);
+    }
+    if kind == "Job" {
+        validate_job_update(old, new, &mut errs);
+    }
     if kind == "Service" {
         let oc = get_str(old, &["spec", "clusterIP"]).unwrap_or("");
         let nc = get_str(new, &["spec", "clusterIP"]).unwrap_or("");
@@ -756,6 +763,132 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
         }
     }
     errs
+}
+
+/// `ValidateStatefulSetUpdate`: only the fields it names may change in a set's spec.
+fn validate_statefulset_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    const MUTABLE: [&str; 7] =
+        ["replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit", "persistentVolumeClaimRetentionPolicy", "minReadySeconds"];
+    let rest = |o: &Value| -> Value {
+        let mut spec = o.get("spec").cloned().unwrap_or(Value::Null);
+        if let Some(m) = spec.as_object_mut() {
+            for f in MUTABLE {
+                m.remove(f);
+            }
+        }
+        spec
+    };
+    if rest(old) != rest(new) {
+        errs.push(FieldError::forbidden(
+            "spec",
+            "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+        ));
+    }
+}
+
+/// `ValidateJobSpecUpdate` (pkg/apis/batch/validation) with the options the Job strategy
+/// gives it: completions (an Indexed Job's only together with parallelism, as
+/// `ElasticIndexedJob` allows), selector, pod template (its scheduling directives, labels
+/// and annotations mutable while the Job is suspended and has never started),
+/// completionMode, podFailurePolicy, backoffLimitPerIndex, managedBy and successPolicy.
+///
+/// The bad value is printed as the API server prints it where that is a number, a string or
+/// a label selector; for the structs (`core.PodTemplateSpec`, `batch.PodFailurePolicy`,
+/// `batch.SuccessPolicy`) the API server prints Go's `%#v` dump, pointers as memory
+/// addresses, which kubeloop shortens to the type name and `{...}`.
+fn validate_job_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    let spec = |o: &Value, f: &str| get(o, &["spec", f]).filter(|v| !v.is_null()).cloned();
+    let immutable = |errs: &mut Vec<FieldError>, f: &str, go_type: Option<&str>| {
+        let (a, b) = (spec(old, f), spec(new, f));
+        if a != b {
+            let value = match (&b, go_type) {
+                (None, _) => "null".to_string(),
+                (Some(_), Some(t)) => format!("{t}{{...}}"),
+                (Some(v), None) => crate::foundation::status::render_value(v),
+            };
+            errs.push(FieldError::new(crate::foundation::status::FieldErrorKind::Invalid, format!("spec.{f}"), Some(value), "field is immutable"));
+        }
+    };
+    let indexed = get_str(new, &["spec", "completionMode"]) == Some("Indexed");
+    let (old_c, new_c) = (spec(old, "completions"), spec(new, "completions"));
+    if old_c != new_c {
+        if !indexed {
+            immutable(errs, "completions", None);
+        } else if let Some(c) = &new_c {
+            if Some(c) != spec(new, "parallelism").as_ref() {
+                errs.push(FieldError::invalid("spec.completions", c, "can only be modified in tandem with spec.parallelism"));
+            }
+        }
+    }
+    if spec(old, "selector") != spec(new, "selector") {
+        errs.push(FieldError::new(
+            crate::foundation::status::FieldErrorKind::Invalid,
+            "spec.selector",
+            Some(match get(new, &["spec", "selector"]).filter(|v| !v.is_null()) {
+                None => "null".to_string(),
+                Some(_) => format!(
+                    "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}}",
+                    go_map(get(new, &["spec", "selector", "matchLabels"]).and_then(Value::as_object))
+                ),
+            }),
+            "field is immutable",
+        ));
+    }
+    // `validatePodTemplateUpdate`: with `AllowMutableSchedulingDirectives`, the old
+    // template takes the new one's node affinity, node selector, tolerations, scheduling
+    // gates, labels and annotations before the comparison.
+    let suspended_never_started = get(old, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true) && get(old, &["status", "startTime"]).is_none();
+    let mut old_t = get(old, &["spec", "template"]).cloned().unwrap_or(Value::Null);
+    let new_t = get(new, &["spec", "template"]).cloned().unwrap_or(Value::Null);
+    if suspended_never_started {
+        for f in ["labels", "annotations"] {
+            match get(&new_t, &["metadata", f]) {
+                Some(v) => crate::foundation::api::set(&mut old_t, &["metadata", f], v.clone()),
+                None => {
+                    if let Some(m) = old_t.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove(f);
+                    }
+                }
+            }
+        }
+        for f in ["nodeSelector", "tolerations", "schedulingGates"] {
+            match get(&new_t, &["spec", f]) {
+                Some(v) => crate::foundation::api::set(&mut old_t, &["spec", f], v.clone()),
+                None => {
+                    if let Some(m) = old_t.get_mut("spec").and_then(Value::as_object_mut) {
+                        m.remove(f);
+                    }
+                }
+            }
+        }
+        match get(&new_t, &["spec", "affinity", "nodeAffinity"]) {
+            Some(na) => crate::foundation::api::set(&mut old_t, &["spec", "affinity", "nodeAffinity"], na.clone()),
+            None => {
+                if let Some(m) = old_t.get_mut("spec").and_then(|s| s.get_mut("affinity")).and_then(Value::as_object_mut) {
+                    m.remove("nodeAffinity");
+                }
+            }
+        }
+        // An affinity left with nothing in it counts as none.
+        if get(&new_t, &["spec", "affinity"]).is_none() && get(&old_t, &["spec", "affinity"]).and_then(Value::as_object).is_some_and(|m| m.is_empty()) {
+            if let Some(m) = old_t.get_mut("spec").and_then(Value::as_object_mut) {
+                m.remove("affinity");
+            }
+        }
+    }
+    if old_t != new_t {
+        errs.push(FieldError::new(
+            crate::foundation::status::FieldErrorKind::Invalid,
+            "spec.template",
+            Some("core.PodTemplateSpec{...}".to_string()),
+            "field is immutable",
+        ));
+    }
+    immutable(errs, "completionMode", None);
+    immutable(errs, "podFailurePolicy", Some("batch.PodFailurePolicy"));
+    immutable(errs, "backoffLimitPerIndex", None);
+    immutable(errs, "managedBy", None);
+    immutable(errs, "successPolicy", Some("batch.SuccessPolicy"));
 }
 
 #[cfg(test)]

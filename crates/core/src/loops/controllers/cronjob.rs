@@ -20,7 +20,7 @@ use crate::foundation::sim::{epoch, parse_rfc3339, rfc3339, Millis};
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::job::finished_type;
 use crate::loops::events::Source;
-use crate::loops::informer::Informer;
+use crate::loops::informer::{Informer, WatchState};
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,7 +54,7 @@ pub fn most_recent_schedule_time(
 ) -> Result<(i64, Option<i64>, Missed), String> {
     let mut earliest = last_schedule.unwrap_or(created);
     if let Some(sds) = starting_deadline {
-        earliest = earliest.max(now - sds * 1000);
+        earliest = earliest.max(now.saturating_sub(sds.saturating_mul(1000)));
     }
     let too_close = || "time difference between two schedules is less than 1 second".to_string();
     let t1 = sched.next(earliest).ok_or_else(too_close)?;
@@ -213,6 +213,13 @@ impl CronJobController {
             } else {
                 self.queue.insert(key);
             }
+        }
+        if self.cronjobs.is_empty() {
+            // A cluster without CronJobs keeps no copy of its Jobs for this loop.
+            if self.jobs.state != WatchState::Empty {
+                self.jobs = Informer::new(rid::JOB);
+            }
+            return;
         }
         let r = self.jobs.sync(&cx.api.store);
         for d in r.deltas {
@@ -409,7 +416,7 @@ impl CronJobController {
                 t
             }
         };
-        if sds.is_some_and(|s| scheduled + s * 1000 < now) {
+        if sds.is_some_and(|s| scheduled.saturating_add(s.saturating_mul(1000)) < now) {
             let msg = format!("Missed scheduled time to start a job: {}", cron::rfc1123z(scheduled));
             cx.event(&self.source, cj, None, "Warning", "MissSchedule", &msg, None);
             return (next(last), update);

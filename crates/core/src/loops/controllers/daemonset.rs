@@ -21,7 +21,7 @@ use crate::foundation::value::{json, Value};
 use crate::loops::controllers::deployment::pod_template_hash;
 use crate::loops::controllers::history::{self, REVISION_HASH_LABEL};
 use crate::loops::events::Source;
-use crate::loops::informer::Informer;
+use crate::loops::informer::{Informer, WatchState};
 use crate::loops::scheduler::{node_affinity_matches, tolerates};
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet};
@@ -508,12 +508,26 @@ impl DaemonSetController {
         self.queue.extend(all);
     }
 
+    fn drop_caches(&mut self) {
+        if self.pods.state != WatchState::Empty {
+            self.pods = Informer::new(rid::POD);
+            self.nodes = Informer::new(rid::NODE);
+            self.revisions = Informer::new(rid::CONTROLLERREVISION);
+        }
+    }
+
     fn sync_informers(&mut self, cx: &mut Cx) {
-        let fresh = self.sets.state == crate::loops::informer::WatchState::Empty;
+        let fresh = self.sets.state == WatchState::Empty;
         for d in self.sets.sync(&cx.api.store).deltas {
             if d.kind != EventType::Deleted {
                 self.queue.insert((api::namespace(&d.object).to_string(), api::name(&d.object).to_string()));
             }
+        }
+        if self.sets.is_empty() && !fresh {
+            // Nothing to reconcile: a cluster without DaemonSets keeps no copy of its pods,
+            // nodes and revisions for this loop. They are listed again when a set appears.
+            self.drop_caches();
+            return;
         }
         for d in self.revisions.sync(&cx.api.store).deltas {
             if let Some(owner) = Self::owner_of(&d.object) {
@@ -948,6 +962,35 @@ mod tests {
 
     fn never(_: &str) -> bool {
         false
+    }
+
+    #[test]
+    fn without_daemonsets_the_loop_keeps_no_pods_or_nodes() {
+        let admin = || Credentials::User(UserInfo::admin());
+        let mut api = crate::apiserver::ApiServer::new(1, true);
+        for o in crate::apiserver::rbac::bootstrap_policy() {
+            api.bootstrap_object(o);
+        }
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "default"}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}));
+        for i in 0..3 {
+            let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("other-{i}"), "namespace": "default", "labels": {"app": "other"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+            api.handle(Request::create(rid::POD, "default", p, admin())).unwrap();
+        }
+        let mut c = DaemonSetController::new();
+        crate::loops::run_once(&mut c, &mut api, 1000);
+        crate::loops::run_once(&mut c, &mut api, 1005);
+        assert!(c.pods.is_empty() && c.pods.state == WatchState::Empty, "no DaemonSet: no copy of the pods");
+        assert!(c.nodes.is_empty() && c.revisions.state == WatchState::Empty);
+        let mut d = ds(json!({}));
+        d["metadata"] = json!({"name": "agent", "namespace": "default"});
+        api.handle(Request::create(rid::DAEMONSET, "default", d, admin())).unwrap();
+        crate::loops::run_once(&mut c, &mut api, 2000);
+        assert_eq!((c.pods.len(), c.nodes.len()), (3, 1), "the first set lists pods and nodes");
+        let mine = api.store.list(rid::POD, Some("default")).filter(|p| api::controller_ref(p).is_some()).count();
+        assert_eq!(mine, 1, "and puts a pod on the node");
     }
 
     #[test]

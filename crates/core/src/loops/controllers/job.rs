@@ -24,7 +24,7 @@ use crate::foundation::pod::{condition, pod_is_active, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
-use crate::loops::informer::Informer;
+use crate::loops::informer::{Informer, WatchState};
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -45,6 +45,14 @@ const MAX_UNCOUNTED_PODS: usize = 500;
 const MAX_POD_CREATE_DELETE_PER_SYNC: i64 = 500;
 /// `names.MaxGeneratedNameLength`: 63 less the 5 random characters.
 const MAX_GENERATED_NAME_LENGTH: usize = 58;
+/// The longest wait a timer is set for: a deadline further off (the API takes any int64 for
+/// `activeDeadlineSeconds`) is looked at again then, and the timer set anew.
+const MAX_TIMER: Millis = 365 * 24 * 3600 * 1000;
+
+/// Seconds from the API (any int64) as simulated milliseconds, without overflow.
+fn secs(s: i64) -> Millis {
+    (s.max(0) as Millis).saturating_mul(1000)
+}
 
 // ---------------------------------------------------------------------------------------
 // Indexes as ordered intervals (`orderedIntervals`).
@@ -239,7 +247,7 @@ fn finished_time(p: &Value) -> Millis {
         }
     }
     if let Some(t) = get_str(p, &["metadata", "deletionTimestamp"]).and_then(parse_rfc3339) {
-        let grace = get_i64(p, &["metadata", "deletionGracePeriodSeconds"]).unwrap_or(0).max(0) as Millis * 1000;
+        let grace = secs(get_i64(p, &["metadata", "deletionGracePeriodSeconds"]).unwrap_or(0));
         return t.saturating_sub(grace);
     }
     get_str(p, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339).unwrap_or(0)
@@ -697,6 +705,7 @@ impl JobController {
             self.queue.insert(key.clone());
             return;
         }
+        let delay = delay.min(MAX_TIMER);
         let at = cx.now + delay;
         if self.pending.get(key).is_some_and(|&t| t <= at) {
             return;
@@ -711,9 +720,21 @@ impl JobController {
     }
 
     fn sync_informers(&mut self, cx: &mut Cx) {
+        let fresh = self.jobs.state == WatchState::Empty;
         let r = self.jobs.sync(&cx.api.store);
         if let Some(m) = r.relisted {
             cx.trace(Flow::ReplicaSetController, "watch", "Job".into(), "relist", "", format!("watch expired ({m}); relisted Jobs"));
+        }
+        // With no Job, and no Job deleted since the last look whose pods may still carry the
+        // tracking finalizer, a cluster keeps no copy of its pods for this loop: they are
+        // listed again when a Job appears (a pod left with the finalizer then shows up as
+        // an orphan, as it does when the controller starts).
+        if self.jobs.is_empty() && r.deltas.is_empty() && self.orphans.is_empty() && !fresh {
+            if self.pods.state != WatchState::Empty {
+                self.pods = Informer::new(rid::POD);
+                self.by_owner.clear();
+            }
+            return;
         }
         for d in r.deltas {
             let key = key_of(&d.object);
@@ -740,7 +761,7 @@ impl JobController {
                     {
                         let old_ads = d.old.as_ref().and_then(|o| get_i64(o, &["spec", "activeDeadlineSeconds"]));
                         if old_ads != Some(ads) {
-                            let left = (start + ads.max(0) as Millis * 1000).saturating_sub(cx.now);
+                            let left = start.saturating_add(secs(ads)).saturating_sub(cx.now);
                             self.enqueue_after(cx, &key, left);
                         }
                     }
@@ -996,7 +1017,7 @@ impl JobController {
             if failed > backoff_limit || past_backoff_limit_on_failure(&job, &c.pods, backoff_limit) {
                 c.finished = Some(new_condition("FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", now));
             } else if let (Some(ads), Some(start), false) = (ads, start, suspended(&job)) {
-                let deadline = start + ads.max(0) as Millis * 1000;
+                let deadline = start.saturating_add(secs(ads));
                 if now >= deadline {
                     c.finished = Some(new_condition("FailureTarget", "True", "DeadlineExceeded", "Job was active longer than specified deadline", now));
                 } else {
@@ -1165,7 +1186,9 @@ impl JobController {
                     ),
                 );
                 self.enqueue_after(cx, key, remaining.max(SYNC_BATCH_PERIOD));
-                return active;
+                // As upstream's `manageJob` does: while the back-off runs, the sync reports
+                // no active pods (status.active reads 0 even if some still run).
+                return 0;
             }
         }
         diff = diff.min(MAX_POD_CREATE_DELETE_PER_SYNC);
@@ -1200,6 +1223,7 @@ impl JobController {
                 if now_ready.is_empty() {
                     if let Some(w) = min_wait {
                         self.enqueue_after(cx, key, w.max(SYNC_BATCH_PERIOD));
+                        return 0;
                     }
                     return active;
                 }
@@ -1632,6 +1656,34 @@ impl Controller for JobController {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_jobs_the_loop_keeps_no_pods() {
+        use crate::apiserver::rbac::UserInfo;
+        let admin = || Credentials::User(UserInfo::admin());
+        let mut api = crate::apiserver::ApiServer::new(1, true);
+        for o in crate::apiserver::rbac::bootstrap_policy() {
+            api.bootstrap_object(o);
+        }
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "default"}}));
+        for i in 0..3 {
+            let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("other-{i}"), "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+            api.handle(Request::create(rid::POD, "default", p, admin())).unwrap();
+        }
+        let mut c = JobController::new();
+        crate::loops::run_once(&mut c, &mut api, 1000);
+        crate::loops::run_once(&mut c, &mut api, 1005);
+        assert!(c.pods.is_empty() && c.pods.state == WatchState::Empty, "no Job: no copy of the pods");
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi", "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}});
+        api.handle(Request::create(rid::JOB, "default", job, admin())).unwrap();
+        crate::loops::run_once(&mut c, &mut api, 2000);
+        assert_eq!(c.pods.len(), 3, "the first Job lists the pods");
+        crate::loops::run_once(&mut c, &mut api, 2005);
+        assert_eq!(c.pods.len(), 4, "and sees the one it made");
+    }
 
     #[test]
     fn completed_indexes_print_as_ranges_with_pairs_written_out() {

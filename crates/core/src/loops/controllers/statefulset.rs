@@ -20,7 +20,7 @@ use crate::foundation::sim::{parse_rfc3339, Millis};
 use crate::foundation::value::{json, Map, Value};
 use crate::loops::controllers::history;
 use crate::loops::events::Source;
-use crate::loops::informer::Informer;
+use crate::loops::informer::{Informer, WatchState};
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +30,10 @@ pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 
 const COMPONENT: &str = "statefulset-controller";
+/// `MaxBatchSize`: upstream's bound on the creations in flight at once in Parallel mode;
+/// here the creations of one sync, so that a sync's work stays bounded whatever
+/// `spec.replicas` says.
+pub const MAX_BATCH_SIZE: usize = 500;
 
 /// `getParentNameAndOrdinal`: `(.*)-([0-9]+)$`, the ordinal an int32.
 pub fn parent_and_ordinal(pod_name: &str) -> Option<(&str, i64)> {
@@ -73,9 +77,6 @@ fn running_and_ready(p: &Value) -> bool {
 }
 fn running_and_available(p: &Value, min_ready: i64, now: Millis) -> bool {
     pod_is_available(p, min_ready, now)
-}
-fn healthy(p: &Value) -> bool {
-    running_and_ready(p) && !api::is_deleting(p)
 }
 pub fn pod_revision(p: &Value) -> &str {
     api::label(p, history::REVISION_HASH_LABEL).unwrap_or("")
@@ -330,6 +331,9 @@ pub struct Plan {
     pub steps: Vec<Step>,
     pub waiting: Option<String>,
     pub status: Value,
+    /// A Parallel set reached [`MAX_BATCH_SIZE`] creations: the next sync, which the new
+    /// pods' events bring, makes more.
+    pub more: bool,
 }
 
 /// The revisions a sync works with: names and the set as each recorded it.
@@ -389,38 +393,63 @@ pub fn max_unavailable(set: &Value) -> i64 {
     m.max(1)
 }
 
+/// `isUnavailable`: not available for `minReadySeconds`, or terminating.
+fn unavailable(p: &Value, min_ready: i64, now: Millis) -> bool {
+    !running_and_available(p, min_ready, now) || api::is_deleting(p)
+}
+
 /// The pure core of `updateStatefulSet` and `updateStatefulSetAfterInvariantEstablished`.
 /// `claims` looks a claim up by name in the cache.
+///
+/// Upstream fills a slice of `replicas` entries, one per ordinal, with a new pod for each
+/// missing one. Here a missing ordinal's pod is built only when the plan reaches it, so that
+/// the work of a sync follows the pods that exist and the creations made, not
+/// `spec.replicas` (which the API lets be 2^31-1). A Parallel set creates at most
+/// [`MAX_BATCH_SIZE`] pods per sync and says so in `more`.
 pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str) -> Option<Object>, now: Millis) -> Plan {
-    let n = replicas(set).max(0) as usize;
+    let n = replicas(set).max(0);
     let start = start_ordinal(set);
     let min_ready = min_ready(set);
     let obj = format!("StatefulSet/{}/{}", api::namespace(set), api::name(set));
-    let mut replicas: Vec<Option<Object>> = vec![None; n];
+    // In-range pods by index (ordinal - start), and condemned pods.
+    let mut existing: BTreeMap<i64, Object> = BTreeMap::new();
     let mut condemned: Vec<Object> = Vec::new();
     for p in pods {
         if in_ordinal_range(p, set) {
-            replicas[(ordinal(p) - start) as usize] = Some(p.clone());
+            existing.insert(ordinal(p) - start, p.clone());
         } else if ordinal(p) >= 0 {
             condemned.push(p.clone());
         }
     }
-    let slots: Vec<Value> = (0..n)
-        .map(|i| match &replicas[i] {
+    let slot = |i: i64| -> Value {
+        match existing.get(&i) {
             Some(p) => (**p).clone(),
-            None => new_versioned_pod(revs.current_set, revs.update_set, revs.current, revs.update, start + i as i64),
-        })
-        .collect();
+            None => new_versioned_pod(revs.current_set, revs.update_set, revs.current, revs.update, start + i),
+        }
+    };
+    // The lowest index with no pod (a pod not created yet is unavailable).
+    let mut first_missing = None;
+    let mut expect = 0;
+    for &i in existing.keys() {
+        if i != expect {
+            break;
+        }
+        expect += 1;
+    }
+    if expect < n {
+        first_missing = Some(expect);
+    }
     condemned.sort_by_key(|p| std::cmp::Reverse(ordinal(p)));
-    let first_unhealthy: Option<String> = slots
-        .iter()
-        .find(|p| !healthy(p))
-        .map(|p| api::name(p).to_string())
-        .or_else(|| condemned.iter().rev().find(|p| !healthy(p)).map(|p| api::name(p).to_string()));
+    let first_existing_unavailable = existing.iter().find(|(_, p)| unavailable(p, min_ready, now)).map(|(i, _)| *i);
+    let first_unhealthy: Option<String> = match (first_missing, first_existing_unavailable) {
+        (Some(a), Some(b)) => Some(api::name(&slot(a.min(b))).to_string()),
+        (Some(a), None) | (None, Some(a)) => Some(api::name(&slot(a)).to_string()),
+        (None, None) => condemned.iter().rev().find(|p| unavailable(p, min_ready, now)).map(|p| api::name(p).to_string()),
+    };
 
     let all: Vec<&Value> = pods.iter().map(|p| &**p).collect();
     let counts = count(&all, min_ready, now, revs.current, revs.update);
-    let mut out = Plan { steps: Vec::new(), waiting: None, status: Value::Null };
+    let mut out = Plan { steps: Vec::new(), waiting: None, status: Value::Null, more: false };
     let finish = |mut out: Plan, c: Counts| {
         out.status = status(set, revs, c);
         out
@@ -430,13 +459,38 @@ pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str
     }
     let mono = monotonic(set);
     let policy_word = if mono { "OrderedReady" } else { "Parallel" };
-    let desired = replicas.len();
+    let desired = n;
 
-    // Each replica in ordinal order (`processReplica`).
-    for (i, pod) in slots.iter().enumerate() {
+    // Each replica in ordinal order (`processReplica`): the existing pods, and the missing
+    // ordinals as the walk reaches them.
+    let mut created = 0usize;
+    let mut i = 0i64;
+    while i < n {
+        let Some(p) = existing.get(&i).cloned() else {
+            let pod = slot(i);
+            let name = api::name(&pod).to_string();
+            let why = if mono && i > 0 {
+                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: {} is Running and Ready)", api::name(&slot(i - 1)))
+            } else if mono {
+                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: the lowest ordinal goes first)")
+            } else {
+                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: without waiting for the others)")
+            };
+            out.steps.push(Step::Create { pod, why });
+            if mono {
+                return finish(out, counts);
+            }
+            created += 1;
+            if created >= MAX_BATCH_SIZE {
+                out.more = true;
+                return finish(out, counts);
+            }
+            i += 1;
+            continue;
+        };
+        let pod: &Value = &p;
         let name = api::name(pod).to_string();
-        let exists = replicas[i].is_some();
-        if exists && matches!(phase(pod), "Failed" | "Succeeded") {
+        if matches!(phase(pod), "Failed" | "Succeeded") {
             if !api::is_deleting(pod) {
                 out.steps
                     .push(Step::Delete { pod: name.clone(), why: format!("{obj}: {name} has phase {}; deleting it so that it is created again", phase(pod)) });
@@ -445,23 +499,9 @@ pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str
                 out.waiting = Some(format!("{obj} waits: {name} is being replaced ({policy_word})"));
                 return finish(out, counts);
             }
+            i += 1;
             continue;
         }
-        if !exists {
-            let why = if mono && i > 0 {
-                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: {} is Running and Ready)", api::name(&slots[i - 1]))
-            } else if mono {
-                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: the lowest ordinal goes first)")
-            } else {
-                format!("{obj} wants {desired} replicas: created {name} ({policy_word}: without waiting for the others)")
-            };
-            out.steps.push(Step::Create { pod: pod.clone(), why });
-            if mono {
-                return finish(out, counts);
-            }
-            continue;
-        }
-        let p = replicas[i].clone().unwrap_or_default();
         if phase(pod) == "Pending" {
             let missing = claims_for(set, ordinal(pod)).values().any(|c| claims(api::name(c)).is_none());
             let stale_refs = claims_for(set, ordinal(pod)).values().filter_map(|c| claims(api::name(c))).any(|c| !claim_owner_up_to_date(&c, set, pod));
@@ -486,6 +526,7 @@ pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str
         if !(identity_matches(set, pod) && storage_matches(set, pod) && retention_ok) {
             out.steps.push(Step::Update { pod: pod.clone() });
         }
+        i += 1;
     }
 
     // Condemned pods' claims follow the retention policy before the pods go.
@@ -530,24 +571,24 @@ pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str
         return finish(out, counts);
     }
 
-    // Rolling update with maxUnavailable, highest ordinal first, down to the partition.
+    // Rolling update with maxUnavailable, highest ordinal first, down to the partition. A
+    // missing ordinal counts as unavailable; its pod will be made at the right revision.
     let mut counts = counts;
-    let update_min = get_i64(set, &["spec", "updateStrategy", "rollingUpdate", "partition"]).unwrap_or(0).max(0) as usize;
+    let update_min = get_i64(set, &["spec", "updateStrategy", "rollingUpdate", "partition"]).unwrap_or(0).max(0);
     let max_unavailable = max_unavailable(set);
-    let unavailable = slots.iter().filter(|p| !healthy(p)).count() as i64;
-    if unavailable >= max_unavailable {
-        let stale = slots.iter().skip(update_min).any(|p| pod_revision(p) != revs.update);
+    let unavailable_pods = (n - existing.len() as i64) + existing.values().filter(|p| unavailable(p, min_ready, now)).count() as i64;
+    if unavailable_pods >= max_unavailable {
+        let stale = existing.range(update_min..).any(|(_, p)| pod_revision(p) != revs.update);
         if stale {
-            out.waiting = Some(format!("{obj} waits: {unavailable} pod(s) unavailable, maxUnavailable is {max_unavailable} (RollingUpdate)"));
+            out.waiting = Some(format!("{obj} waits: {unavailable_pods} pod(s) unavailable, maxUnavailable is {max_unavailable} (RollingUpdate)"));
         }
         return finish(out, counts);
     }
-    let mut to_delete = max_unavailable - unavailable;
-    for target in (update_min..slots.len()).rev() {
+    let mut to_delete = max_unavailable - unavailable_pods;
+    for (_, p) in existing.range(update_min..).rev() {
         if to_delete == 0 {
             break;
         }
-        let p = &slots[target];
         if pod_revision(p) != revs.update && !api::is_deleting(p) {
             let name = api::name(p).to_string();
             out.steps.push(Step::Delete {
@@ -648,8 +689,16 @@ impl StatefulSetController {
         (get_str(r, &["kind"]) == Some(kind)).then(|| get_str(r, &["name"]).unwrap_or("").to_string())
     }
 
+    fn drop_caches(&mut self) {
+        if self.pods.state != WatchState::Empty {
+            self.pods = Informer::new(rid::POD);
+            self.revisions = Informer::new(rid::CONTROLLERREVISION);
+            self.claims = Informer::new(rid::PVC);
+        }
+    }
+
     fn sync_informers(&mut self, cx: &mut Cx) {
-        let fresh = self.sets.state == crate::loops::informer::WatchState::Empty;
+        let fresh = self.sets.state == WatchState::Empty;
         for d in self.sets.sync(&cx.api.store).deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
             if d.kind == EventType::Deleted {
@@ -657,6 +706,12 @@ impl StatefulSetController {
             } else {
                 self.queue.insert(key);
             }
+        }
+        if self.sets.is_empty() && !fresh {
+            // Nothing to reconcile: a cluster without StatefulSets keeps no copy of its pods,
+            // revisions and claims for this loop. They are listed again when a set appears.
+            self.drop_caches();
+            return;
         }
         for d in self.revisions.sync(&cx.api.store).deltas {
             if let Some(owner) = Self::owner_of(&d.object, "StatefulSet") {
@@ -1314,6 +1369,74 @@ mod tests {
         let r = set(1, "OrderedReady");
         let plain = claims_for(&r, 0)["www"].clone();
         assert!(claim_owner_up_to_date(&plain, &r, &p0));
+    }
+
+    #[test]
+    fn a_huge_replica_count_plans_only_what_one_sync_does() {
+        // The API takes replicas up to 2^31-1; a plan must not build a pod per ordinal.
+        let s = set(i64::from(i32::MAX), "OrderedReady");
+        let p = plan(&s, &revs(&s, "r1", "r1"), &[], &no_claims, 0);
+        assert_eq!(created(&p), vec!["web-0"]);
+        assert!(!p.more);
+        let s = set(i64::from(i32::MAX), "Parallel");
+        let p = plan(&s, &revs(&s, "r1", "r1"), &[], &no_claims, 0);
+        assert_eq!(created(&p).len(), MAX_BATCH_SIZE, "Parallel creates a bounded batch per sync");
+        assert_eq!(created(&p).last().map(String::as_str), Some("web-499"));
+        assert!(p.more, "and comes back for the rest");
+        // With the first pods there, the next sync goes on from the first missing ordinal.
+        let pods: Vec<Object> = (0..3).map(|i| pod(&s, i, "r1", "Running", true)).collect();
+        let p = plan(&s, &revs(&s, "r1", "r1"), &pods, &no_claims, 0);
+        assert_eq!(created(&p).first().map(String::as_str), Some("web-3"));
+        // Three replicas need no second batch.
+        let s = set(3, "Parallel");
+        assert!(!plan(&s, &revs(&s, "r1", "r1"), &[], &no_claims, 0).more);
+    }
+
+    #[test]
+    fn pods_within_min_ready_seconds_count_as_unavailable_for_a_rolling_update() {
+        // Upstream's `isUnavailable` looks at availability (minReadySeconds), not readiness:
+        // a Parallel set whose pods became Ready 10 s ago with minReadySeconds 30 has every
+        // pod unavailable, so the rolling update deletes none.
+        let mut s = set(3, "Parallel");
+        s["spec"]["minReadySeconds"] = json!(30);
+        let pods: Vec<Object> = (0..3).map(|i| pod(&s, i, "r1", "Running", true)).collect();
+        let p = plan(&s, &revs(&s, "r1", "r2"), &pods, &no_claims, 10_000);
+        assert!(deleted(&p).is_empty(), "{:?}", p.steps);
+        assert_eq!(p.waiting.as_deref(), Some("StatefulSet/default/web waits: 3 pod(s) unavailable, maxUnavailable is 1 (RollingUpdate)"));
+        // Once available, the highest ordinal goes.
+        let p = plan(&s, &revs(&s, "r1", "r2"), &pods, &no_claims, 40_000);
+        assert_eq!(deleted(&p), vec!["web-2"]);
+    }
+
+    fn seeded_api() -> crate::apiserver::ApiServer {
+        let mut api = crate::apiserver::ApiServer::new(1, true);
+        for o in crate::apiserver::rbac::bootstrap_policy() {
+            api.bootstrap_object(o);
+        }
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "default"}}));
+        for i in 0..3 {
+            let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("other-{i}"), "namespace": "default", "labels": {"app": "other"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+            api.handle(Request::create(rid::POD, "default", p, Credentials::User(UserInfo::admin()))).unwrap();
+        }
+        api
+    }
+
+    #[test]
+    fn without_statefulsets_the_loop_keeps_no_pods() {
+        let mut api = seeded_api();
+        let mut c = StatefulSetController::new();
+        crate::loops::run_once(&mut c, &mut api, 1000);
+        crate::loops::run_once(&mut c, &mut api, 1005);
+        assert!(c.pods.is_empty() && c.pods.state == WatchState::Empty, "no StatefulSet: no copy of the pods");
+        assert_eq!(c.claims.state, WatchState::Empty);
+        let mut s = set(1, "OrderedReady");
+        s["metadata"] = json!({"name": "web", "namespace": "default"});
+        api.handle(Request::create(rid::STATEFULSET, "default", s, Credentials::User(UserInfo::admin()))).unwrap();
+        crate::loops::run_once(&mut c, &mut api, 2000);
+        assert_eq!(c.pods.len(), 3, "the first set lists the pods");
+        assert!(api.store.get_by(rid::POD, "default", "web-0").is_some());
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub fn time_left(job: &Value, now: Millis) -> Option<i64> {
         .find(|c| matches!(get_str(c, &["type"]), Some("Complete" | "Failed")) && get_str(c, &["status"]) == Some("True"))
         .and_then(|c| get_str(c, &["lastTransitionTime"]))
         .and_then(parse_rfc3339)?;
-    Some(finished_at as i64 + ttl * 1000 - now as i64)
+    Some((finished_at as i64).saturating_add(ttl.saturating_mul(1000)).saturating_sub(now as i64))
 }
 
 type Key = (String, String);
@@ -61,7 +61,8 @@ impl TtlAfterFinishedController {
             None => false,
             Some(left) if left <= 0 => true,
             Some(left) => {
-                cx.after(left as Millis, format!("{}/{}", api::namespace(job), api::name(job)));
+                // A TTL further off than a year is looked at again then.
+                cx.after((left as Millis).min(365 * 24 * 3600 * 1000), format!("{}/{}", api::namespace(job), api::name(job)));
                 false
             }
         }
