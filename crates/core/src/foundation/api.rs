@@ -334,6 +334,17 @@ pub fn controller_ref(v: &Value) -> Option<&Value> {
     get_array(v, &["metadata", "ownerReferences"]).iter().find(|r| get_bool(r, &["controller"]) == Some(true))
 }
 
+/// The namespace and name of an object: the key a controller's queue holds.
+pub fn queue_key(o: &Value) -> (String, String) {
+    (namespace(o).to_string(), name(o).to_string())
+}
+
+/// The name and uid of an object's controller, when that controller is a `kind`.
+pub fn controller_of_kind(o: &Value, kind: &str) -> Option<(String, String)> {
+    let r = controller_ref(o)?;
+    (get_str(r, &["kind"]) == Some(kind)).then(|| (get_str(r, &["name"]).unwrap_or("").to_string(), get_str(r, &["uid"]).unwrap_or("").to_string()))
+}
+
 /// An ownerReference to `owner` as controllers write it (`controller` and
 /// `blockOwnerDeletion` both true).
 pub fn owner_reference(owner: &Value) -> Value {

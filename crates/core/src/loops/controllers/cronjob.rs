@@ -113,15 +113,6 @@ impl Default for CronJobController {
     }
 }
 
-fn key_of(o: &Value) -> Key {
-    (api::namespace(o).to_string(), api::name(o).to_string())
-}
-
-fn cronjob_ref(job: &Value) -> Option<(String, String)> {
-    let r = api::controller_ref(job)?;
-    (get_str(r, &["kind"]) == Some("CronJob")).then(|| (get_str(r, &["name"]).unwrap_or("").to_string(), get_str(r, &["uid"]).unwrap_or("").to_string()))
-}
-
 /// `formatSchedule`: the schedule with the CronJob's time zone as a `TZ=` prefix; the
 /// warning when the schedule carries its own.
 fn format_schedule(cj: &Value) -> (String, bool) {
@@ -185,13 +176,13 @@ impl CronJobController {
     }
 
     fn resolve(&self, ns: &str, r: &(String, String)) -> Option<Key> {
-        self.cronjobs.get(ns, &r.0).filter(|c| api::uid(c) == r.1).map(|c| key_of(c))
+        self.cronjobs.get(ns, &r.0).filter(|c| api::uid(c) == r.1).map(|c| api::queue_key(c))
     }
 
     fn sync_informers(&mut self, cx: &mut Cx) {
         let r = self.cronjobs.sync(&cx.api.store);
         for d in r.deltas {
-            let key = key_of(&d.object);
+            let key = api::queue_key(&d.object);
             let changed_schedule = d.kind == EventType::Modified
                 && d.old.as_ref().is_some_and(|o| {
                     get_str(o, &["spec", "schedule"]) != get_str(&d.object, &["spec", "schedule"])
@@ -225,10 +216,10 @@ impl CronJobController {
         for d in r.deltas {
             let ns = api::namespace(&d.object).to_string();
             let mut owners: Vec<Key> = Vec::new();
-            if let Some(o) = cronjob_ref(&d.object).and_then(|r| self.resolve(&ns, &r)) {
+            if let Some(o) = api::controller_of_kind(&d.object, "CronJob").and_then(|r| self.resolve(&ns, &r)) {
                 owners.push(o);
             }
-            if let Some(o) = d.old.as_ref().and_then(|o| cronjob_ref(o)).and_then(|r| self.resolve(&ns, &r)) {
+            if let Some(o) = d.old.as_ref().and_then(|o| api::controller_of_kind(o, "CronJob")).and_then(|r| self.resolve(&ns, &r)) {
                 owners.push(o);
             }
             self.queue.extend(owners);

@@ -668,15 +668,6 @@ impl Default for JobController {
     }
 }
 
-fn key_of(o: &Value) -> Key {
-    (api::namespace(o).to_string(), api::name(o).to_string())
-}
-
-fn job_ref(p: &Value) -> Option<(String, String)> {
-    let r = api::controller_ref(p)?;
-    (get_str(r, &["kind"]) == Some("Job")).then(|| (get_str(r, &["name"]).unwrap_or("").to_string(), get_str(r, &["uid"]).unwrap_or("").to_string()))
-}
-
 impl JobController {
     pub fn new() -> Self {
         let user = UserInfo::controller("job-controller");
@@ -737,7 +728,7 @@ impl JobController {
             return;
         }
         for d in r.deltas {
-            let key = key_of(&d.object);
+            let key = api::queue_key(&d.object);
             match d.kind {
                 EventType::Added => self.queue.insert(key.clone()),
                 EventType::Deleted => {
@@ -774,9 +765,9 @@ impl JobController {
             cx.trace(Flow::ReplicaSetController, "watch", "Pod".into(), "relist", "", format!("watch expired ({m}); relisted Pods"));
         }
         for d in r.deltas {
-            let pkey = key_of(&d.object);
-            let owner = job_ref(&d.object);
-            let old_owner = d.old.as_ref().and_then(|o| job_ref(o));
+            let pkey = api::queue_key(&d.object);
+            let owner = api::controller_of_kind(&d.object, "Job");
+            let old_owner = d.old.as_ref().and_then(|o| api::controller_of_kind(o, "Job"));
             if let Some((_, uid)) = &old_owner {
                 if owner.as_ref().map(|o| &o.1) != Some(uid) || d.kind == EventType::Deleted {
                     if let Some(set) = self.by_owner.get_mut(uid) {
@@ -795,7 +786,7 @@ impl JobController {
             // The old controller is synced when the controllerRef changed.
             if let (Some(old), true) = (&old_owner, old_owner != owner) {
                 if let Some(job) = self.resolve(&ns, old) {
-                    let jkey = key_of(job);
+                    let jkey = api::queue_key(job);
                     if !fin {
                         if let Some(s) = self.finalizer_expectations.get_mut(&jkey) {
                             s.remove(api::uid(&d.object));
@@ -812,7 +803,7 @@ impl JobController {
                 }
                 continue;
             };
-            let jkey = key_of(&job);
+            let jkey = api::queue_key(&job);
             let final_delete = d.kind == EventType::Deleted;
             if final_delete || deleting {
                 if is_finished(&job) {
@@ -870,7 +861,7 @@ impl JobController {
             if get_str(r, &["kind"]) != Some("Job") || get_str(r, &["apiVersion"]) != Some("batch/v1") {
                 return;
             }
-            let owner = job_ref(&pod).unwrap_or_default();
+            let owner = api::controller_of_kind(&pod, "Job").unwrap_or_default();
             if self.resolve(&key.0, &owner).is_some_and(|j| !is_finished(j)) {
                 return;
             }
