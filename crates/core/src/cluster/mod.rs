@@ -547,7 +547,7 @@ impl Cluster {
                 self.api.webhooks_down.remove(w);
                 f.describe()
             }
-            Fault::NodeDown(_) | Fault::NodeUp(_) => {
+            Fault::NodeDown(_) | Fault::NodeUp(_) | Fault::StorageDriverDown(_) | Fault::StorageDriverUp(_) => {
                 let mut handled = false;
                 for i in 0..self.controllers.len() {
                     let mut h = false;
@@ -557,13 +557,11 @@ impl Cluster {
                 if handled {
                     f.describe()
                 } else {
-                    format!(
-                        "error: no node named {:?}",
-                        match f {
-                            Fault::NodeDown(n) | Fault::NodeUp(n) => n,
-                            _ => "",
-                        }
-                    )
+                    match f {
+                        Fault::NodeDown(n) | Fault::NodeUp(n) => format!("error: no node named {n:?}"),
+                        Fault::StorageDriverDown(d) | Fault::StorageDriverUp(d) => format!("error: no storage driver named {d:?}"),
+                        _ => unreachable!("matched above"),
+                    }
                 }
             }
         }

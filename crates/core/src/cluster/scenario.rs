@@ -73,15 +73,26 @@ fn duration_field(v: &Value, key: &str) -> Result<Option<u64>, String> {
 fn parse_fault(f: &Value) -> Result<Fault, String> {
     let m = f.as_object().ok_or("fault must be a mapping such as {nodeDown: node-b}")?;
     let (k, v) = m.iter().next().ok_or("fault is empty")?;
-    let v = v.as_str().ok_or_else(|| format!("fault {k} needs a name"))?.to_string();
-    Ok(match k.as_str() {
-        "nodeDown" => Fault::NodeDown(v),
-        "nodeUp" => Fault::NodeUp(v),
-        "controllerDown" => Fault::ControllerDown(v),
-        "controllerUp" => Fault::ControllerUp(v),
-        "webhookDown" => Fault::WebhookDown(v),
-        "webhookUp" => Fault::WebhookUp(v),
-        other => return Err(format!("unknown fault {other:?} (known: nodeDown, nodeUp, controllerDown, controllerUp, webhookDown, webhookUp)")),
+    let v = v.as_str().ok_or_else(|| format!("fault {k} needs a name"))?;
+    fault(k, v)
+}
+
+/// The faults a scenario (and the page) may inject, by name.
+pub const FAULTS: &[&str] = &["nodeDown", "nodeUp", "controllerDown", "controllerUp", "webhookDown", "webhookUp", "storageDriverDown", "storageDriverUp"];
+
+/// A fault by its scenario name.
+pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
+    let n = name.to_string();
+    Ok(match kind {
+        "nodeDown" => Fault::NodeDown(n),
+        "nodeUp" => Fault::NodeUp(n),
+        "controllerDown" => Fault::ControllerDown(n),
+        "controllerUp" => Fault::ControllerUp(n),
+        "webhookDown" => Fault::WebhookDown(n),
+        "webhookUp" => Fault::WebhookUp(n),
+        "storageDriverDown" => Fault::StorageDriverDown(n),
+        "storageDriverUp" => Fault::StorageDriverUp(n),
+        other => return Err(format!("unknown fault {other:?} (known: {})", FAULTS.join(", "))),
     })
 }
 

@@ -158,6 +158,12 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!("autoscaling", "v1", "HorizontalPodAutoscaler", "horizontalpodautoscalers", "horizontalpodautoscaler", true, ["hpa"]),
     // schema: "v1/ReplicationController"
     res!("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", true, ["rc"]),
+    // schema: "storage.k8s.io/v1/VolumeAttachment"
+    res!("storage.k8s.io", "v1", "VolumeAttachment", "volumeattachments", "volumeattachment", false, []),
+    // schema: "storage.k8s.io/v1/CSIDriver"
+    res!("storage.k8s.io", "v1", "CSIDriver", "csidrivers", "csidriver", false, []),
+    // schema: "storage.k8s.io/v1/CSINode"
+    res!("storage.k8s.io", "v1", "CSINode", "csinodes", "csinode", false, []),
     // The resource metrics API (metrics-server's `metrics.k8s.io`): read-only views the API
     // server builds from its scrapes of the kubelets, stored nowhere and with no schema.
     res!("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true, []),
@@ -195,6 +201,7 @@ pub mod rid {
     pub const ENDPOINTSLICE: ResourceId = 28;
     pub const LEASE: ResourceId = 29;
     pub const PRIORITYCLASS: ResourceId = 30;
+    pub const RESOURCEQUOTA: ResourceId = 9;
     pub const PVC: ResourceId = 10;
     pub const PV: ResourceId = 11;
     pub const DAEMONSET: ResourceId = 15;
@@ -203,12 +210,16 @@ pub mod rid {
     pub const JOB: ResourceId = 18;
     pub const CRONJOB: ResourceId = 19;
     pub const PDB: ResourceId = 34;
+    pub const STORAGECLASS: ResourceId = 35;
     pub const HPA: ResourceId = 36;
     /// `autoscaling/v1`: another version of the objects stored under [`HPA`].
     pub const HPA_V1: ResourceId = 37;
     pub const REPLICATIONCONTROLLER: ResourceId = 38;
-    pub const PODMETRICS: ResourceId = 39;
-    pub const NODEMETRICS: ResourceId = 40;
+    pub const VOLUMEATTACHMENT: ResourceId = 39;
+    pub const CSIDRIVER: ResourceId = 40;
+    pub const CSINODE: ResourceId = 41;
+    pub const PODMETRICS: ResourceId = 42;
+    pub const NODEMETRICS: ResourceId = 43;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.

@@ -171,6 +171,10 @@ pub enum Fault {
     ControllerUp(String),
     WebhookDown(String),
     WebhookUp(String),
+    /// A CSI driver's controller and node plugins stop answering (provisioning, attaching
+    /// and mounting its volumes fail until it comes back).
+    StorageDriverDown(String),
+    StorageDriverUp(String),
 }
 
 impl Fault {
@@ -182,6 +186,8 @@ impl Fault {
             Fault::ControllerUp(c) => format!("{c} restarts"),
             Fault::WebhookDown(w) => format!("webhook backend {w} becomes unavailable"),
             Fault::WebhookUp(w) => format!("webhook backend {w} recovers"),
+            Fault::StorageDriverDown(d) => format!("storage driver {d} goes down: its controller and node plugins stop answering"),
+            Fault::StorageDriverUp(d) => format!("storage driver {d} comes back"),
         }
     }
 }

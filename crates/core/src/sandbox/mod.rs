@@ -10,7 +10,7 @@
 
 use crate::apiserver::Credentials;
 use crate::cluster::scenario::{add_file, Scenario};
-use crate::cluster::{Action, Cluster, Fault};
+use crate::cluster::{Action, Cluster};
 use crate::foundation::api::{self, get_str, Object, RESOURCES};
 use crate::foundation::manifest::Diagnostic;
 use crate::foundation::sim::Millis;
@@ -410,19 +410,7 @@ struct WireDone {
     what: Wire,
 }
 
-/// A fault by its scenario name.
-pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
-    let n = name.to_string();
-    Ok(match kind {
-        "nodeDown" => Fault::NodeDown(n),
-        "nodeUp" => Fault::NodeUp(n),
-        "controllerDown" => Fault::ControllerDown(n),
-        "controllerUp" => Fault::ControllerUp(n),
-        "webhookDown" => Fault::WebhookDown(n),
-        "webhookUp" => Fault::WebhookUp(n),
-        other => return Err(format!("unknown fault {other:?}")),
-    })
-}
+pub use crate::cluster::scenario::fault;
 
 const SHARE_VERSION: u32 = 1;
 /// Links longer than this are refused before decoding.
