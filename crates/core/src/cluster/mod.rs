@@ -103,6 +103,8 @@ pub struct Config {
     /// Node groups a cluster autoscaler grows and shrinks; their first `min` nodes run
     /// from the start. None: the cluster has no autoscaler.
     pub node_groups: Vec<NodeGroup>,
+    /// The CSI drivers under the cluster (the default: one zonal disk driver).
+    pub storage_drivers: Vec<crate::loops::csi::CsiDriverSpec>,
 }
 
 impl Default for Config {
@@ -116,6 +118,7 @@ impl Default for Config {
             quota_bytes: crate::apiserver::store::DEFAULT_QUOTA_BYTES,
             admin_token: "admin-token".into(),
             node_groups: vec![],
+            storage_drivers: vec![crate::loops::csi::CsiDriverSpec::default()],
         }
     }
 }

@@ -8,6 +8,7 @@
 //! of kubectl, the cluster that composes them, or the page.
 
 pub mod controllers;
+pub mod csi;
 pub mod events;
 pub mod informer;
 pub mod kubelet;

@@ -1,0 +1,44 @@
+//! The storage systems under the cluster: simulated CSI drivers. A driver is what a cloud's
+//! or a vendor's CSI plugin is to a real cluster — the thing that creates disks, attaches
+//! them to machines and mounts them — described by how long each takes and whether its
+//! volumes are tied to a zone. Its controller side (external-provisioner, external-attacher,
+//! external-resizer) and node side (the kubelet's CSI calls) are loops that read this
+//! description; `Fault::StorageDriverDown` makes both stop answering.
+
+use crate::foundation::sim::Millis;
+
+/// The driver of the default cluster's `standard` StorageClass.
+pub const DEFAULT_DRIVER: &str = "disk.csi.kubeloop.dev";
+
+/// The topology key of zonal volumes (a PV's node affinity, a CSINode's `topologyKeys`).
+pub const ZONE_KEY: &str = "topology.kubernetes.io/zone";
+
+/// A simulated CSI driver.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CsiDriverSpec {
+    /// The driver's name (a StorageClass's `provisioner`, a PV's `spec.csi.driver`).
+    pub name: String,
+    /// How long CreateVolume takes.
+    pub provision_ms: Millis,
+    /// How long ControllerPublishVolume (attaching to a node) takes.
+    pub attach_ms: Millis,
+    /// How long NodeStage and NodePublish (mounting on the node) take.
+    pub mount_ms: Millis,
+    /// Volumes live in one zone (node affinity on `topology.kubernetes.io/zone`).
+    pub zonal: bool,
+    /// Volumes must be attached to a node before they are mounted (CSIDriver `attachRequired`).
+    pub attach_required: bool,
+}
+
+impl CsiDriverSpec {
+    /// A zonal block-storage driver like a cloud's disks.
+    pub fn disk(name: &str) -> Self {
+        CsiDriverSpec { name: name.to_string(), provision_ms: 3000, attach_ms: 2000, mount_ms: 500, zonal: true, attach_required: true }
+    }
+}
+
+impl Default for CsiDriverSpec {
+    fn default() -> Self {
+        Self::disk(DEFAULT_DRIVER)
+    }
+}
