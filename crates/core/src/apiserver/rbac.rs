@@ -323,6 +323,16 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 rule(&["coordination.k8s.io"], &["leases"], &["create", "get", "update"]),
             ],
         ),
+        // Bound to the scheduler for VolumeBinding's PreBind (pre-binding volumes, marking
+        // claims to provision).
+        cluster_role(
+            "system:volume-scheduler",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "patch", "update", "watch"]),
+                rule(&["storage.k8s.io"], &["storageclasses"], &["get", "list", "watch"]),
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "patch", "update", "watch"]),
+            ],
+        ),
         cluster_role(
             "system:node",
             vec![
@@ -490,6 +500,11 @@ pub fn bootstrap_policy() -> Vec<Value> {
     out.push(cluster_role_binding(
         "system:kube-scheduler",
         "system:kube-scheduler",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}),
+    ));
+    out.push(cluster_role_binding(
+        "system:volume-scheduler",
+        "system:volume-scheduler",
         json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}),
     ));
     out.push(cluster_role_binding(

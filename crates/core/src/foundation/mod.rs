@@ -12,3 +12,4 @@ pub mod quantity;
 pub mod sim;
 pub mod status;
 pub mod value;
+pub mod volume;

@@ -25,6 +25,9 @@ use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use volumebinding::{PodClaims, Volumes, Waiting};
+
+mod volumebinding;
 
 type Key = (String, String);
 
@@ -203,6 +206,16 @@ struct NodeStatus {
     resolvable: bool,
 }
 
+/// What one scheduling cycle works out once for its pod (upstream's CycleState).
+struct Cycle {
+    req: Requests,
+    ports: Vec<(String, i64)>,
+    affinity: bool,
+    spread: Vec<Spread>,
+    existing_anti: BTreeMap<String, BTreeSet<String>>,
+    claims: PodClaims,
+}
+
 pub struct Scheduler {
     user: UserInfo,
     source: Source,
@@ -226,9 +239,10 @@ pub struct Scheduler {
     live: Vec<usize>,
     /// Namespaces, for the namespaceSelector of pod (anti-)affinity terms.
     namespaces: Informer,
-    /// PersistentVolumeClaims and StorageClasses, for VolumeBinding's PreFilter.
-    claims: Informer,
-    classes: Option<Informer>,
+    /// Claims, volumes and classes, for VolumeBinding and VolumeZone.
+    volumes: Volumes,
+    /// Pods whose claims are being bound before them (VolumeBinding's PreBind wait).
+    waiting: BTreeMap<Key, Waiting>,
 }
 
 fn has_required_anti_affinity(pod: &Value) -> bool {
@@ -350,8 +364,8 @@ impl Scheduler {
             anti_affinity_pods: 0,
             live: Vec::new(),
             namespaces: Informer::new(rid::NAMESPACE),
-            claims: Informer::new(rid::PVC),
-            classes: api::resource_for_kind("storage.k8s.io/v1", "StorageClass").map(Informer::new),
+            volumes: Volumes::new(),
+            waiting: BTreeMap::new(),
         }
     }
 
@@ -490,11 +504,8 @@ impl Scheduler {
             self.live = (0..self.infos.len()).filter(|&i| !self.infos[i].deleted).collect();
         }
         self.namespaces.sync(&cx.api.store);
-        if let Some(c) = self.classes.as_mut() {
-            c.sync(&cx.api.store);
-        }
-        // A claim that appears or binds may let a waiting pod through VolumeBinding.
-        cluster_event |= !self.claims.sync(&cx.api.store).deltas.is_empty();
+        // A claim, volume or class that appears or changes may let a pod through VolumeBinding.
+        cluster_event |= self.volumes.sync(&cx.api.store);
         let r = self.pods.sync(&cx.api.store);
         for d in r.deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
@@ -508,6 +519,7 @@ impl Scheduler {
                     }
                     self.unaccount(&key);
                     self.dequeue(&key);
+                    self.waiting.remove(&key);
                 }
                 _ => {
                     if assigned {
@@ -520,6 +532,8 @@ impl Scheduler {
                         } else {
                             self.account(&key, p);
                         }
+                    } else if self.waiting.contains_key(&key) {
+                        // Assumed on a node while its volumes bind: not queued again.
                     } else if !api::is_deleting(p)
                         && !terminal
                         && get_str(p, &["spec", "schedulerName"]).unwrap_or("default-scheduler") == "default-scheduler"
@@ -548,22 +562,23 @@ impl Scheduler {
         cluster_event
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn filter(
-        &self,
-        pod: &Value,
-        req: &Requests,
-        ports: &[(String, i64)],
-        affinity: bool,
-        ni: usize,
-        spread: &[Spread],
-        existing_anti: &BTreeMap<String, BTreeSet<String>>,
-    ) -> Result<(), NodeStatus> {
+    /// The filters in upstream's plugin order; a node fails on the first that rejects it.
+    fn filter(&self, pod: &Value, cy: &Cycle, ni: usize) -> Result<(), NodeStatus> {
         let info = &self.infos[ni];
         let node = &info.obj;
-        node_filters(info, pod, req, ports, affinity)?;
+        node_filters(info, pod, &cy.req, &cy.ports, cy.affinity)?;
+        if !cy.claims.is_empty() {
+            // VolumeBinding
+            if let Err(reasons) = self.volumes.filter(&cy.claims, node) {
+                return Err(NodeStatus { reasons: reasons.into_iter().map(str::to_string).collect(), resolvable: false });
+            }
+            // VolumeZone
+            if !self.volumes.zone_filter(&cy.claims, node) {
+                return Err(NodeStatus { reasons: vec![volumebinding::ERR_ZONE_CONFLICT.into()], resolvable: false });
+            }
+        }
         // PodTopologySpread (DoNotSchedule)
-        for s in spread {
+        for s in &cy.spread {
             let Some(domain) = api::label(node, &s.key) else {
                 return Err(NodeStatus {
                     reasons: vec!["node(s) didn't match pod topology spread constraints (missing required label)".into()],
@@ -577,8 +592,8 @@ impl Scheduler {
             }
         }
         // InterPodAffinity (required terms)
-        if !existing_anti.is_empty() || get(pod, &["spec", "affinity"]).is_some() {
-            if let Some(r) = self.inter_pod_affinity(pod, ni, existing_anti) {
+        if !cy.existing_anti.is_empty() || get(pod, &["spec", "affinity"]).is_some() {
+            if let Some(r) = self.inter_pod_affinity(pod, ni, &cy.existing_anti) {
                 return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
             }
         }
@@ -907,19 +922,25 @@ impl Scheduler {
             self.fail(cx, &pod, &key, "no nodes available to schedule pods".into());
             return;
         }
-        if let Some(reason) = self.volume_binding_prefilter(&pod) {
-            // A PreFilter rejection holds for every node, and preemption cannot help.
-            let msg = format!(
-                "0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
-            );
-            self.fail(cx, &pod, &key, msg);
-            return;
-        }
-        let req = pod_requests(&pod);
-        let ports = host_ports(&pod);
-        let affinity = pod_has_node_affinity(&pod);
-        let spread = self.spread_constraints(&pod);
-        let existing_anti = self.existing_anti_affinity(&pod);
+        let claims = match self.volumes.pre_filter(&pod) {
+            Ok(c) => c,
+            Err(reason) => {
+                // A PreFilter rejection holds for every node, and preemption cannot help.
+                let msg = format!(
+                    "0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
+                );
+                self.fail(cx, &pod, &key, msg);
+                return;
+            }
+        };
+        let cy = Cycle {
+            req: pod_requests(&pod),
+            ports: host_ports(&pod),
+            affinity: pod_has_node_affinity(&pod),
+            spread: self.spread_constraints(&pod),
+            existing_anti: self.existing_anti_affinity(&pod),
+            claims,
+        };
         // Adaptive percentageOfNodesToScore.
         let to_find = if total < 100 {
             total
@@ -934,7 +955,7 @@ impl Scheduler {
         for off in 0..total {
             let ni = self.live[(start + off) % total];
             processed += 1;
-            match self.filter(&pod, &req, &ports, affinity, ni, &spread, &existing_anti) {
+            match self.filter(&pod, &cy, ni) {
                 Ok(()) => {
                     feasible.push(ni);
                     if feasible.len() >= to_find {
@@ -955,7 +976,7 @@ impl Scheduler {
             let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
             parts.sort();
             let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
-            match self.preempt(cx, &pod, &req, &statuses) {
+            match self.preempt(cx, &pod, &cy.req, &statuses) {
                 Ok(Some(node)) => {
                     cx.trace(
                         Flow::Pending,
@@ -975,7 +996,7 @@ impl Scheduler {
         let chosen = if feasible.len() == 1 {
             feasible[0]
         } else {
-            let scores = self.score(&pod, &req, &feasible);
+            let scores = self.score(&pod, &cy.req, &feasible);
             let best = scores.iter().copied().max().unwrap_or(0);
             // Reservoir sampling among the best, as selectHost does.
             let mut pick = feasible[0];
@@ -998,14 +1019,24 @@ impl Scheduler {
             pick
         };
         let node = self.infos[chosen].name.clone();
+        if !cy.claims.to_bind.is_empty() {
+            self.pre_bind_volumes(cx, &key, &pod, &cy.claims, chosen);
+            return;
+        }
+        self.bind(cx, &key, &node);
+    }
+
+    /// Bind the pod to its node (DefaultBinder).
+    fn bind(&mut self, cx: &mut Cx, key: &Key, node: &str) {
+        let obj = format!("Pod/{}/{}", key.0, key.1);
         let body = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": key.1, "namespace": key.0}, "target": {"apiVersion": "v1", "kind": "Node", "name": node}});
         let mut r = Request::create(rid::POD, &key.0, body, self.creds());
         r.name = key.1.clone();
         r.subresource = "binding".into();
         match cx.api.handle(req_as(r, "default-scheduler", &self.user)) {
             Ok(bound) => {
-                self.unschedulable.remove(&key);
-                self.account(&key, &bound);
+                self.unschedulable.remove(key);
+                self.account(key, &bound);
                 cx.trace(Flow::Scheduler, "bind", obj, "ok", api::resource_version(&bound), format!("bound to {node}"));
                 let msg = format!("Successfully assigned {}/{} to {node}", key.0, key.1);
                 cx.event(&self.source, &bound, None, "Normal", "Scheduled", &msg, Some("Binding"));
@@ -1016,7 +1047,72 @@ impl Scheduler {
         }
     }
 
+    /// VolumeBinding's Reserve and PreBind: assume the pod on the node, pre-bind the chosen
+    /// volumes and mark the claims to provision, then wait for the claims to be bound.
+    fn pre_bind_volumes(&mut self, cx: &mut Cx, key: &Key, pod: &Object, claims: &PodClaims, ni: usize) {
+        let node = self.infos[ni].name.clone();
+        let obj = format!("Pod/{}/{}", key.0, key.1);
+        let Ok(plan) = self.volumes.filter(claims, &self.infos[ni].obj) else { return };
+        let (reqs, waiting) = self.volumes.bind_requests(&plan, &node, cx.now, &self.creds());
+        for r in reqs {
+            let what = format!("{}/{}", api::RESOURCES[r.resource].kind, r.name);
+            if let Err(s) = cx.api.handle(req_as(r, "default-scheduler", &self.user)) {
+                let msg = format!("running PreBind plugin \"VolumeBinding\": {}", s.message);
+                cx.trace(Flow::Pending, "prebind", obj, "error", "", format!("{what}: {}", s.message));
+                self.fail_as(cx, pod, key, msg, "SchedulerError");
+                return;
+            }
+        }
+        let mut assumed = (**pod).clone();
+        api::set(&mut assumed, &["spec", "nodeName"], json!(node));
+        self.account(key, &assumed);
+        let mut what: Vec<String> = waiting.provisions.iter().map(|c| format!("claim {c} to be provisioned")).collect();
+        what.extend(waiting.bindings.iter().map(|(v, c)| format!("claim {c} to bind volume {v}")));
+        cx.trace(Flow::Scheduler, "prebind", obj, "pending", "", format!("chose {node}; waiting for {} before binding the pod", what.join(", ")));
+        cx.every(volumebinding::BIND_TIMEOUT, format!("volumes/{}/{}", key.0, key.1));
+        self.waiting.insert(key.clone(), waiting);
+    }
+
+    /// PreBind's wait, checked whenever claims or volumes change and at its deadline.
+    fn check_waiting(&mut self, cx: &mut Cx) {
+        let keys: Vec<Key> = self.waiting.keys().cloned().collect();
+        for key in keys {
+            let w = self.waiting[&key].clone();
+            let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else {
+                self.waiting.remove(&key);
+                self.unaccount(&key);
+                continue;
+            };
+            let Some(&ni) = self.index.get(&w.node) else { continue };
+            let verdict = match self.volumes.check(&key.0, &w, &self.infos[ni].obj) {
+                Ok(false) if cx.now >= w.deadline => Err("timed out waiting for the condition".to_string()),
+                v => v,
+            };
+            match verdict {
+                Ok(false) => {}
+                Ok(true) => {
+                    self.waiting.remove(&key);
+                    self.unaccount(&key);
+                    self.bind(cx, &key, &w.node);
+                }
+                Err(e) => {
+                    self.waiting.remove(&key);
+                    self.unaccount(&key);
+                    let msg = format!("running PreBind plugin \"VolumeBinding\": binding volumes: {e}");
+                    cx.trace(Flow::Pending, "prebind", format!("Pod/{}/{}", key.0, key.1), "error", "", msg.clone());
+                    self.fail_as(cx, &pod, &key, msg, "SchedulerError");
+                }
+            }
+        }
+    }
+
     fn fail(&mut self, cx: &mut Cx, pod: &Object, key: &Key, msg: String) {
+        self.fail_as(cx, pod, key, msg, "Unschedulable");
+    }
+
+    /// A failed cycle: the PodScheduled condition (`Unschedulable` when no node fits,
+    /// `SchedulerError` when a later stage failed), a FailedScheduling event, a retry.
+    fn fail_as(&mut self, cx: &mut Cx, pod: &Object, key: &Key, msg: String, reason: &str) {
         let attempts = self.unschedulable.entry(key.clone()).or_insert(0);
         *attempts += 1;
         let obj = format!("Pod/{}/{}", key.0, key.1);
@@ -1024,7 +1120,7 @@ impl Scheduler {
         let already = crate::foundation::pod::condition(pod, "PodScheduled").is_some_and(|c| get_str(c, &["message"]) == Some(msg.as_str()));
         if !already {
             let mut body = (**pod).clone();
-            crate::apiserver::set_condition(&mut body, "PodScheduled", "False", Some("Unschedulable"), Some(&msg), cx.now);
+            crate::apiserver::set_condition(&mut body, "PodScheduled", "False", Some(reason), Some(&msg), cx.now);
             if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
@@ -1111,32 +1207,6 @@ impl Scheduler {
         Ok(Some(node))
     }
 
-    /// VolumeBinding's PreFilter (`volume_binding.go`, `binder.go` GetPodVolumeClaims):
-    /// every claim must exist and not be terminating, and an unbound claim whose class binds
-    /// immediately (no class, an unknown one, or `volumeBindingMode: Immediate`) keeps the
-    /// pod out. kubeloop has no PersistentVolume binder, so such a claim stays unbound.
-    fn volume_binding_prefilter(&self, pod: &Value) -> Option<String> {
-        let ns = api::namespace(pod);
-        let mut unbound_immediate = false;
-        for v in get_array(pod, &["spec", "volumes"]) {
-            let Some(claim) = get_str(v, &["persistentVolumeClaim", "claimName"]) else { continue };
-            let Some(pvc) = self.claims.get(ns, claim) else {
-                return Some(format!("persistentvolumeclaim \"{claim}\" not found"));
-            };
-            if api::is_deleting(pvc) {
-                return Some(format!("persistentvolumeclaim \"{claim}\" is being deleted"));
-            }
-            if get_str(pvc, &["spec", "volumeName"]).is_some_and(|n| !n.is_empty()) {
-                continue;
-            }
-            let class = get_str(pvc, &["spec", "storageClassName"]).unwrap_or("");
-            let delayed = !class.is_empty()
-                && self.classes.as_ref().and_then(|c| c.get("", class)).is_some_and(|c| get_str(c, &["volumeBindingMode"]) == Some("WaitForFirstConsumer"));
-            unbound_immediate |= !delayed;
-        }
-        unbound_immediate.then(|| "pod has unbound immediate PersistentVolumeClaims".to_string())
-    }
-
     fn drain_queue(&mut self, cx: &mut Cx) {
         while let Some((p, s, key)) = self.active.pop_first() {
             self.queued.remove(&key);
@@ -1195,15 +1265,23 @@ impl Controller for Scheduler {
         &self.user
     }
     fn watches(&self) -> &'static [ResourceId] {
-        &[rid::POD, rid::NODE, rid::PVC]
+        &[rid::POD, rid::NODE, rid::PVC, rid::PV, rid::STORAGECLASS]
     }
     fn run(&mut self, cx: &mut Cx) {
         if self.sync_informers(cx) {
             self.flush(cx);
         }
+        if !self.waiting.is_empty() {
+            self.check_waiting(cx);
+        }
         self.drain_queue(cx);
     }
     fn timer(&mut self, cx: &mut Cx, key: &str) {
+        if key.starts_with("volumes/") {
+            self.sync_informers(cx);
+            self.check_waiting(cx);
+            return;
+        }
         let rest = key.split_once('/').map(|(_, r)| r).unwrap_or("");
         if let Some((ns, name)) = rest.split_once('/') {
             let k = (ns.to_string(), name.to_string());
