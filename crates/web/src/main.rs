@@ -746,9 +746,66 @@ impl App {
                     <div class="unscheduled"><strong>{ format!("Not scheduled ({}): ", pending.len()) }</strong>{ self.pod_chips(ctx, &pending, now) }</div>
                 }
                 <ul class="services">{ for services }</ul>
+                { self.volumes() }
                 { self.faults(ctx) }
             </div>
         }
+    }
+
+    /// Claims and volumes: each claim's phase and volume, the volume's zone and the node it
+    /// is attached to; volumes no claim holds (Available, Released).
+    fn volumes(&self) -> Html {
+        let store = &self.sb.cluster.api.store;
+        let attached_to = |pv: &str| -> Vec<String> {
+            store
+                .list(rid::VOLUMEATTACHMENT, None)
+                .filter(|a| get_str(a, &["spec", "source", "persistentVolumeName"]) == Some(pv))
+                .map(|a| {
+                    let node = get_str(a, &["spec", "nodeName"]).unwrap_or("");
+                    if api::get_bool(a, &["status", "attached"]) == Some(true) {
+                        format!("attached to {node}")
+                    } else {
+                        format!("attaching to {node}")
+                    }
+                })
+                .collect()
+        };
+        let zone_of = |pv: &Value| -> Option<String> {
+            api::get_array(pv, &["spec", "nodeAffinity", "required", "nodeSelectorTerms"])
+                .iter()
+                .flat_map(|t| api::get_array(t, &["matchExpressions"]))
+                .find(|e| get_str(e, &["key"]) == Some("topology.kubernetes.io/zone"))
+                .map(|e| api::get_array(e, &["values"]).iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+        };
+        let describe_pv = |pv: &Value| -> Vec<String> {
+            let mut parts = vec![get_str(pv, &["spec", "capacity", "storage"]).unwrap_or("").to_string()];
+            parts.extend(zone_of(pv));
+            parts.extend(attached_to(api::name(pv)));
+            parts
+        };
+        let mut rows: Vec<Html> = Vec::new();
+        for c in store.list(rid::PVC, None) {
+            let phase = if api::is_deleting(c) { "Terminating" } else { get_str(c, &["status", "phase"]).unwrap_or("Pending") };
+            let mut parts = vec![format!("PVC {}/{}", api::namespace(c), api::name(c)), phase.to_string()];
+            match get_str(c, &["spec", "volumeName"]).and_then(|v| store.get_by(rid::PV, "", v)) {
+                Some(pv) => {
+                    parts.push(format!("→ {}", api::name(pv)));
+                    parts.extend(describe_pv(pv));
+                }
+                None => parts.push(format!("class {}", get_str(c, &["spec", "storageClassName"]).unwrap_or("<none>"))),
+            }
+            let class = if phase == "Bound" { "ok" } else { "wait" };
+            rows.push(html! { <li class={class}>{ parts.join(" · ") }</li> });
+        }
+        for pv in store.list(rid::PV, None).filter(|pv| get_str(pv, &["status", "phase"]) != Some("Bound")) {
+            let mut parts = vec![format!("PV {}", api::name(pv)), get_str(pv, &["status", "phase"]).unwrap_or("Pending").to_string()];
+            parts.extend(describe_pv(pv));
+            rows.push(html! { <li class="wait">{ parts.join(" · ") }</li> });
+        }
+        if rows.is_empty() {
+            return html! {};
+        }
+        html! { <ul class="volumes" aria-label="Volumes">{ for rows }</ul> }
     }
 
     /// At most [`MAX_CHIPS`] pods, then how many more: thousands of chips would be neither
@@ -790,6 +847,7 @@ impl App {
         let node = self.fault_node.clone();
         let node2 = node.clone();
         let webhooks: Vec<String> = self.sb.cluster.api.store.list(rid::VWC, None).map(|w| api::name(w).to_string()).collect();
+        let drivers: Vec<String> = self.sb.cluster.api.store.list(rid::CSIDRIVER, None).map(|d| api::name(d).to_string()).collect();
         let on_node = link.callback(|e: Event| Msg::SetFaultNode(e.target_unchecked_into::<HtmlSelectElement>().value()));
         html! {
             <div class="faults" role="group" aria-label="Faults">
@@ -807,6 +865,13 @@ impl App {
                     html! { <>
                         <button onclick={link.callback(move |_| Msg::Fault("webhookDown", w2.clone()))}>{ format!("Webhook {w} down") }</button>
                         <button onclick={link.callback(move |_| Msg::Fault("webhookUp", w3.clone()))}>{ "up" }</button>
+                    </> }
+                }) }
+                { for drivers.into_iter().map(|d| {
+                    let d2 = d.clone();
+                    html! { <>
+                        <button onclick={link.callback(move |_| Msg::Fault("storageDriverDown", d.clone()))} title="its provisioner, attacher and node plugins stop answering">{ "Storage driver down" }</button>
+                        <button onclick={link.callback(move |_| Msg::Fault("storageDriverUp", d2.clone()))}>{ "up" }</button>
                     </> }
                 }) }
                 <button onclick={link.callback(|_| Msg::ScaleBy(2))} title="kubectl scale replicaset (the Deployment will scale it back)">{ "Scale ReplicaSet by hand +2" }</button>
