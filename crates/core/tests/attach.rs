@@ -249,3 +249,26 @@ fn what_one_pod_writes_to_a_volume_the_next_reads_on_another_node() {
     // A fresh pod's own layer is not the volume.
     assert_ne!(kubectl(&mut c, "exec reader -- cat /note"), vec!["written on node-a"]);
 }
+
+#[test]
+fn a_volume_on_a_node_that_is_down_detaches_six_minutes_after_its_pod_is_deleted() {
+    let mut c = Cluster::new(Config::default());
+    bound_volume(&mut c, "data", "ReadWriteOnce", "zone-a");
+    apply(&mut c, &pod("app", "data", "node-a", "sleep 3600"));
+    c.run_until(c.now + 30_000);
+    assert_eq!(phase(&c, "app"), "Running");
+    fault(&mut c, Fault::NodeDown("node-a".into()));
+    c.run_until(c.now + 60_000);
+    // The kubelet is gone: it still reports the volume in use, and the pod is force-deleted.
+    kubectl(&mut c, "delete pod app --grace-period=0 --force");
+    let t0 = c.now;
+    c.run_until(t0 + 5 * 60_000);
+    assert_eq!(attachments(&c), vec!["pv-data@node-a"], "not detached while the node may still use it");
+    c.run_until(t0 + 7 * 60_000);
+    assert!(attachments(&c).is_empty(), "force-detached after maxWaitForUnmountDuration");
+    let forced = c.api.trace.records.iter().find(|r| r.component == "attachdetach-controller" && r.stage == "detach").map(|r| (r.t, r.message.clone()));
+    let (t, msg) = forced.expect("detach traced");
+    // Six minutes from when the controller saw the pod go (one watch delivery later).
+    assert_eq!(t - t0, 6 * 60_000 + 5, "{msg}");
+    assert!(msg.contains("maxWaitForUnmountDuration 6m0s expired"), "{msg}");
+}
