@@ -199,6 +199,7 @@ const KIND_TRAITS: &[(&str, bool, bool)] = &[
     ("PersistentVolumeClaim", false, true),
     ("PersistentVolume", false, true),
     ("ResourceQuota", false, true),
+    ("VolumeAttachment", false, true),
 ];
 
 fn has_generation(kind: &str) -> bool {

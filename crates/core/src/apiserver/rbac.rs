@@ -253,6 +253,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "disruption-controller",
     "replication-controller",
     "horizontal-pod-autoscaler",
+    "attachdetach-controller",
 ];
 
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
@@ -344,7 +345,11 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 rule(&[""], &["pods/eviction"], &["create"]),
                 rule(&[""], &["configmaps", "secrets", "services", "persistentvolumeclaims", "persistentvolumes"], &["get", "list", "watch"]),
                 rule(&[""], &["serviceaccounts/token"], &["create"]),
+                rule(&[""], &["persistentvolumeclaims/status"], &["get", "update", "patch"]),
                 rule(&["coordination.k8s.io"], &["leases"], &["create", "delete", "get", "patch", "update"]),
+                rule(&["storage.k8s.io"], &["volumeattachments"], &["get"]),
+                rule(&["storage.k8s.io"], &["csidrivers"], &["get", "watch", "list"]),
+                rule(&["storage.k8s.io"], &["csinodes"], &["get", "create", "update", "patch", "delete"]),
             ],
         ),
         cluster_role(
@@ -490,6 +495,19 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 event_rule(),
             ],
         ),
+        cluster_role(
+            "system:controller:attachdetach-controller",
+            vec![
+                rule(&[""], &["persistentvolumes", "persistentvolumeclaims"], &["list", "watch"]),
+                rule(&[""], &["nodes"], &["get", "list", "watch"]),
+                rule(&[""], &["nodes/status"], &["patch", "update"]),
+                rule(&[""], &["pods"], &["list", "watch"]),
+                event_rule(),
+                rule(&["storage.k8s.io"], &["volumeattachments"], &["get", "create", "delete", "list", "watch"]),
+                rule(&["storage.k8s.io"], &["csidrivers"], &["get", "watch", "list"]),
+                rule(&["storage.k8s.io"], &["csinodes"], &["get", "watch", "list"]),
+            ],
+        ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];
     out.push(cluster_role_binding(
@@ -515,6 +533,36 @@ pub fn bootstrap_policy() -> Vec<Value> {
     for c in CONTROLLER_ACCOUNTS {
         let n = format!("system:controller:{c}");
         out.push(cluster_role_binding(&n, &n, json!({"kind": "ServiceAccount", "name": c, "namespace": "kube-system"})));
+    }
+    out
+}
+
+/// The CSI drivers' external-attacher identity, installed when the cluster has storage
+/// drivers: the ClusterRole of external-attacher's `deploy/kubernetes/rbac.yaml` bound to
+/// `kube-system:csi-attacher`.
+pub fn external_attacher_policy() -> Vec<Value> {
+    let mut out = vec![
+        cluster_role(
+            "external-attacher-runner",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "patch"]),
+                rule(&["storage.k8s.io"], &["csinodes"], &["get", "list", "watch"]),
+                rule(&["storage.k8s.io"], &["volumeattachments"], &["get", "list", "watch", "patch"]),
+                rule(&["storage.k8s.io"], &["volumeattachments/status"], &["patch"]),
+            ],
+        ),
+        cluster_role_binding(
+            "csi-attacher-role",
+            "external-attacher-runner",
+            json!({"kind": "ServiceAccount", "name": "csi-attacher", "namespace": "kube-system"}),
+        ),
+    ];
+    // Installed with the driver, not by the API server's bootstrap.
+    for o in &mut out {
+        if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("labels");
+            m.remove("annotations");
+        }
     }
     out
 }

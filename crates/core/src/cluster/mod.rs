@@ -167,6 +167,18 @@ impl Cluster {
             nodes.extend((1..=g.min).map(|i| g.node_spec(i)));
         }
         bootstrap(&mut api, &nodes);
+        // Each node's kubelet registered its CSINode with the drivers whose node plugins it
+        // runs; the drivers' external-attacher has its identity.
+        if !config.storage_drivers.is_empty() {
+            for n in &nodes {
+                let node_uid = api.store.get_by(rid::NODE, "", &n.name).map(|o| api::uid(o).to_string()).unwrap_or_default();
+                api.bootstrap_object(crate::loops::kubelet::node::csinode_object(&n.name, &node_uid, &config.storage_drivers));
+            }
+            for o in crate::apiserver::rbac::external_attacher_policy() {
+                api.bootstrap_object(o);
+            }
+            api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "csi-attacher", "namespace": "kube-system"}}));
+        }
         if !config.node_groups.is_empty() {
             for o in crate::apiserver::rbac::cluster_autoscaler_policy() {
                 api.bootstrap_object(o);
@@ -179,7 +191,7 @@ impl Cluster {
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::new()),
             Box::new(crate::loops::controllers::deployment::DeploymentController::new()),
             Box::new(crate::loops::scheduler::Scheduler::new(config.seed)),
-            Box::new(crate::loops::kubelet::Kubelets::new(&nodes, total, config.registry.clone(), config.seed)),
+            Box::new(crate::loops::kubelet::Kubelets::new(&nodes, total, config.registry.clone(), config.seed).with_drivers(&config.storage_drivers)),
             Box::new(crate::loops::controllers::endpointslice::EndpointSliceController::new()),
             Box::new(crate::loops::controllers::garbagecollector::GarbageCollector::new()),
             Box::new(crate::loops::controllers::nodelifecycle::NodeLifecycleController::new()),
@@ -194,6 +206,8 @@ impl Cluster {
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::replication()),
             Box::new(crate::loops::controllers::disruption::DisruptionController::new()),
             Box::new(crate::loops::controllers::horizontal::HorizontalController::new()),
+            Box::new(crate::loops::controllers::attachdetach::AttachDetachController::new()),
+            Box::new(crate::loops::controllers::csiattacher::CsiAttacher::new(&config.storage_drivers)),
         ];
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {

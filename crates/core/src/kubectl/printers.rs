@@ -364,6 +364,54 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        // `printVolumeAttachment`, `printCSINode`, `printCSIDriver`.
+        "VolumeAttachment" => (
+            strs(vec!["NAME", "ATTACHER", "PV", "NODE", "ATTACHED", "AGE"]),
+            objects
+                .iter()
+                .map(|a| {
+                    let text = |p: &[&str]| get_str(a, p).unwrap_or("").to_string();
+                    let attached = crate::foundation::api::get_bool(a, &["status", "attached"]).unwrap_or(false);
+                    vec![
+                        name(a),
+                        text(&["spec", "attacher"]),
+                        text(&["spec", "source", "persistentVolumeName"]),
+                        text(&["spec", "nodeName"]),
+                        attached.to_string(),
+                        age(a),
+                    ]
+                })
+                .collect(),
+        ),
+        "CSINode" => (
+            strs(vec!["NAME", "DRIVERS", "AGE"]),
+            objects.iter().map(|n| vec![name(n), crate::foundation::api::get_array(n, &["spec", "drivers"]).len().to_string(), age(n)]).collect(),
+        ),
+        "CSIDriver" => (
+            strs(vec!["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY", "TOKENREQUESTS", "REQUIRESREPUBLISH", "MODES", "AGE"]),
+            objects
+                .iter()
+                .map(|d| {
+                    let flag = |f: &str, default: bool| crate::foundation::api::get_bool(d, &["spec", f]).unwrap_or(default).to_string();
+                    let tokens = match get(d, &["spec", "tokenRequests"]).and_then(Value::as_array) {
+                        Some(list) => list.iter().filter_map(|t| get_str(t, &["audience"])).collect::<Vec<_>>().join(","),
+                        None => "<unset>".into(),
+                    };
+                    let modes: Vec<&str> = crate::foundation::api::get_array(d, &["spec", "volumeLifecycleModes"]).iter().filter_map(Value::as_str).collect();
+                    let modes = if modes.is_empty() { "<none>".to_string() } else { modes.join(",") };
+                    vec![
+                        name(d),
+                        flag("attachRequired", true),
+                        flag("podInfoOnMount", false),
+                        flag("storageCapacity", false),
+                        tokens,
+                        flag("requiresRepublish", false),
+                        modes,
+                        age(d),
+                    ]
+                })
+                .collect(),
+        ),
         "ControllerRevision" => (
             strs(vec!["NAME", "CONTROLLER", "REVISION", "AGE"]),
             objects

@@ -1,7 +1,9 @@
 //! The kube-controller-manager loops kubeloop simulates, one file per controller.
 
+pub mod attachdetach;
 pub mod autoscaler;
 pub mod cronjob;
+pub mod csiattacher;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;

@@ -27,6 +27,7 @@ use crate::apiserver::KubeletClient;
 use crate::foundation::sim::{rfc3339, rfc3339_micro, Millis, Rng, Stream};
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Value};
+use crate::loops::csi::{attach_required, claimed_volume, csi_source, unique_volume_name, CsiDriverSpec};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::kubelet::registry::{Behaviour, Pull, Reference, Registry};
@@ -214,9 +215,16 @@ struct PodRt {
     volumes: Vec<Tree>,
     volume_ro: Vec<bool>,
     volume_names: Vec<String>,
+    /// The PersistentVolume behind each of `volumes`, if any (their files outlive the pod).
+    volume_pvs: Vec<Option<String>>,
+    /// When the CSI mounts under way (NodeStage, NodePublish) are done.
+    mount_at: Option<Millis>,
+    /// The next pod sync that reports the desired-state populator's errors.
+    populator_retry_at: Millis,
+    /// Waiting for attachment was traced.
+    attach_wait_traced: bool,
     mount_fail_since: Option<Millis>,
     mount_backoff: Millis,
-    long_mount_reported: bool,
     /// Bumped to invalidate timers set for an earlier incarnation.
     epoch: u64,
     ready_reported: bool,
@@ -240,6 +248,37 @@ struct Node {
     pods: BTreeMap<Key, PodRt>,
     uid: String,
     allocatable: Value,
+    /// The volumes last reported in `status.volumesInUse` (the volume manager's
+    /// `ReportedInUse`: an attachable volume mounts only once reported).
+    in_use_reported: BTreeSet<String>,
+    /// When the node's next status update is due, and whether one is scheduled for volumes.
+    next_status: Millis,
+    status_pending: bool,
+}
+
+/// How long a pod worker waits before syncing a pod whose sync failed (`backOffPeriod`).
+const POD_SYNC_BACKOFF_MS: Millis = 10_000;
+
+/// What stands between a pod and its volumes, by the part of the volume manager that
+/// reports it.
+#[derive(Debug, Default)]
+struct VolumeCheck {
+    /// ConfigMap or Secret sources missing: (volume, why).
+    setup: Vec<(String, String)>,
+    /// Volumes the desired-state populator could not process: (volume, error).
+    unprocessed: Vec<(String, String)>,
+    /// Attachable volumes not yet attached to the node or not yet reported in use.
+    unattached: Vec<String>,
+    /// MountDevice failures: (volume, event message).
+    device: Vec<(String, String)>,
+    /// Persistent volumes ready to mount: (index in `spec.volumes`, PV, the driver's mount time).
+    mounts: Vec<(usize, String, Millis)>,
+}
+
+impl VolumeCheck {
+    fn blocked(&self) -> bool {
+        !(self.setup.is_empty() && self.unprocessed.is_empty() && self.unattached.is_empty() && self.device.is_empty())
+    }
 }
 
 /// Lines a container's log keeps (the kubelet rotates at 10 MiB).
@@ -256,6 +295,15 @@ pub struct Kubelets {
     services: Informer,
     slices: Informer,
     node_objs: Informer,
+    pvcs: Informer,
+    pvs: Informer,
+    csidrivers: Informer,
+    /// The CSI drivers whose node plugins run on every node, and those that are down.
+    drivers: Vec<CsiDriverSpec>,
+    drivers_down: BTreeSet<String>,
+    /// The files of each PersistentVolume, wherever it is mounted: they outlive pods and
+    /// follow the volume from node to node, until the PV is deleted.
+    pv_trees: BTreeMap<String, Tree>,
     /// Pod IPs to the node and pod that hold them.
     by_ip: BTreeMap<String, (usize, Key)>,
     /// What each pulled image does, shared by its containers.
@@ -287,6 +335,9 @@ impl Kubelets {
                     pods: BTreeMap::new(),
                     uid: String::new(),
                     allocatable: Value::Object(s.capacity.clone()),
+                    in_use_reported: BTreeSet::new(),
+                    next_status: 0,
+                    status_pending: false,
                 }
             })
             .collect();
@@ -302,12 +353,24 @@ impl Kubelets {
             services: Informer::new(rid::SERVICE),
             slices: Informer::new(rid::ENDPOINTSLICE),
             node_objs: Informer::new(rid::NODE),
+            pvcs: Informer::new(rid::PVC),
+            pvs: Informer::new(rid::PV),
+            csidrivers: Informer::new(rid::CSIDRIVER),
+            drivers: Vec::new(),
+            drivers_down: BTreeSet::new(),
+            pv_trees: BTreeMap::new(),
             by_ip: BTreeMap::new(),
             behaviours: BTreeMap::new(),
             user: UserInfo::new("system:node:*", &["system:nodes"]),
             started: false,
             epoch: 0,
         }
+    }
+
+    /// The CSI drivers whose node plugins run on the nodes.
+    pub fn with_drivers(mut self, drivers: &[CsiDriverSpec]) -> Self {
+        self.drivers = drivers.to_vec();
+        self
     }
 
     /// One shared copy of what an image does.
@@ -330,7 +393,19 @@ impl Kubelets {
     fn sync_informers(&mut self, cx: &mut Cx) {
         let cm = self.configmaps.sync(&cx.api.store);
         let sec = self.secrets.sync(&cx.api.store);
-        self.node_objs.sync(&cx.api.store);
+        let nodes = self.node_objs.sync(&cx.api.store);
+        // What a waiting mount depends on: claims, volumes, drivers, and the attachments the
+        // attach/detach controller lists in node status.
+        let mut storage_changed =
+            nodes.deltas.iter().any(|d| d.old.as_ref().and_then(|o| get(o, &["status", "volumesAttached"])) != get(&d.object, &["status", "volumesAttached"]));
+        storage_changed |= !self.pvcs.sync(&cx.api.store).deltas.is_empty();
+        storage_changed |= !self.csidrivers.sync(&cx.api.store).deltas.is_empty();
+        for d in self.pvs.sync(&cx.api.store).deltas {
+            storage_changed = true;
+            if d.kind == EventType::Deleted {
+                self.pv_trees.remove(api::name(&d.object));
+            }
+        }
         self.services.sync(&cx.api.store);
         self.slices.sync(&cx.api.store);
         let volumes_changed = cm.deltas.iter().chain(sec.deltas.iter()).any(|d| d.kind == EventType::Added);
@@ -363,6 +438,30 @@ impl Kubelets {
                 self.progress(cx, ni, &key);
             }
         }
+        if storage_changed {
+            self.resume_attach_waits(cx, None);
+        }
+    }
+
+    /// Pods that only wait for their volumes to be attached go on as soon as they are
+    /// (the volume manager's reconciler polls the node status every 100 ms); pods with
+    /// errors keep to their retry timers.
+    fn resume_attach_waits(&mut self, cx: &mut Cx, only: Option<usize>) {
+        let waiting: Vec<(usize, Key)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(ni, n)| !n.down && only.is_none_or(|o| o == *ni))
+            .flat_map(|(ni, n)| n.pods.iter().filter(|(_, rt)| rt.stage == Stage::Volumes && rt.mount_at.is_none()).map(move |(k, _)| (ni, k.clone())))
+            .collect();
+        for (ni, key) in waiting {
+            let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { continue };
+            let c = self.check_volumes(ni, &pod);
+            if c.setup.is_empty() && c.unprocessed.is_empty() && c.device.is_empty() {
+                cx.user = self.nodes[ni].user.name.clone();
+                self.progress(cx, ni, &key);
+            }
+        }
     }
 
     /// Compare the API's view of a pod with this node's and act on the difference.
@@ -378,6 +477,7 @@ impl Kubelets {
                 // Gone from the API (force-deleted, or deleted while the node was away).
                 if let Some(rt) = self.nodes[ni].pods.remove(key) {
                     self.release_ip(ni, &rt);
+                    self.schedule_in_use(cx, ni);
                     cx.trace(
                         Flow::Kubelet,
                         "remove",
@@ -459,9 +559,12 @@ impl Kubelets {
             volumes: vec![],
             volume_ro: vec![],
             volume_names: vec![],
+            volume_pvs: vec![],
+            mount_at: None,
+            populator_retry_at: 0,
+            attach_wait_traced: false,
             mount_fail_since: None,
             mount_backoff: 500,
-            long_mount_reported: false,
             epoch: self.epoch,
             ready_reported: false,
             last_written: None,
@@ -483,9 +586,13 @@ impl Kubelets {
         self.progress(cx, ni, key);
     }
 
-    fn missing_volume(&self, pod: &Value) -> Option<(String, String)> {
+    /// What stands between a pod and its volumes (the volume manager's desired-state
+    /// populator and reconciler).
+    fn check_volumes(&self, ni: usize, pod: &Value) -> VolumeCheck {
         let ns = api::namespace(pod);
-        for v in get_array(pod, &["spec", "volumes"]) {
+        let mut out = VolumeCheck::default();
+        let node = self.node_objs.get("", &self.nodes[ni].name);
+        for (i, v) in get_array(pod, &["spec", "volumes"]).iter().enumerate() {
             let vname = get_str(v, &["name"]).unwrap_or("");
             let check = |kind: &str, name: &str, optional: bool| -> Option<(String, String)> {
                 if optional {
@@ -494,34 +601,121 @@ impl Kubelets {
                 let found = if kind == "configmap" { self.configmaps.get(ns, name).is_some() } else { self.secrets.get(ns, name).is_some() };
                 (!found).then(|| (vname.to_string(), format!("{kind} {name:?} not found")))
             };
+            let mut missing = None;
             if let Some(cm) = get(v, &["configMap"]) {
-                if let Some(m) = check("configmap", get_str(cm, &["name"]).unwrap_or(""), api::get_bool(cm, &["optional"]).unwrap_or(false)) {
-                    return Some(m);
-                }
+                missing = missing.or_else(|| check("configmap", get_str(cm, &["name"]).unwrap_or(""), api::get_bool(cm, &["optional"]).unwrap_or(false)));
             }
-            if let Some(s) = get(v, &["secret"]) {
-                if let Some(m) = check("secret", get_str(s, &["secretName"]).unwrap_or(""), api::get_bool(s, &["optional"]).unwrap_or(false)) {
-                    return Some(m);
-                }
+            if let Some(sec) = get(v, &["secret"]) {
+                missing = missing.or_else(|| check("secret", get_str(sec, &["secretName"]).unwrap_or(""), api::get_bool(sec, &["optional"]).unwrap_or(false)));
             }
             for src in get_array(v, &["projected", "sources"]) {
                 if let Some(cm) = get(src, &["configMap"]) {
-                    if let Some(m) = check("configmap", get_str(cm, &["name"]).unwrap_or(""), api::get_bool(cm, &["optional"]).unwrap_or(false)) {
-                        return Some(m);
-                    }
+                    missing = missing.or_else(|| check("configmap", get_str(cm, &["name"]).unwrap_or(""), api::get_bool(cm, &["optional"]).unwrap_or(false)));
                 }
-                if let Some(s) = get(src, &["secret"]) {
-                    if let Some(m) = check("secret", get_str(s, &["name"]).unwrap_or(""), api::get_bool(s, &["optional"]).unwrap_or(false)) {
-                        return Some(m);
-                    }
+                if let Some(sec) = get(src, &["secret"]) {
+                    missing = missing.or_else(|| check("secret", get_str(sec, &["name"]).unwrap_or(""), api::get_bool(sec, &["optional"]).unwrap_or(false)));
                 }
             }
-            if let Some(pvc) = get(v, &["persistentVolumeClaim"]) {
-                let claim = get_str(pvc, &["claimName"]).unwrap_or("");
-                let _ = claim;
+            // Only the first missing source is reported (the next retry reports the next).
+            if let Some(m) = missing {
+                if out.setup.is_empty() {
+                    out.setup.push(m);
+                }
+            }
+            let Some(claim) = get_str(v, &["persistentVolumeClaim", "claimName"]) else { continue };
+            let pv = match claimed_volume(ns, claim, &self.pvcs, &self.pvs) {
+                Ok(pv) => pv,
+                Err(e) => {
+                    out.unprocessed.push((vname.to_string(), e));
+                    continue;
+                }
+            };
+            let pv_name = api::name(&pv).to_string();
+            let Some((driver, handle)) = csi_source(&pv) else {
+                out.mounts.push((i, pv_name, 0));
+                continue;
+            };
+            let unique = unique_volume_name(driver, handle);
+            if attach_required(driver, &self.csidrivers) {
+                let attached =
+                    node.is_some_and(|n| get_array(n, &["status", "volumesAttached"]).iter().any(|a| get_str(a, &["name"]) == Some(unique.as_str())));
+                if !attached || !self.nodes[ni].in_use_reported.contains(&unique) {
+                    out.unattached.push(vname.to_string());
+                    continue;
+                }
+            }
+            match self.drivers.iter().find(|d| d.name == driver).filter(|d| !self.drivers_down.contains(&d.name)) {
+                Some(d) => out.mounts.push((i, pv_name, d.mount_ms)),
+                None => out.device.push((
+                    vname.to_string(),
+                    format!(
+                        "MountVolume.MountDevice failed for volume {pv_name:?} : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name {driver} not found in the list of registered CSI drivers"
+                    ),
+                )),
             }
         }
-        None
+        out
+    }
+
+    /// The attachable volumes this node's pods use (`GetVolumesInUse`: the pods admitted
+    /// and not yet removed, whose claims resolve), as `status.volumesInUse` lists them.
+    fn volumes_in_use(&self, ni: usize) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for key in self.nodes[ni].pods.keys() {
+            let Some(pod) = self.pods.get(&key.0, &key.1) else { continue };
+            for v in get_array(pod, &["spec", "volumes"]) {
+                let Some(claim) = get_str(v, &["persistentVolumeClaim", "claimName"]) else { continue };
+                let Ok(pv) = claimed_volume(&key.0, claim, &self.pvcs, &self.pvs) else { continue };
+                if let Some((driver, handle)) = csi_source(&pv) {
+                    if attach_required(driver, &self.csidrivers) {
+                        out.insert(unique_volume_name(driver, handle));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Ask for the node's next status update to carry `volumesInUse`, if it changed.
+    fn schedule_in_use(&mut self, cx: &mut Cx, ni: usize) {
+        let n = &self.nodes[ni];
+        if n.down || n.status_pending || self.volumes_in_use(ni) == n.in_use_reported {
+            return;
+        }
+        let at = if n.next_status > cx.now { n.next_status } else { cx.now + 1 };
+        let key = format!("{}|volumes-in-use", n.name);
+        self.nodes[ni].status_pending = true;
+        cx.after(at - cx.now, key);
+    }
+
+    /// The node status update (`nodestatus.VolumesInUse`): report the volumes in use, then
+    /// let the mounts that waited for it go on.
+    fn report_in_use(&mut self, cx: &mut Cx, ni: usize) {
+        self.nodes[ni].status_pending = false;
+        if self.nodes[ni].down {
+            return;
+        }
+        let want = self.volumes_in_use(ni);
+        if want == self.nodes[ni].in_use_reported {
+            return;
+        }
+        let user = self.nodes[ni].user.clone();
+        let name = self.nodes[ni].name.clone();
+        let list = if want.is_empty() { Value::Null } else { json!(want.iter().collect::<Vec<_>>()) };
+        let body = json!({"status": {"volumesInUse": list}});
+        let r = Request::patch(rid::NODE, "", &name, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status");
+        if let Ok(stored) = cx.api.handle(req_as(r, "kubelet", &user)) {
+            cx.trace(
+                Flow::Kubelet,
+                "volumes",
+                format!("Node/{name}"),
+                "ok",
+                api::resource_version(&stored),
+                format!("kubelet on {name} reports {} volume(s) in use", want.len()),
+            );
+            self.nodes[ni].in_use_reported = want;
+            self.resume_attach_waits(cx, Some(ni));
+        }
     }
 
     /// Missing env sources give CreateContainerConfigError.
@@ -592,43 +786,62 @@ impl Kubelets {
         let epoch = self.nodes[ni].pods[key].epoch;
         match stage {
             Stage::Volumes => {
-                if let Some((vol, why)) = self.missing_volume(&pod) {
-                    let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
-                    let first = rt.mount_fail_since.is_none();
-                    let since = *rt.mount_fail_since.get_or_insert(cx.now);
-                    let backoff = rt.mount_backoff;
-                    rt.mount_backoff = (rt.mount_backoff * 2).min(122_000);
-                    let long = !rt.long_mount_reported && cx.now >= since + 123_000;
-                    if long {
-                        rt.long_mount_reported = true;
-                    }
-                    let msg = format!("MountVolume.SetUp failed for volume {vol:?} : {why}");
-                    cx.trace(Flow::NodeError, "volumes", obj.clone(), "error", "", msg.clone());
-                    let src = self.nodes[ni].source.clone();
-                    cx.event(&src, &pod, None, "Warning", "FailedMount", &msg, None);
-                    if long {
-                        let all: Vec<String> = get_array(&pod, &["spec", "volumes"]).iter().filter_map(|v| get_str(v, &["name"])).map(str::to_string).collect();
-                        let m = format!("Unable to attach or mount volumes: unmounted volumes=[{vol}], unattached volumes=[{}], failed to process volumes=[]: timed out waiting for the condition", all.join(" "));
-                        cx.event(&src, &pod, None, "Warning", "FailedMount", &m, None);
-                    }
-                    if first {
-                        self.write_status(cx, ni, key);
-                    }
-                    cx.every(backoff, Self::timer_key(&node_name, key, epoch, "progress"));
+                let check = self.check_volumes(ni, &pod);
+                if check.blocked() {
+                    self.volumes_blocked(cx, ni, key, &pod, &check);
                     return;
+                }
+                // CSI volumes take their drivers' NodeStageVolume and NodePublishVolume.
+                let mount_ms = check.mounts.iter().map(|m| m.2).max().unwrap_or(0);
+                let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
+                match rt.mount_at {
+                    None if mount_ms > 0 => {
+                        rt.mount_at = Some(cx.now + mount_ms);
+                        cx.after(mount_ms, Self::timer_key(&node_name, key, epoch, "progress"));
+                        let pvs: Vec<&str> = check.mounts.iter().map(|m| m.1.as_str()).collect();
+                        cx.trace(
+                            Flow::Runtime,
+                            "volumes",
+                            obj,
+                            "ok",
+                            "",
+                            format!(
+                                "kubelet on {node_name} mounts persistent volume(s) {} (NodeStageVolume, NodePublishVolume: {})",
+                                pvs.join(", "),
+                                go_duration(mount_ms)
+                            ),
+                        );
+                        return;
+                    }
+                    Some(t) if t > cx.now => return,
+                    _ => {}
                 }
                 let host_ip = host_ip(self.nodes[ni].index);
                 let sources =
                     Sources { configmaps: &self.configmaps, secrets: &self.secrets, host_ip: &host_ip, pod_ip: "", node_alloc: &self.nodes[ni].allocatable };
                 let mut trees = Vec::new();
-                for v in get_array(&pod, &["spec", "volumes"]) {
-                    let (tree, ro) = sources.volume(&pod, v);
-                    trees.push((get_str(v, &["name"]).unwrap_or("").to_string(), tree, ro));
+                let mut pvs = Vec::new();
+                for (i, v) in get_array(&pod, &["spec", "volumes"]).iter().enumerate() {
+                    let name = get_str(v, &["name"]).unwrap_or("").to_string();
+                    match check.mounts.iter().find(|m| m.0 == i) {
+                        // A PersistentVolume brings the files it holds, wherever they were written.
+                        Some((_, pv, _)) => {
+                            let ro = api::get_bool(v, &["persistentVolumeClaim", "readOnly"]).unwrap_or(false);
+                            trees.push((name, self.pv_trees.get(pv).cloned().unwrap_or_default(), ro));
+                            pvs.push(Some(pv.clone()));
+                        }
+                        None => {
+                            let (tree, ro) = sources.volume(&pod, v);
+                            trees.push((name, tree, ro));
+                            pvs.push(None);
+                        }
+                    }
                 }
                 let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
                 rt.volume_names = trees.iter().map(|(n, _, _)| n.clone()).collect();
                 rt.volume_ro = trees.iter().map(|(_, _, ro)| *ro).collect();
                 rt.volumes = trees.into_iter().map(|(_, t, _)| t).collect();
+                rt.volume_pvs = pvs;
                 rt.stage = Stage::Sandbox;
                 cx.after(300, Self::timer_key(&node_name, key, epoch, "sandbox"));
                 cx.trace(Flow::Runtime, "volumes", obj, "ok", "", format!("{} volume(s) mounted", get_array(&pod, &["spec", "volumes"]).len()));
@@ -636,6 +849,81 @@ impl Kubelets {
             Stage::Sandbox => {}
             Stage::Containers => self.run_containers(cx, ni, key, &pod),
             Stage::Terminating => {}
+        }
+    }
+
+    /// A pod's volumes cannot all be mounted yet: the volume manager's events, retries and
+    /// waits (`operation_generator.go` failures with exponential back-off; the populator's
+    /// errors reported by each pod sync, `WaitForAttachAndMount`; attachments awaited
+    /// without an event).
+    fn volumes_blocked(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object, c: &VolumeCheck) {
+        let node_name = self.nodes[ni].name.clone();
+        let src = self.nodes[ni].source.clone();
+        let obj = format!("Pod/{}/{}", key.0, key.1);
+        let rt = self.nodes[ni].pods.get_mut(key).expect("caller checked");
+        let epoch = rt.epoch;
+        rt.mount_at = None;
+        let first = rt.mount_fail_since.is_none();
+        rt.mount_fail_since.get_or_insert(cx.now);
+        let failures: Vec<String> = c
+            .setup
+            .iter()
+            .map(|(v, why)| format!("MountVolume.SetUp failed for volume {v:?} : {why}"))
+            .chain(c.device.iter().map(|(_, m)| m.clone()))
+            .collect();
+        if !failures.is_empty() {
+            let backoff = rt.mount_backoff;
+            rt.mount_backoff = (rt.mount_backoff * 2).min(122_000);
+            for msg in &failures {
+                cx.trace(Flow::NodeError, "volumes", obj.clone(), "error", "", msg.clone());
+                cx.event(&src, pod, None, "Warning", "FailedMount", msg, None);
+            }
+            cx.every(backoff, Self::timer_key(&node_name, key, epoch, "progress"));
+        }
+        let rt = self.nodes[ni].pods.get_mut(key).expect("caller checked");
+        if !c.unprocessed.is_empty() && cx.now >= rt.populator_retry_at {
+            rt.populator_retry_at = cx.now + POD_SYNC_BACKOFF_MS;
+            let mut unmounted: Vec<&str> = c
+                .setup
+                .iter()
+                .chain(c.unprocessed.iter())
+                .chain(c.device.iter())
+                .map(|(v, _)| v.as_str())
+                .chain(c.unattached.iter().map(String::as_str))
+                .collect();
+            unmounted.sort_unstable();
+            unmounted.dedup();
+            let mut unattached: Vec<&str> = c.unattached.iter().map(String::as_str).collect();
+            unattached.sort_unstable();
+            let mut unprocessed: Vec<&str> = c.unprocessed.iter().map(|(v, _)| v.as_str()).collect();
+            unprocessed.sort_unstable();
+            let errors: Vec<&str> = c.unprocessed.iter().map(|(_, e)| e.as_str()).collect();
+            let msg = format!(
+                "Unable to attach or mount volumes: unmounted volumes=[{}], unattached volumes=[{}], failed to process volumes=[{}]: {}",
+                unmounted.join(" "),
+                unattached.join(" "),
+                unprocessed.join(" "),
+                errors.join("; ")
+            );
+            cx.trace(Flow::NodeError, "volumes", obj.clone(), "error", "", msg.clone());
+            cx.event(&src, pod, None, "Warning", "FailedMount", &msg, None);
+            cx.every(POD_SYNC_BACKOFF_MS, Self::timer_key(&node_name, key, epoch, "progress"));
+        }
+        let rt = self.nodes[ni].pods.get_mut(key).expect("caller checked");
+        if failures.is_empty() && c.unprocessed.is_empty() && !rt.attach_wait_traced {
+            rt.attach_wait_traced = true;
+            cx.trace(
+                Flow::Pending,
+                "volumes",
+                obj,
+                "pending",
+                "",
+                format!("kubelet on {node_name} waits for volume(s) [{}] to be attached and reported in use", c.unattached.join(" ")),
+            );
+        }
+        self.schedule_in_use(cx, ni);
+        if first {
+            self.write_status(cx, ni, key);
         }
     }
 
@@ -744,6 +1032,17 @@ impl Kubelets {
             self.nodes[ni].pods.insert(key.clone(), rt);
             return None;
         }
+        // A PersistentVolume's files are the volume's, not the pod's: what another pod
+        // wrote to it shows here, and what this one writes stays with the volume.
+        for (v, pv) in rt.volume_pvs.iter().enumerate() {
+            if let (Some(pv), Some(t)) = (pv, rt.volumes.get_mut(v)) {
+                if let Some(shared) = self.pv_trees.get(pv) {
+                    if shared != t {
+                        *t = shared.clone();
+                    }
+                }
+            }
+        }
         let pod = self.pods.get(&key.0, &key.1).cloned();
         let hostname = pod.as_ref().and_then(|p| get_str(p, &["spec", "hostname"]).map(str::to_string)).unwrap_or_else(|| key.1.clone());
         let limit = self.memory_limit(ni, &rt.ctrs[i].spec);
@@ -781,6 +1080,13 @@ impl Kubelets {
             };
             f(&mut host, proc)
         };
+        for (v, pv) in rt.volume_pvs.iter().enumerate() {
+            if let (Some(pv), Some(t)) = (pv, rt.volumes.get(v)) {
+                if self.pv_trees.get(pv) != Some(t) {
+                    self.pv_trees.insert(pv.clone(), t.clone());
+                }
+            }
+        }
         self.nodes[ni].pods.insert(key.clone(), rt);
         self.charge_served(now, &served.into_inner());
         Some(out)
@@ -1600,6 +1906,7 @@ impl Kubelets {
         if let Some(rt) = self.nodes[ni].pods.remove(key) {
             self.release_ip(ni, &rt);
         }
+        self.schedule_in_use(cx, ni);
     }
 
     fn set_state(&mut self, ni: usize, key: &Key, i: usize, s: CState) {
@@ -1756,6 +2063,7 @@ impl Kubelets {
         }
         let user = n.user.clone();
         let name = n.name.clone();
+        self.nodes[ni].next_status = cx.now + 10_000;
         let lease = cx.api.store.get_by(rid::LEASE, "kube-node-lease", &name).cloned();
         match lease {
             Some(l) => {
@@ -1864,6 +2172,9 @@ impl Kubelets {
             pods: BTreeMap::new(),
             uid: uid.clone(),
             allocatable: Value::Object(spec.capacity.clone()),
+            in_use_reported: BTreeSet::new(),
+            next_status: cx.now + NETWORK_READY_AFTER,
+            status_pending: false,
         });
         self.index.insert(spec.name.clone(), ni);
         let _ = cx.api.handle(req_as(
@@ -1871,6 +2182,10 @@ impl Kubelets {
             "kubelet",
             &user,
         ));
+        if !self.drivers.is_empty() {
+            let csinode = node::csinode_object(&spec.name, &uid, &self.drivers);
+            let _ = cx.api.handle(req_as(Request::create(rid::CSINODE, "", csinode, Credentials::User(user.clone())), "kubelet", &user));
+        }
         cx.event(&source, &node_obj, None, "Normal", "Starting", "Starting kubelet.", None);
         cx.trace(
             Flow::Kubelet,
@@ -2000,7 +2315,7 @@ impl Controller for Kubelets {
         &self.user
     }
     fn watches(&self) -> &'static [ResourceId] {
-        &[rid::POD, rid::CONFIGMAP, rid::SECRET]
+        &[rid::POD, rid::CONFIGMAP, rid::SECRET, rid::NODE, rid::PVC, rid::PV, rid::CSIDRIVER]
     }
     fn run(&mut self, cx: &mut Cx) {
         if !self.started {
@@ -2008,7 +2323,9 @@ impl Controller for Kubelets {
             for (i, n) in self.nodes.iter_mut().enumerate() {
                 n.uid = cx.api.store.get_by(rid::NODE, "", &n.name).map(|o| api::uid(o).to_string()).unwrap_or_default();
                 // Stagger heartbeats over the 10s interval.
-                cx.every(10_000 - ((i as Millis * 7919) % 10_000).min(9_999), format!("{}|lease", n.name));
+                let first = 10_000 - ((i as Millis * 7919) % 10_000).min(9_999);
+                n.next_status = cx.now + first;
+                cx.every(first, format!("{}|lease", n.name));
             }
         }
         self.sync_informers(cx);
@@ -2020,6 +2337,12 @@ impl Controller for Kubelets {
             self.node_objs.sync(&cx.api.store);
             self.heartbeat(cx, ni);
             cx.every(10_000, format!("{}|lease", parts[0]));
+            return;
+        }
+        if parts.len() == 2 && parts[1] == "volumes-in-use" {
+            self.sync_informers(cx);
+            cx.user = self.nodes[ni].user.name.clone();
+            self.report_in_use(cx, ni);
             return;
         }
         if parts.len() == 2 && parts[1] == "lease" {
@@ -2096,6 +2419,19 @@ impl Controller for Kubelets {
         let (name, down) = match fault {
             Fault::NodeDown(n) => (n, true),
             Fault::NodeUp(n) => (n, false),
+            Fault::StorageDriverDown(d) | Fault::StorageDriverUp(d) => {
+                // The driver's node plugin on every node: its mounts fail while it is down
+                // and succeed at the next retry once it is back.
+                if !self.drivers.iter().any(|x| &x.name == d) {
+                    return false;
+                }
+                if matches!(fault, Fault::StorageDriverDown(_)) {
+                    self.drivers_down.insert(d.clone());
+                } else {
+                    self.drivers_down.remove(d);
+                }
+                return true;
+            }
             _ => return false,
         };
         let Some(&ni) = self.index.get(name) else { return false };

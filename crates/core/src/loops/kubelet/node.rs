@@ -112,3 +112,22 @@ pub fn lease_object(node: &str, node_uid: &str, now: Millis) -> Value {
             "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]},
         "spec": {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": crate::foundation::sim::rfc3339_micro(now)}})
 }
+
+/// The CSINode a kubelet registers for its node (`nodeinfomanager.go`): owned by the Node,
+/// one entry per CSI driver whose node plugin registered, with the node ID the driver
+/// reported (the node name here) and its topology keys.
+pub fn csinode_object(node: &str, node_uid: &str, drivers: &[crate::loops::csi::CsiDriverSpec]) -> Value {
+    let entries: Vec<Value> = drivers
+        .iter()
+        .map(|d| {
+            let mut e = json!({"name": d.name, "nodeID": node});
+            if d.zonal {
+                e["topologyKeys"] = json!([crate::loops::csi::ZONE_KEY]);
+            }
+            e
+        })
+        .collect();
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node,
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": node_uid}]},
+        "spec": {"drivers": entries}})
+}
