@@ -165,29 +165,48 @@ fn match_conditions(cache: &mut CelCache, holder: &Value, vars: &[(&str, &Value)
 
 // ---- built-in mutating plugins -----------------------------------------------------
 
-/// NamespaceLifecycle: writes into missing or terminating namespaces fail.
+/// The namespaces NamespaceLifecycle never lets go (`--immortal-namespaces` defaults:
+/// `metav1.NamespaceDefault`, `NamespaceSystem`, `NamespacePublic`).
+pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
+/// NamespaceLifecycle (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`):
+/// immortal namespaces cannot be deleted; creates and updates into a missing
+/// namespace are NotFound; creates into a Terminating one are Forbidden with the
+/// `NamespaceTerminating` cause. Namespaces themselves, deletions of other objects and
+/// local access reviews always pass. There is no exemption for Events: a controller's
+/// events in a terminating namespace are refused like anything else.
 pub fn namespace_lifecycle(store: &Store, req: &Request) -> Result<(), Status> {
-    if req.resource.kind == "Namespace" && req.operation == "DELETE" && ["default", "kube-system", "kube-public"].contains(&req.name.as_str()) {
+    use crate::foundation::api::{rid, RESOURCES};
+    let is_namespace = req.resource.kind == "Namespace" && req.resource.group.is_empty();
+    if req.operation == "DELETE" && is_namespace && IMMORTAL_NAMESPACES.contains(&req.name.as_str()) {
         return Err(Status::forbidden(req.resource, &req.name, "this namespace may not be deleted"));
     }
-    if !req.resource.namespaced || req.operation != "CREATE" || req.namespace.is_empty() {
+    // The plugin handles CREATE, UPDATE and DELETE only (`admission.NewHandler`).
+    if !matches!(req.operation, "CREATE" | "UPDATE" | "DELETE") {
         return Ok(());
     }
-    match store.get_by(crate::foundation::api::rid::NAMESPACE, "", req.namespace) {
-        None => Err(Status::not_found(&crate::foundation::api::RESOURCES[crate::foundation::api::rid::NAMESPACE], req.namespace)),
-        Some(ns) if crate::foundation::api::is_deleting(ns) || get_str(ns, &["status", "phase"]) == Some("Terminating") => {
-            // Events may still be written into a terminating namespace.
-            if req.resource.kind == "Event" {
-                return Ok(());
-            }
-            Err(Status::forbidden(
-                req.resource,
-                &req.name,
-                &format!("unable to create new content in namespace {} because it is being terminated", req.namespace),
-            ))
-        }
-        Some(_) => Ok(()),
+    if req.namespace.is_empty() || is_namespace || req.operation == "DELETE" {
+        return Ok(());
     }
+    if req.resource.group == "authorization.k8s.io" && req.resource.plural == "localsubjectaccessreviews" {
+        return Ok(());
+    }
+    let Some(ns) = store.get_by(rid::NAMESPACE, "", req.namespace) else {
+        return Err(Status::not_found(&RESOURCES[rid::NAMESPACE], req.namespace));
+    };
+    if req.operation != "CREATE" || get_str(ns, &["status", "phase"]) != Some("Terminating") {
+        return Ok(());
+    }
+    // `admission.NewForbidden` names the object, its generateName, or "Unknown".
+    let name = if req.name.is_empty() { "Unknown" } else { req.name.as_str() };
+    let mut s = Status::forbidden(req.resource, name, &format!("unable to create new content in namespace {} because it is being terminated", req.namespace));
+    if let Some(d) = s.details.as_mut().and_then(Value::as_object_mut) {
+        d.insert(
+            "causes",
+            json!([{"reason": "NamespaceTerminating", "message": format!("namespace {} is being terminated", req.namespace), "field": "metadata.namespace"}]),
+        );
+    }
+    Err(s)
 }
 
 /// ServiceAccount: default the account and mount its projected token.

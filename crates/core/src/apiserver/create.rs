@@ -122,6 +122,17 @@ impl ApiServer {
                 api::set(obj, &["status"], json!({"phase": "Pending", "qosClass": qos}));
             }
             "Service" => self.allocate_service(obj).map_err(|s| ("validation", s))?,
+            // The namespace strategy: Active on create, and the `kubernetes` finalizer the
+            // namespace controller removes once the namespace is empty.
+            "Namespace" => {
+                api::set(obj, &["status"], json!({"phase": "Active"}));
+                let fins = api::get_array(obj, &["spec", "finalizers"]).to_vec();
+                if !fins.iter().any(|f| f.as_str() == Some("kubernetes")) {
+                    let mut fins = fins;
+                    fins.push(json!("kubernetes"));
+                    api::set(obj, &["spec", "finalizers"], json!(fins));
+                }
+            }
             "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" => {
                 if let Some(m) = obj.as_object_mut() {
                     m.remove("status");

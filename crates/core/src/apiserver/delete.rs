@@ -45,16 +45,36 @@ impl ApiServer {
         let key = ObjectKey::new(rid, ns, &req.name);
         let mut obj = (*current).clone();
         let finalizers: Vec<String> = api::get_array(&obj, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
-        // Namespaces are emptied by the namespace controller first.
+        // The namespace registry's `Delete` (`pkg/registry/core/namespace/storage`): the
+        // first request only marks the namespace Terminating for the namespace controller
+        // to empty; while `spec.finalizers` holds it, a later one is a Conflict; once it is
+        // finalized, the generic delete runs (metadata finalizers still hold it).
         if res.kind == "Namespace" {
-            if api::is_deleting(&obj) {
-                self.log(c, 200, None);
-                return Ok(current);
+            if !api::is_deleting(&obj) {
+                api::set(&mut obj, &["metadata", "deletionTimestamp"], json!(rfc3339(self.now)));
+                api::set(&mut obj, &["status", "phase"], json!("Terminating"));
+                let policy = req.propagation.as_deref();
+                let has = |f: &str| finalizers.iter().any(|x| x == f);
+                // `shouldHaveOrphanFinalizer`, `shouldHaveDeleteDependentsFinalizer`.
+                let want = [
+                    ("orphan", policy.map_or(has("orphan"), |p| p == "Orphan")),
+                    ("foregroundDeletion", policy.map_or(has("foregroundDeletion"), |p| p == "Foreground")),
+                ];
+                if want.iter().any(|(f, w)| has(f) != *w) {
+                    let mut fs: Vec<String> = finalizers.iter().filter(|f| want.iter().all(|(w, keep)| f.as_str() != *w || *keep)).cloned().collect();
+                    fs.extend(want.iter().filter(|(f, w)| *w && !has(f)).map(|(f, _)| f.to_string()));
+                    api::set(&mut obj, &["metadata", "finalizers"], json!(fs));
+                }
+                return self.store_update(c, &key, obj, "marked for deletion (Terminating)");
             }
-            api::set(&mut obj, &["metadata", "deletionTimestamp"], json!(rfc3339(self.now)));
-            api::set(&mut obj, &["metadata", "deletionGracePeriodSeconds"], json!(0));
-            api::set(&mut obj, &["status", "phase"], json!("Terminating"));
-            return self.store_update(c, &key, obj, "marked for deletion (Terminating)");
+            if !api::get_array(&obj, &["spec", "finalizers"]).is_empty() {
+                let s = Status::conflict(
+                    res,
+                    &req.name,
+                    "The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.",
+                );
+                return self.fail(c, "etcd", s);
+            }
         }
         // Propagation: options, then existing finalizers, then the resource default.
         let policy = req.propagation.clone().unwrap_or_else(|| {

@@ -262,6 +262,20 @@ fn prepare_for_update(res: &ResourceInfo, req: &Request, body: &Value, current: 
             }
         }
         "status" => {}
+        // The namespace strategy keeps `spec.finalizers` (only `finalize` changes them) and
+        // the status.
+        "" if res.kind == "Namespace" => {
+            let fins = get(current, &["spec", "finalizers"]).cloned().unwrap_or(json!([]));
+            api::set(new, &["spec", "finalizers"], fins);
+            match current.get("status") {
+                Some(s) => api::set(new, &["status"], s.clone()),
+                None => {
+                    if let Some(m) = new.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
         _ if has_status_subresource(res.kind) => match current.get("status") {
             Some(s) => api::set(new, &["status"], s.clone()),
             None => {

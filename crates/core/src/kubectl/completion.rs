@@ -20,6 +20,7 @@ pub const COMMANDS: &[&str] = &[
     "get",
     "label",
     "logs",
+    "patch",
     "rollout",
     "scale",
     "set",

@@ -11,6 +11,7 @@ use crate::foundation::api::{ResourceId, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
 use crate::foundation::value::Value;
 use crate::kubectl::printers::human_duration;
+use std::collections::BTreeSet;
 
 /// Go's `text/tabwriter` with `minwidth 0, tabwidth 8, padding 2, ' '`: a column block is
 /// a run of consecutive lines that have a cell in that column; each cell but a line's last
@@ -1447,8 +1448,106 @@ pub fn horizontal_pod_autoscaler(hpa: &Value, events: &[&Value], now: Millis) ->
     tabwrite(&o)
 }
 
+/// `describeNamespace`: status, the deletion conditions, then the namespace's quotas and
+/// limit ranges (`DescribeResourceQuotas`, `DescribeLimitRanges`). No events section.
+pub fn namespace(n: &Value, quotas: &[&Value], limits: &[&Value]) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\n", api::name(n)));
+    map_multiline(&mut o, "Labels", get(n, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(n, &["metadata", "annotations"]));
+    o.push_str(&format!("Status:\t{}\n", get_str(n, &["status", "phase"]).unwrap_or("")));
+    let conds = api::get_array(n, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tLastTransitionTime\tReason\tMessage\n  ----\t------\t------------------\t------\t-------\n");
+        for c in conds {
+            let s = |k: &str| get_str(c, &[k]).unwrap_or("");
+            o.push_str(&format!("  {}\t{}\t{}\t{}\t{}\n", s("type"), s("status"), rfc1123z(s("lastTransitionTime")), s("reason"), s("message")));
+        }
+    }
+    o.push('\n');
+    resource_quotas(&mut o, quotas);
+    o.push('\n');
+    limit_ranges(&mut o, limits);
+    tabwrite(&o)
+}
+
+/// `helpTextForResourceQuotaScope`.
+fn quota_scope_help(scope: &str) -> &'static str {
+    match scope {
+        "Terminating" => "Matches all pods that have an active deadline. These pods have a limited lifespan on a node before being actively terminated by the system.",
+        "NotTerminating" => "Matches all pods that do not have an active deadline. These pods usually include long running pods whose container command is not expected to terminate.",
+        "BestEffort" => "Matches all pods that do not have resource requirements set. These pods have a best effort quality of service.",
+        "NotBestEffort" => "Matches all pods that have at least one resource requirement set. These pods have a burstable or guaranteed quality of service.",
+        _ => "",
+    }
+}
+
+/// `DescribeResourceQuotas`, as `kubectl describe namespace` prints them.
+fn resource_quotas(o: &mut String, quotas: &[&Value]) {
+    if quotas.is_empty() {
+        o.push_str("No resource quota.\n");
+        return;
+    }
+    let mut quotas = quotas.to_vec();
+    quotas.sort_by_key(|q| api::name(q).to_string());
+    o.push_str("Resource Quotas\n");
+    for q in quotas {
+        o.push_str(&format!("  Name:\t{}\n", api::name(q)));
+        let mut scopes: Vec<&str> = api::get_array(q, &["spec", "scopes"]).iter().filter_map(Value::as_str).collect();
+        if !scopes.is_empty() {
+            scopes.sort();
+            o.push_str(&format!("  Scopes:\t{}\n", scopes.join(", ")));
+            for s in scopes {
+                let help = quota_scope_help(s);
+                if !help.is_empty() {
+                    o.push_str(&format!("  * {help}\n"));
+                }
+            }
+        }
+        o.push_str("  Resource\tUsed\tHard\n  --------\t---\t---\n");
+        if let Some(hard) = get(q, &["status", "hard"]).and_then(Value::as_object) {
+            for (r, h) in hard {
+                let used = get(q, &["status", "used", r.as_str()]).and_then(Value::as_str).unwrap_or("0");
+                o.push_str(&format!("  {r}\t{used}\t{}\n", h.as_str().unwrap_or("")));
+            }
+        }
+    }
+}
+
+/// `DescribeLimitRanges`, as `kubectl describe namespace` prints them (each item's
+/// resources sorted by name; kubectl's order is Go's map order).
+fn limit_ranges(o: &mut String, limits: &[&Value]) {
+    if limits.is_empty() {
+        o.push_str("No LimitRange resource.\n");
+        return;
+    }
+    o.push_str("Resource Limits\n Type\tResource\tMin\tMax\tDefault Request\tDefault Limit\tMax Limit/Request Ratio\n");
+    o.push_str(" ----\t--------\t---\t---\t---------------\t-------------\t-----------------------\n");
+    for lr in limits {
+        for item in api::get_array(lr, &["spec", "limits"]) {
+            let fields = ["min", "max", "defaultRequest", "default", "maxLimitRequestRatio"];
+            let mut names: BTreeSet<&str> = BTreeSet::new();
+            for k in fields {
+                names.extend(get(item, &[k]).and_then(Value::as_object).into_iter().flatten().map(|(r, _)| r.as_str()));
+            }
+            for r in names {
+                let v = |k: &str| get(item, &[k, r]).map(|q| q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string())).unwrap_or_else(|| "-".into());
+                o.push_str(&format!(
+                    " {}\t{r}\t{}\t{}\t{}\t{}\t{}\n",
+                    get_str(item, &["type"]).unwrap_or(""),
+                    v("min"),
+                    v("max"),
+                    v("defaultRequest"),
+                    v("default"),
+                    v("maxLimitRequestRatio")
+                ));
+            }
+        }
+    }
+}
+
 /// The kinds `kubectl describe` has a describer for here.
-const DESCRIBED: [&str; 12] = [
+const DESCRIBED: [&str; 13] = [
     "Pod",
     "Deployment",
     "ReplicaSet",
@@ -1461,6 +1560,7 @@ const DESCRIBED: [&str; 12] = [
     "HorizontalPodAutoscaler",
     "Service",
     "Node",
+    "Namespace",
 ];
 
 /// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
@@ -1564,6 +1664,15 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
                     .collect();
                 let lease = api.handle(Request::new(Verb::Get, rid::LEASE, "kube-node-lease", &name, creds.clone())).ok();
                 node(&obj, &pods.iter().collect::<Vec<_>>(), lease.as_deref(), &events, now)
+            }
+            "Namespace" => {
+                // The namespace's quotas and limit ranges, read with the caller's rights.
+                let in_ns = |api: &mut ApiServer, r: ResourceId| -> Vec<Value> {
+                    api.handle(Request::new(Verb::List, r, &name, "", creds.clone())).map(|l| api::get_array(&l, &["items"]).to_vec()).unwrap_or_default()
+                };
+                let quotas = in_ns(api, rid::RESOURCEQUOTA);
+                let limits = in_ns(api, rid::LIMITRANGE);
+                namespace(&obj, &quotas.iter().collect::<Vec<_>>(), &limits.iter().collect::<Vec<_>>())
             }
             _ => deployment(&obj, &controlled(api, rid::REPLICASET, selector.as_ref()).iter().collect::<Vec<_>>(), &events, now),
         };

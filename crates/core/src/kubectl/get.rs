@@ -3,17 +3,33 @@
 
 use super::*;
 
+/// The resources in the `all` category (`categories: [all]` in discovery).
+const ALL_CATEGORY: [&str; 10] = [
+    "pods",
+    "replicationcontrollers",
+    "services",
+    "daemonsets.apps",
+    "deployments.apps",
+    "replicasets.apps",
+    "statefulsets.apps",
+    "horizontalpodautoscalers.autoscaling",
+    "cronjobs.batch",
+    "jobs.batch",
+];
+
 /// `kubectl get TYPE[,TYPE...] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
 pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let Some(ty) = f.positional.first() else {
         return vec!["error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into()];
     };
-    if !ty.contains(',') {
+    if !ty.contains(',') && ty != "all" {
         return get_typed(api, creds, f, ns, false);
     }
     // Several types: each type's table with kind-qualified names, a blank line between;
-    // yaml and json gather every object into one List.
-    let types: Vec<String> = ty.split(',').filter(|t| !t.is_empty()).map(str::to_string).collect();
+    // yaml and json gather every object into one List. `all` is the category of that name,
+    // in discovery's order.
+    let types: Vec<String> =
+        ty.split(',').filter(|t| !t.is_empty()).flat_map(|t| if t == "all" { ALL_CATEGORY.to_vec() } else { vec![t] }).map(str::to_string).collect();
     if let Some(bad) = types.iter().find(|t| resource_for_name(t).is_none()) {
         return vec![format!("error: the server doesn't have a resource type \"{bad}\"")];
     }

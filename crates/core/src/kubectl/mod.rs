@@ -28,6 +28,7 @@ mod exec;
 mod get;
 mod label;
 mod logs;
+mod patch;
 mod rollout;
 mod scale;
 mod set;
@@ -154,6 +155,8 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     };
     let args: Vec<String> = if args.first().map(String::as_str) == Some("kubectl") { args[1..].to_vec() } else { args };
     let Some(verb) = args.first().cloned() else { return vec!["error: no command given".into()] };
+    // `kubectl patch`'s `-p` is `--patch` (elsewhere `-p` means other things).
+    let args: Vec<String> = if verb == "patch" { args.into_iter().map(|a| if a == "-p" { "--patch".into() } else { a }).collect() } else { args };
     let f = match parse_flags(&args[1..]) {
         Ok(f) => f,
         Err(e) => return vec![format!("error: {e}")],
@@ -201,9 +204,10 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "delete" => delete(api, creds, &f, &ns),
         "cordon" | "uncordon" => cordon(api, creds, &f, &verb),
         "label" | "annotate" => label(api, creds, &f, &ns, &verb),
+        "patch" => patch::patch(api, creds, &f, &ns),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
             )]
         }
     }
