@@ -253,6 +253,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "disruption-controller",
     "replication-controller",
     "horizontal-pod-autoscaler",
+    "resourcequota-controller",
 ];
 
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
@@ -479,6 +480,12 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 rule(&[""], &["pods"], &["list", "watch", "patch", "create", "delete"]),
                 event_rule(),
             ],
+        ),
+        // Quota may count anything, so it may list and watch everything
+        // (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
+        cluster_role(
+            "system:controller:resourcequota-controller",
+            vec![rule(&["*"], &["*"], &["list", "watch"]), rule(&[""], &["resourcequotas/status"], &["update"]), event_rule()],
         ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];
