@@ -324,65 +324,200 @@ pub fn priority(store: &Store, req: &Request, pod: &mut Value) -> Result<(), Sta
     Ok(())
 }
 
-/// LimitRanger: container defaults from `type: Container` limits, then min/max checks.
+/// LimitRanger, its mutating half (`PodMutateLimitFunc`): every LimitRange of the
+/// namespace in turn fills the containers' and init containers' missing requests and
+/// limits from its `Container` item's `defaultRequest` and `default`, and says so in the
+/// `kubernetes.io/limit-ranger` annotation. Pods only, on create.
 pub fn limit_ranger(store: &Store, req: &Request, pod: &mut Value) -> Result<(), Status> {
-    let ranges: Vec<Value> = store
-        .list(crate::foundation::api::rid::LIMITRANGE, Some(req.namespace))
-        .flat_map(|lr| get_array(lr, &["spec", "limits"]).to_vec())
-        .filter(|l| get_str(l, &["type"]) == Some("Container"))
-        .collect();
-    if ranges.is_empty() {
+    if req.resource.kind != "Pod" || req.operation != "CREATE" || !req.subresource.is_empty() {
         return Ok(());
     }
-    let mut notes = Vec::new();
-    let mut problems = Vec::new();
-    if let Some(cs) = pod.get_mut("spec").and_then(|s| s.get_mut("containers")).and_then(Value::as_array_mut) {
-        for c in cs {
-            let cname = get_str(c, &["name"]).unwrap_or("").to_string();
-            for r in &ranges {
-                for (field, target) in [("defaultRequest", "requests"), ("default", "limits")] {
-                    if let Some(defs) = r.get(field).and_then(Value::as_object) {
-                        for (res, q) in defs {
-                            let slot = crate::foundation::api::entry(c, &["resources", target]);
-                            if !slot.contains_key(res) {
-                                slot.insert(res.clone(), q.clone());
-                                let what = if target == "requests" { "request" } else { "limit" };
-                                notes.push(format!("{res} {what} for container {cname}"));
-                            }
-                        }
-                    }
-                }
-                // Requests default to limits when a limit was defaulted without a request.
-                for (bound, cmp_target, word) in [("max", "limits", "maximum"), ("min", "requests", "minimum")] {
-                    if let Some(b) = r.get(bound).and_then(Value::as_object) {
-                        for (res, q) in b {
-                            let have = get(c, &["resources", cmp_target, res]).and_then(crate::foundation::quantity::value_milli);
-                            let want = crate::foundation::quantity::value_milli(q).unwrap_or(0);
-                            let qs = q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string());
-                            match have {
-                                Some(h) if (bound == "max" && h > want) || (bound == "min" && h < want) => {
-                                    let hs = get(c, &["resources", cmp_target, res])
-                                        .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
-                                        .unwrap_or_default();
-                                    let kind = if cmp_target == "limits" { "limit" } else { "request" };
-                                    problems.push(format!("{word} {res} usage per Container is {qs}, but {kind} is {hs}"));
-                                }
-                                None if bound == "max" => problems.push(format!("{word} {res} usage per Container is {qs}.  No limit is specified")),
-                                _ => {}
-                            }
-                        }
-                    }
+    for lr in store.list(crate::foundation::api::rid::LIMITRANGE, Some(req.namespace)) {
+        // `defaultContainerResourceRequirements`: the last Container item wins per resource.
+        let mut requests = crate::foundation::value::Map::new();
+        let mut limits = crate::foundation::value::Map::new();
+        for item in get_array(lr, &["spec", "limits"]).iter().filter(|l| get_str(l, &["type"]) == Some("Container")) {
+            for (field, into) in [("defaultRequest", &mut requests), ("default", &mut limits)] {
+                for (k, v) in get(item, &[field]).and_then(Value::as_object).into_iter().flatten() {
+                    into.insert(k.clone(), v.clone());
                 }
             }
         }
+        let mut notes: Vec<String> = Vec::new();
+        for (list, prefix) in [("containers", "container"), ("initContainers", "init container")] {
+            let Some(cs) = pod.get_mut("spec").and_then(|s| s.get_mut(list)).and_then(Value::as_array_mut) else { continue };
+            for c in cs {
+                let cname = get_str(c, &["name"]).unwrap_or("").to_string();
+                let mut set_limits = Vec::new();
+                let mut set_requests = Vec::new();
+                for (target, defaults, set) in [("limits", &limits, &mut set_limits), ("requests", &requests, &mut set_requests)] {
+                    let slot = crate::foundation::api::entry(c, &["resources", target]);
+                    for (k, v) in defaults.iter() {
+                        if !slot.contains_key(k) {
+                            slot.insert(k.clone(), v.clone());
+                            set.push(k.to_string());
+                        }
+                    }
+                }
+                // An empty list the plugin made is not serialised (`omitempty`).
+                for target in ["limits", "requests"] {
+                    let r = crate::foundation::api::entry(c, &["resources"]);
+                    if r.get(target).and_then(Value::as_object).is_some_and(|m| m.is_empty()) {
+                        r.remove(target);
+                    }
+                }
+                if !set_requests.is_empty() {
+                    set_requests.sort();
+                    notes.push(format!("{} request for {prefix} {cname}", set_requests.join(", ")));
+                }
+                if !set_limits.is_empty() {
+                    set_limits.sort();
+                    notes.push(format!("{} limit for {prefix} {cname}", set_limits.join(", ")));
+                }
+            }
+        }
+        if !notes.is_empty() {
+            let ann = crate::foundation::api::entry(pod, &["metadata", "annotations"]);
+            ann.insert("kubernetes.io/limit-ranger", json!(format!("LimitRanger plugin set: {}", notes.join("; "))));
+        }
     }
-    if !problems.is_empty() {
-        problems.sort();
-        return Err(Status::forbidden(req.resource, &req.name, &format!("[{}]", problems.join(", "))));
+    Ok(())
+}
+
+/// A quantity's value for LimitRanger's comparisons and its `String()`.
+fn lr_quantity(v: Option<&Value>) -> Option<(i64, String)> {
+    let v = v?;
+    let milli = crate::foundation::quantity::value_milli(v)?;
+    let text = match v {
+        Value::String(s) => s.to_string(),
+        other => other.to_string(),
+    };
+    Some((milli, crate::foundation::quantity::canonical(text.trim())))
+}
+
+/// `minConstraint`.
+fn min_constraint(limit_type: &str, res: &str, enforced: &Value, requests: Option<&Value>, limits: Option<&Value>) -> Option<String> {
+    let (e, es) = lr_quantity(Some(enforced))?;
+    let Some((r, rs)) = lr_quantity(requests.and_then(|m| m.get(res))) else {
+        return Some(format!("minimum {res} usage per {limit_type} is {es}.  No request is specified"));
+    };
+    if r < e {
+        return Some(format!("minimum {res} usage per {limit_type} is {es}, but request is {rs}"));
     }
-    if !notes.is_empty() {
-        let ann = crate::foundation::api::entry(pod, &["metadata", "annotations"]);
-        ann.insert("kubernetes.io/limit-ranger", json!(format!("LimitRanger plugin set: {}", notes.join("; "))));
+    match lr_quantity(limits.and_then(|m| m.get(res))) {
+        Some((l, ls)) if l < e => Some(format!("minimum {res} usage per {limit_type} is {es}, but limit is {ls}")),
+        _ => None,
+    }
+}
+
+/// `maxConstraint` (and, for claims, `maxRequestConstraint`, which reads requests only).
+fn max_constraint(limit_type: &str, res: &str, enforced: &Value, requests: Option<&Value>, limits: Option<&Value>, requests_only: bool) -> Option<String> {
+    let (e, es) = lr_quantity(Some(enforced))?;
+    let req = lr_quantity(requests.and_then(|m| m.get(res)));
+    if requests_only {
+        return match req {
+            None => Some(format!("maximum {res} usage per {limit_type} is {es}.  No request is specified")),
+            Some((r, rs)) if r > e => Some(format!("maximum {res} usage per {limit_type} is {es}, but request is {rs}")),
+            _ => None,
+        };
+    }
+    let Some((l, ls)) = lr_quantity(limits.and_then(|m| m.get(res))) else {
+        return Some(format!("maximum {res} usage per {limit_type} is {es}.  No limit is specified"));
+    };
+    if l > e {
+        return Some(format!("maximum {res} usage per {limit_type} is {es}, but limit is {ls}"));
+    }
+    match req {
+        Some((r, rs)) if r > e => Some(format!("maximum {res} usage per {limit_type} is {es}, but request is {rs}")),
+        _ => None,
+    }
+}
+
+/// `limitRequestRatioConstraint`.
+fn ratio_constraint(limit_type: &str, res: &str, enforced: &Value, requests: Option<&Value>, limits: Option<&Value>) -> Option<String> {
+    let (e, es) = lr_quantity(Some(enforced))?;
+    let req = lr_quantity(requests.and_then(|m| m.get(res))).map(|q| q.0).filter(|r| *r != 0);
+    let Some(r) = req else {
+        return Some(format!("{res} max limit to request ratio per {limit_type} is {es}, but no request is specified or request is 0"));
+    };
+    let Some(l) = lr_quantity(limits.and_then(|m| m.get(res))).map(|q| q.0).filter(|l| *l != 0) else {
+        return Some(format!("{res} max limit to request ratio per {limit_type} is {es}, but no limit is specified or limit is 0"));
+    };
+    let observed = l as f64 / r as f64;
+    (observed * 1000.0 > e as f64).then(|| format!("{res} max limit to request ratio per {limit_type} is {es}, but provided ratio is {observed:.6}"))
+}
+
+/// `utilerrors.NewAggregate(errs).Error()`: one message alone, several (duplicates
+/// dropped) in brackets.
+fn aggregate(errs: &[String]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for e in errs {
+        if !seen.contains(&e.as_str()) {
+            seen.push(e);
+        }
+    }
+    if seen.len() == 1 {
+        seen[0].to_string()
+    } else {
+        format!("[{}]", seen.join(", "))
+    }
+}
+
+/// LimitRanger, its validating half (`PodValidateLimitFunc`,
+/// `PersistentVolumeClaimValidateLimitFunc`): min, max and the limit/request ratio of
+/// each LimitRange item, for containers, whole pods (on create) and claims (on create and
+/// update). The first LimitRange with violations refuses the request with all of them.
+pub fn limit_ranger_validate(store: &Store, req: &Request) -> Result<(), Status> {
+    let kind = req.resource.kind;
+    let applies = req.subresource.is_empty()
+        && ((kind == "Pod" && req.operation == "CREATE") || (kind == "PersistentVolumeClaim" && (req.operation == "CREATE" || req.operation == "UPDATE")));
+    let Some(obj) = req.object.filter(|_| applies) else { return Ok(()) };
+    let bounds = |item: &Value, field: &str| -> Vec<(String, Value)> {
+        get(item, &[field]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    };
+    for lr in store.list(crate::foundation::api::rid::LIMITRANGE, Some(req.namespace)) {
+        let mut errs: Vec<String> = Vec::new();
+        for item in get_array(lr, &["spec", "limits"]) {
+            let ty = get_str(item, &["type"]).unwrap_or("");
+            let check = |errs: &mut Vec<String>, requests: Option<&Value>, limits: Option<&Value>| {
+                for (k, v) in bounds(item, "min") {
+                    errs.extend(min_constraint(ty, &k, &v, requests, limits));
+                }
+                for (k, v) in bounds(item, "max") {
+                    errs.extend(max_constraint(ty, &k, &v, requests, limits, false));
+                }
+                for (k, v) in bounds(item, "maxLimitRequestRatio") {
+                    errs.extend(ratio_constraint(ty, &k, &v, requests, limits));
+                }
+            };
+            match (kind, ty) {
+                ("Pod", "Container") => {
+                    for list in ["containers", "initContainers"] {
+                        for c in get_array(obj, &["spec", list]) {
+                            check(&mut errs, get(c, &["resources", "requests"]), get(c, &["resources", "limits"]));
+                        }
+                    }
+                }
+                ("Pod", "Pod") => {
+                    let r = crate::apiserver::quota::list_json(&crate::apiserver::quota::pod_resources(obj, "requests"));
+                    let l = crate::apiserver::quota::list_json(&crate::apiserver::quota::pod_resources(obj, "limits"));
+                    check(&mut errs, Some(&r), Some(&l));
+                }
+                ("PersistentVolumeClaim", "PersistentVolumeClaim") => {
+                    let requests = get(obj, &["spec", "resources", "requests"]);
+                    for (k, v) in bounds(item, "min") {
+                        errs.extend(min_constraint(ty, &k, &v, requests, None));
+                    }
+                    for (k, v) in bounds(item, "max") {
+                        errs.extend(max_constraint(ty, &k, &v, requests, None, true));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !errs.is_empty() {
+            return Err(Status::forbidden(req.resource, &req.name, &aggregate(&errs)));
+        }
     }
     Ok(())
 }

@@ -147,6 +147,31 @@ pub fn apply(kind: &str, obj: &mut Value) {
                 default_pod_spec(spec, true);
             }
         }
+        // SetDefaults_LimitRangeItem: a Container item's default limit is its max, its
+        // default request its default limit, else its min.
+        "LimitRange" => {
+            if let Some(items) = obj.get_mut("spec").and_then(|s| s.get_mut("limits")).and_then(Value::as_array_mut) {
+                for item in items.iter_mut().filter(|i| get_str(i, &["type"]) == Some("Container")) {
+                    let list = |i: &Value, f: &str| i.get(f).and_then(Value::as_object).cloned().unwrap_or_default();
+                    let (max, min) = (list(item, "max"), list(item, "min"));
+                    let mut default_limit = list(item, "default");
+                    for (k, v) in max.iter() {
+                        default_limit.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                    let mut default_request = list(item, "defaultRequest");
+                    for (k, v) in default_limit.iter().chain(min.iter()) {
+                        default_request.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
+                    if let Some(m) = item.as_object_mut() {
+                        for (f, l) in [("default", default_limit), ("defaultRequest", default_request)] {
+                            if !l.is_empty() {
+                                m.insert(f.to_string(), Value::Object(l));
+                            }
+                        }
+                    }
+                }
+            }
+        }
         "Deployment" => {
             let spec = entry(obj, &["spec"]);
             default(spec, "replicas", json!(1));

@@ -15,6 +15,7 @@ pub mod fields;
 pub mod managed;
 pub mod metrics;
 pub mod patch;
+pub mod quota;
 pub mod rbac;
 pub mod schema;
 pub mod store;
@@ -624,10 +625,52 @@ impl ApiServer {
     ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
         let mut v = Verdict::default();
+        // The plugins' order of `AllOrderedPlugins`: LimitRanger, the policies and
+        // webhooks, then ResourceQuota, which charges what was admitted.
+        admission::limit_ranger_validate(&self.store, &req)?;
         admission::validating_policies(&self.store, &mut self.cel, &req, &mut v)?;
         admission::webhooks(&self.store, &mut self.cel, &req, false, &self.webhooks_down, &mut v)?;
+        let charged = self.resource_quota(&req)?;
+        if !charged.is_empty() {
+            v.consulted.push(format!("ResourceQuota (charged {})", charged.join(", ")));
+        }
         self.warnings.extend(v.warnings);
         Ok(v.consulted)
+    }
+
+    /// The ResourceQuota plugin: check the request against its namespace's quotas and,
+    /// unless it is a dry run, write the usage it adds into their `status.used` at once,
+    /// so that the next request is checked against it (`checkQuotas`).
+    fn resource_quota(&mut self, req: &admission::Request) -> Result<Vec<String>, Status> {
+        let rid = RESOURCES.iter().position(|r| r == req.resource).unwrap_or(usize::MAX);
+        let Some(ev) = quota::evaluator_for(rid) else { return Ok(vec![]) };
+        if req.namespace.is_empty() || !ev.handles(req.operation, req.subresource) {
+            return Ok(vec![]);
+        }
+        let quotas: Vec<Object> = self.store.list(api::rid::RESOURCEQUOTA, Some(req.namespace)).cloned().collect();
+        let Some(obj) = req.object else { return Ok(vec![]) };
+        if quotas.is_empty() {
+            return Ok(vec![]);
+        }
+        let refs: Vec<&Value> = quotas.iter().map(|q| &**q).collect();
+        let charge =
+            quota::check_request(&refs, &ev, req.operation, obj, req.old_object, self.now).map_err(|m| Status::forbidden(req.resource, &req.name, &m))?;
+        let mut names = Vec::new();
+        for (i, used) in charge.charged {
+            let q = &quotas[i];
+            names.push(api::name(q).to_string());
+            if req.dry_run {
+                continue;
+            }
+            let mut updated = (**q).clone();
+            api::set(&mut updated, &["status", "used"], quota::list_json(&used));
+            let key = ObjectKey::new(api::rid::RESOURCEQUOTA, req.namespace, api::name(q));
+            if let Err(e) = self.store_write(&key, updated, false) {
+                return Err(Status::internal(e.etcd_message().unwrap_or("resource quota status could not be updated")));
+            }
+            self.trace.writes += 1;
+        }
+        Ok(names)
     }
 
     /// Mutating admission (`CREATE` or `UPDATE`), recorded as one stage.

@@ -254,6 +254,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "replication-controller",
     "horizontal-pod-autoscaler",
     "attachdetach-controller",
+    "resourcequota-controller",
 ];
 
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
@@ -507,6 +508,12 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 rule(&["storage.k8s.io"], &["csidrivers"], &["get", "watch", "list"]),
                 rule(&["storage.k8s.io"], &["csinodes"], &["get", "watch", "list"]),
             ],
+        ),
+        // Quota may count anything, so it may list and watch everything
+        // (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`).
+        cluster_role(
+            "system:controller:resourcequota-controller",
+            vec![rule(&["*"], &["*"], &["list", "watch"]), rule(&[""], &["resourcequotas/status"], &["update"]), event_rule()],
         ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];

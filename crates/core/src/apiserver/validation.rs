@@ -180,6 +180,96 @@ fn quantity_of(v: &Value) -> Option<crate::foundation::quantity::Quantity> {
     crate::foundation::quantity::parse(quantity_text(v).trim()).ok()
 }
 
+/// `ValidateLimitRange` (`pkg/apis/core/validation`): one item per type, a known type,
+/// no defaults on a Pod item, a storage bound on a claim item, and the bounds in order
+/// (min <= default request <= default <= max, a ratio of at least 1 and at most max/min).
+fn validate_limit_range(obj: &Value, errs: &mut Vec<FieldError>) {
+    let mut types = std::collections::BTreeSet::new();
+    for (i, item) in get_array(obj, &["spec", "limits"]).iter().enumerate() {
+        let idx = format!("spec.limits[{i}]");
+        let ty = get_str(item, &["type"]).unwrap_or("");
+        if !ty.contains('/') && !["Pod", "Container", "PersistentVolumeClaim"].contains(&ty) {
+            errs.push(FieldError::invalid(format!("{idx}.type"), &json!(ty), "must be a standard limit type or fully qualified"));
+        }
+        if !types.insert(ty.to_string()) {
+            errs.push(FieldError::duplicate(format!("{idx}.type"), &json!(ty)));
+        }
+        let list = |f: &str| -> std::collections::BTreeMap<String, Value> {
+            get(item, &[f]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect()
+        };
+        let (max, min, ratio) = (list("max"), list("min"), list("maxLimitRequestRatio"));
+        let (mut default, mut default_request) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+        if ty == "Pod" {
+            for f in ["default", "defaultRequest"] {
+                if !list(f).is_empty() {
+                    errs.push(FieldError::forbidden(format!("{idx}.{f}"), "may not be specified when `type` is 'Pod'"));
+                }
+            }
+        } else {
+            default = list("default");
+            default_request = list("defaultRequest");
+        }
+        if ty == "PersistentVolumeClaim" && !min.contains_key("storage") && !max.contains_key("storage") {
+            errs.push(FieldError::required(format!("{idx}.limits"), "either minimum or maximum storage value is required, but neither was provided"));
+        }
+        let keys: std::collections::BTreeSet<&String> =
+            max.keys().chain(min.keys()).chain(default.keys()).chain(default_request.keys()).chain(ratio.keys()).collect();
+        let q = |m: &std::collections::BTreeMap<String, Value>, k: &str| m.get(k).and_then(|v| quantity_of(v).map(|q| (q.milli, quantity_string(v))));
+        for k in keys {
+            let (mn, mx, df, dr, ra) = (q(&min, k), q(&max, k), q(&default, k), q(&default_request, k), q(&ratio, k));
+            let inv = |errs: &mut Vec<FieldError>, f: &str, v: &str, msg: String| errs.push(FieldError::invalid(format!("{idx}.{f}[{k}]"), &json!(v), msg));
+            if let (Some(a), Some(b)) = (&mn, &mx) {
+                if a.0 > b.0 {
+                    inv(errs, "min", &a.1, format!("min value {} is greater than max value {}", a.1, b.1));
+                }
+            }
+            if let (Some(r), Some(a)) = (&dr, &mn) {
+                if a.0 > r.0 {
+                    inv(errs, "defaultRequest", &r.1, format!("min value {} is greater than default request value {}", a.1, r.1));
+                }
+            }
+            if let (Some(r), Some(b)) = (&dr, &mx) {
+                if r.0 > b.0 {
+                    inv(errs, "defaultRequest", &r.1, format!("default request value {} is greater than max value {}", r.1, b.1));
+                }
+            }
+            if let (Some(r), Some(d)) = (&dr, &df) {
+                if r.0 > d.0 {
+                    inv(errs, "defaultRequest", &r.1, format!("default request value {} is greater than default limit value {}", r.1, d.1));
+                }
+            }
+            if let (Some(d), Some(a)) = (&df, &mn) {
+                if a.0 > d.0 {
+                    inv(errs, "default", &a.1, format!("min value {} is greater than default value {}", a.1, d.1));
+                }
+            }
+            if let (Some(d), Some(b)) = (&df, &mx) {
+                if d.0 > b.0 {
+                    inv(errs, "default", &b.1, format!("default value {} is greater than max value {}", d.1, b.1));
+                }
+            }
+            if let Some(r) = &ra {
+                if r.0 < 1000 {
+                    inv(errs, "maxLimitRequestRatio", &r.1, format!("ratio {} is less than 1", r.1));
+                }
+                if let (Some(a), Some(b)) = (&mn, &mx) {
+                    let limit = b.0 as f64 / a.0 as f64;
+                    if r.0 as f64 / 1000.0 > limit {
+                        inv(errs, "maxLimitRequestRatio", &r.1, format!("ratio {} is greater than max/min = {limit:.6}", r.1));
+                    }
+                }
+            }
+            // Resources that cannot be overcommitted need default == defaultRequest.
+            let overcommit = !k.starts_with("hugepages-") && (!k.contains('/') || k.contains("kubernetes.io/"));
+            if let (false, Some(d), Some(r)) = (overcommit, &df, &dr) {
+                if d.0 != r.0 {
+                    inv(errs, "defaultRequest", &r.1, format!("default value {} must equal to defaultRequest value {} in {k}", d.1, r.1));
+                }
+            }
+        }
+    }
+}
+
 /// `ValidateResourceQuantityValue` -> `ValidateNonnegativeQuantity`: a negative quantity
 /// is `Invalid value: "-8": must be greater than or equal to 0`.
 fn validate_nonnegative_quantity(field: &str, v: &Value, errs: &mut Vec<FieldError>) {
@@ -662,6 +752,7 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
                 validate_nonnegative_quantity(&format!("spec.hard[{r}]"), q, &mut errs);
             }
         }
+        "LimitRange" => validate_limit_range(obj, &mut errs),
         "Service" => validate_service(obj, &mut errs),
         "RoleBinding" | "ClusterRoleBinding" => {
             if get_str(obj, &["roleRef", "name"]).unwrap_or("").is_empty() {

@@ -148,8 +148,7 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 /// Kinds the API server stores that no loop of kubeloop acts on: creating one warns that
 /// nothing will happen, instead of leaving the person to wait for it. The README's list of
 /// what is simulated is the complement of this one.
-pub const UNSIMULATED: &[&str] =
-    &["Ingress", "IngressClass", "NetworkPolicy", "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "ResourceQuota", "Endpoints"];
+pub const UNSIMULATED: &[&str] = &["Ingress", "IngressClass", "NetworkPolicy", "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "Endpoints"];
 
 impl Cluster {
     pub fn new(config: Config) -> Self {
@@ -208,6 +207,7 @@ impl Cluster {
             Box::new(crate::loops::controllers::horizontal::HorizontalController::new()),
             Box::new(crate::loops::controllers::attachdetach::AttachDetachController::new()),
             Box::new(crate::loops::controllers::csiattacher::CsiAttacher::new(&config.storage_drivers)),
+            Box::new(crate::loops::controllers::resourcequota::ResourceQuotaController::new()),
         ];
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {

@@ -1546,8 +1546,60 @@ fn limit_ranges(o: &mut String, limits: &[&Value]) {
     }
 }
 
+/// `describeQuota`: the scopes with their help, then each hard limit with its usage (a
+/// usage in another format than its limit is shown as a whole number in the limit's).
+pub fn resource_quota(q: &Value) -> String {
+    use crate::apiserver::quota::Amount;
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(q), api::namespace(q)));
+    let mut scopes: Vec<&str> = api::get_array(q, &["spec", "scopes"]).iter().filter_map(Value::as_str).collect();
+    if !scopes.is_empty() {
+        scopes.sort();
+        o.push_str(&format!("Scopes:\t{}\n", scopes.join(", ")));
+        for s in scopes {
+            let help = quota_scope_help(s);
+            if !help.is_empty() {
+                o.push_str(&format!(" * {help}\n"));
+            }
+        }
+    }
+    o.push_str("Resource\tUsed\tHard\n--------\t----\t----\n");
+    for (r, hard) in get(q, &["status", "hard"]).and_then(Value::as_object).into_iter().flatten() {
+        let hard = Amount::parse(hard).unwrap_or_default();
+        let mut used = get(q, &["status", "used", r.as_str()]).and_then(Amount::parse).unwrap_or_default();
+        if used.binary != hard.binary {
+            // `resource.NewQuantity(used.Value(), hard.Format)`: whole units, rounded up.
+            let units = used.milli.div_euclid(1000) + i64::from(used.milli.rem_euclid(1000) != 0);
+            used = Amount { milli: units.saturating_mul(1000), binary: hard.binary };
+        }
+        o.push_str(&format!("{r}\t{}\t{}\n", used.render(), hard.render()));
+    }
+    tabwrite(&o)
+}
+
+/// `describeLimitRange`: a row per item and resource, `-` where the item sets nothing.
+pub fn limit_range(lr: &Value) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(lr), api::namespace(lr)));
+    o.push_str("Type\tResource\tMin\tMax\tDefault Request\tDefault Limit\tMax Limit/Request Ratio\n");
+    o.push_str("----\t--------\t---\t---\t---------------\t-------------\t-----------------------\n");
+    for item in api::get_array(lr, &["spec", "limits"]) {
+        let fields = ["min", "max", "defaultRequest", "default", "maxLimitRequestRatio"];
+        let mut names = std::collections::BTreeSet::new();
+        for f in fields {
+            names.extend(get(item, &[f]).and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k.to_string()));
+        }
+        for n in names {
+            let cells: Vec<String> =
+                fields.iter().map(|f| get(item, &[f, n.as_str()]).map(|v| quantity_string(Some(v))).unwrap_or_else(|| "-".into())).collect();
+            o.push_str(&format!("{}\t{n}\t{}\n", get_str(item, &["type"]).unwrap_or(""), cells.join("\t")));
+        }
+    }
+    tabwrite(&o)
+}
+
 /// The kinds `kubectl describe` has a describer for here.
-const DESCRIBED: [&str; 13] = [
+const DESCRIBED: [&str; 15] = [
     "Pod",
     "Deployment",
     "ReplicaSet",
@@ -1561,6 +1613,8 @@ const DESCRIBED: [&str; 13] = [
     "Service",
     "Node",
     "Namespace",
+    "ResourceQuota",
+    "LimitRange",
 ];
 
 /// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
@@ -1641,6 +1695,8 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             "CronJob" => cron_job(&obj, &events, now),
             "PodDisruptionBudget" => pod_disruption_budget(&obj, &events, now),
             "HorizontalPodAutoscaler" => horizontal_pod_autoscaler(&obj, &events, now),
+            "ResourceQuota" => resource_quota(&obj),
+            "LimitRange" => limit_range(&obj),
             "Service" => {
                 let slices = list(api, rid::ENDPOINTSLICE).unwrap_or_default();
                 let addresses: Vec<String> = slices

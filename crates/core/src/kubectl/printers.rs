@@ -540,6 +540,12 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        "ResourceQuota" => (strs(vec!["NAME", "AGE", "REQUEST", "LIMIT"]), objects.iter().map(|q| quota_row(q, name(q), age(q))).collect()),
+        // `printLimitRange`: the creation time itself, not an age.
+        "LimitRange" => (
+            strs(vec!["NAME", "CREATED AT"]),
+            objects.iter().map(|l| vec![name(l), get_str(l, &["metadata", "creationTimestamp"]).unwrap_or("<unknown>").to_string()]).collect(),
+        ),
         "Namespace" => (
             strs(vec!["NAME", "STATUS", "AGE"]),
             objects.iter().map(|n| vec![name(n), get_str(n, &["status", "phase"]).unwrap_or("Active").to_string(), age(n)]).collect(),
@@ -548,6 +554,27 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
     };
     header.shrink_to_fit();
     (header, rows)
+}
+
+/// `printResourceQuota`: each hard limit as `used/hard`, the `limits.*` ones in LIMIT and
+/// the rest in REQUEST, by name.
+fn quota_row(q: &Value, name: String, age: String) -> Vec<String> {
+    let quantity = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => crate::foundation::quantity::canonical(s),
+        Some(Value::Number(n)) => crate::foundation::quantity::canonical(&n.to_string()),
+        _ => "0".to_string(),
+    };
+    let mut request = Vec::new();
+    let mut limit = Vec::new();
+    for (r, hard) in get(q, &["status", "hard"]).and_then(Value::as_object).into_iter().flatten() {
+        let cell = format!("{r}: {}/{}", quantity(get(q, &["status", "used", r.as_str()])), quantity(Some(hard)));
+        if r.split('.').count() > 1 && r.starts_with("limits.") {
+            limit.push(cell);
+        } else {
+            request.push(cell);
+        }
+    }
+    vec![name, age, request.join(", "), limit.join(", ")]
 }
 
 /// What a `Table` row carries besides its cells (`?includeObject=`).
@@ -583,7 +610,7 @@ fn column_definition(header: &str, priority: u8) -> Value {
         matches!(header, "DESIRED" | "CURRENT" | "UP-TO-DATE" | "AVAILABLE" | "DATA" | "SECRETS" | "COUNT" | "ACTIVE" | "REVISION" | "ALLOWED DISRUPTIONS");
     json!({
         "name": name,
-        "type": if integer { "integer" } else if header == "SUSPEND" { "boolean" } else { "string" },
+        "type": if integer { "integer" } else if header == "SUSPEND" { "boolean" } else if header == "CREATED AT" { "date" } else { "string" },
         "format": if header == "NAME" { "name" } else { "" },
         "description": "",
         "priority": priority,

@@ -15,5 +15,6 @@ pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod statefulset;
 pub mod ttlafterfinished;
