@@ -397,3 +397,33 @@ fn load_scales_the_deployment_through_the_hpa_and_the_window_delays_the_way_down
     assert!(!events(&c, "SuccessfulRescale").is_empty());
     golden("hpa", &c);
 }
+
+#[test]
+fn a_finalizer_holds_a_terminating_namespace_until_it_is_patched_away() {
+    let (_, mut c) = load("namespace-finalizer.yaml");
+    c.run_until(95_000);
+    let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).map(|o| o.output.clone()).collect::<Vec<_>>();
+    // Stuck: Terminating, the pods and the Deployment gone, the held ConfigMap left.
+    let ns = c.api.store.get_by(rid::NAMESPACE, "", "shop").expect("namespace still there");
+    assert_eq!(ns["status"]["phase"], "Terminating");
+    assert_eq!(c.api.store.list(rid::POD, Some("shop")).count(), 0);
+    assert!(c.api.store.get_by(rid::DEPLOYMENT, "shop", "web").is_none());
+    assert!(api::is_deleting(c.api.store.get_by(rid::CONFIGMAP, "shop", "keep").expect("held")));
+    let describe = out(&c, "describe ns shop").concat();
+    assert!(describe.iter().any(|l| l.ends_with("Some resources are remaining: configmaps. has 1 resource instances")), "{describe:#?}");
+    assert!(describe.iter().any(|l| l.ends_with("Some content in the namespace has finalizers remaining: example.com/keep in 1 resource instances")));
+    assert!(out(&c, "get ns").concat().iter().any(|l| l.starts_with("shop ") && l.contains("Terminating")));
+    let all = out(&c, "get all -n shop");
+    assert!(all[0].iter().any(|l| l.starts_with("deployment.apps/web ")), "{all:?}");
+    assert_eq!(all[1], ["No resources found in shop namespace."]);
+    assert_eq!(
+        out(&c, "create configmap late -n shop").concat(),
+        ["error: failed to create configmap: configmaps \"late\" is forbidden: unable to create new content in namespace shop because it is being terminated"]
+    );
+    // The patch releases the ConfigMap; the next check finalizes the namespace.
+    c.run_until(160_000);
+    assert!(c.api.store.get_by(rid::NAMESPACE, "", "shop").is_none());
+    assert_eq!(out(&c, "patch configmap keep -n shop --type=merge -p '{\"metadata\":{\"finalizers\":null}}'").concat(), ["configmap/keep patched"]);
+    assert!(!out(&c, "get ns").last().expect("second get ns").iter().any(|l| l.starts_with("shop ")));
+    golden("namespace-finalizer", &c);
+}
