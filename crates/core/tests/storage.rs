@@ -324,3 +324,68 @@ fn the_api_server_validates_storage_objects_with_upstream_messages() {
     let sc = c.request(Request::new(Verb::Get, rid::STORAGECLASS, "", "standard", admin())).unwrap();
     assert_eq!(get(&sc, &["provisioner"]), Some(&json!("disk.csi.kubeloop.dev")));
 }
+
+#[test]
+fn describe_shows_claims_volumes_and_classes_as_kubectl_does() {
+    let mut c = Cluster::new(Config::default());
+    apply(&mut c, &(FAST.to_string() + &claim("data", "2Gi", Some("fast"), "[ReadWriteOnce]")));
+    apply(
+        &mut c,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: user\nspec:\n  nodeName: node-a\n  containers:\n  - name: c\n    image: busybox:1.36\n    command: [sleep, '3600']\n  volumes:\n  - name: d\n    persistentVolumeClaim: {claimName: data}\n",
+    );
+    c.run_until(10_000);
+    let uid = api::uid(&pvc(&c, "data").unwrap()).to_string();
+    let out = kubectl(&mut c, "describe pvc data");
+    let text = out.join("\n");
+    for line in [
+        "Name:          data".to_string(),
+        "Namespace:     default".to_string(),
+        "StorageClass:  fast".to_string(),
+        "Status:        Bound".to_string(),
+        format!("Volume:        pvc-{uid}"),
+        "Annotations:   pv.kubernetes.io/bind-completed: yes".to_string(),
+        "Finalizers:    [kubernetes.io/pvc-protection]".to_string(),
+        "Capacity:      2Gi".to_string(),
+        "Access Modes:  RWO".to_string(),
+        "VolumeMode:    Filesystem".to_string(),
+        "Used By:       user".to_string(),
+    ] {
+        assert!(out.contains(&line), "{line:?} in\n{text}");
+    }
+    assert!(text.contains("Normal  ProvisioningSucceeded"), "{text}");
+    let out = kubectl(&mut c, &format!("describe pv pvc-{uid}"));
+    let text = out.join("\n");
+    for line in [
+        "Finalizers:        [external-provisioner.volume.kubernetes.io/finalizer kubernetes.io/pv-protection]",
+        "StorageClass:      fast",
+        "Status:            Bound",
+        "Claim:             default/data",
+        "Reclaim Policy:    Delete",
+        "Node Affinity:     ",
+        "  Required Terms:  ",
+        "Source:",
+        "    Type:              CSI (a Container Storage Interface (CSI) volume source)",
+        "    Driver:            disk.csi.kubeloop.dev",
+        "    FSType:            ext4",
+    ] {
+        assert!(out.iter().any(|l| l == line), "{line:?} in\n{text}");
+    }
+    assert!(out.iter().any(|l| l.starts_with("    Term 0:        topology.kubernetes.io/zone in [zone-")), "{text}");
+    assert!(out.iter().any(|l| l.starts_with("    VolumeAttributes:      storage.kubernetes.io/csiProvisionerIdentity=")), "{text}");
+    let out = kubectl(&mut c, "describe sc standard");
+    assert_eq!(
+        out,
+        [
+            "Name:                  standard",
+            "IsDefaultClass:        Yes",
+            "Annotations:           storageclass.kubernetes.io/is-default-class=true",
+            "Provisioner:           disk.csi.kubeloop.dev",
+            "Parameters:            <none>",
+            "AllowVolumeExpansion:  <unset>",
+            "MountOptions:          <none>",
+            "ReclaimPolicy:         Delete",
+            "VolumeBindingMode:     WaitForFirstConsumer",
+            "Events:                <none>",
+        ]
+    );
+}

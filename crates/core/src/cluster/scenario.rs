@@ -361,6 +361,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn storage_drivers_are_read_and_checked() {
+        let read = |drivers: &str| {
+            let mut sc = Scenario::default();
+            add_file(&mut sc, "s.yaml", &format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  storageDrivers: {drivers}\n"));
+            sc
+        };
+        let sc = read("[{name: nfs.csi.example, provisionSeconds: 10, mountSeconds: 1.5, zonal: false, attachRequired: false}]");
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        let d = &sc.storage_drivers.as_ref().unwrap()[0];
+        assert_eq!((d.provision_ms, d.attach_ms, d.mount_ms, d.zonal, d.attach_required), (10_000, 2_000, 1_500, false, false));
+        assert_eq!(sc.config(None, false).storage_drivers, *sc.storage_drivers.as_ref().unwrap());
+        assert_eq!(Scenario::default().config(None, false).storage_drivers, vec![CsiDriverSpec::default()], "the default driver otherwise");
+        assert_eq!(read("[{provisionSeconds: 1}]").errors, vec!["s.yaml:1: spec.storageDrivers[0].name is required"]);
+        assert_eq!(read("[{name: a.b}, {name: a.b}]").errors, vec!["s.yaml:1: spec.storageDrivers[1].name: Duplicate value: \"a.b\""]);
+        assert!(read("[{name: -bad}]").errors[0].starts_with("s.yaml:1: spec.storageDrivers[0].name: Invalid value: \"-bad\": a CSI driver name"));
+        assert_eq!(read("[{name: a, zonal: maybe}]").errors, vec!["s.yaml:1: spec.storageDrivers[0].zonal: Invalid value: \"maybe\": must be true or false"]);
+        assert_eq!(
+            read("[{name: a, attachSeconds: -1}]").errors,
+            vec!["s.yaml:1: spec.storageDrivers[0].attachSeconds: Invalid value: -1: must be a number of seconds between 0 and 86400"]
+        );
+    }
+
+    #[test]
     fn node_names_are_unique_subdomains_and_capacities_not_negative() {
         let errors = |nodes: &str| {
             let mut sc = Scenario::default();

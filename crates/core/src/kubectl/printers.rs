@@ -634,6 +634,11 @@ pub fn storage_class_of(v: &Value) -> String {
         .to_string()
 }
 
+/// `GetPersistentVolumeClaimClass`: the beta annotation, else `spec.storageClassName`.
+pub fn storage_class_of_claim(c: &Value) -> String {
+    storage_class_of(c)
+}
+
 /// `storageutil.IsDefaultAnnotation`.
 pub fn is_default_class(sc: &Value) -> bool {
     ["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"]

@@ -158,7 +158,8 @@ impl CsiProvisioner {
     }
 
     fn identity(&self, d: &CsiDriverSpec) -> String {
-        format!("{}-8081-{}", crate::foundation::sim::epoch(), d.name)
+        // The sidecar's start in Unix milliseconds, a number, the driver.
+        format!("{}-8081-{}", crate::foundation::sim::epoch().saturating_mul(1000), d.name)
     }
 
     fn creds(&self) -> Credentials {
