@@ -191,9 +191,10 @@ fn the_website_workload_examples_converge_as_their_pages_say() {
     assert_eq!(job["status"]["succeeded"], 1);
     assert!(kubectl(&mut c, "logs job/pi")[0].starts_with("3.14159265358979323846264338327950288419716939937510"));
     // The zookeeper tutorial's budget (maxUnavailable 1) expects the StatefulSet's three
-    // replicas; none is Ready (their claims have no provisioner), so none may be disrupted.
+    // replicas; their claims get the default class, so all three run and one may be
+    // disrupted.
     let c = run_examples(&["application/zookeeper/zookeeper.yaml"], 60_000);
     let pdb = c.api.store.get_by(rid::PDB, "default", "zk-pdb").unwrap();
     let s = |f: &str| pdb["status"][f].as_i64();
-    assert_eq!((s("expectedPods"), s("desiredHealthy"), s("currentHealthy"), s("disruptionsAllowed")), (Some(3), Some(2), Some(0), Some(0)));
+    assert_eq!((s("expectedPods"), s("desiredHealthy"), s("currentHealthy"), s("disruptionsAllowed")), (Some(3), Some(2), Some(3), Some(1)));
 }

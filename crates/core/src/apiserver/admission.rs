@@ -165,6 +165,100 @@ fn match_conditions(cache: &mut CelCache, holder: &Value, vars: &[(&str, &Value)
 
 // ---- built-in mutating plugins -----------------------------------------------------
 
+/// The annotation that marks a StorageClass as the default.
+pub const IS_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
+const BETA_IS_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-default-class";
+
+/// `GetDefaultClass` (`pkg/volume/util/storageclass.go`): of the classes annotated as
+/// default, the newest (ties: the first by name).
+pub fn default_storage_class(store: &Store) -> Option<crate::foundation::api::Object> {
+    let mut defaults: Vec<&crate::foundation::api::Object> = store
+        .list(crate::foundation::api::rid::STORAGECLASS, None)
+        .filter(|c| [IS_DEFAULT_CLASS, BETA_IS_DEFAULT_CLASS].iter().any(|k| crate::foundation::api::annotation(c, k) == Some("true")))
+        .collect();
+    // RFC 3339 times in UTC sort as text.
+    defaults.sort_by(|a, b| {
+        let t = |o: &Value| get_str(o, &["metadata", "creationTimestamp"]).unwrap_or("").to_string();
+        t(b).cmp(&t(a)).then_with(|| crate::foundation::api::name(a).cmp(crate::foundation::api::name(b)))
+    });
+    defaults.first().map(|c| (*c).clone())
+}
+
+/// DefaultStorageClass (`plugin/pkg/admission/storage/storageclass/setdefault`): a new
+/// claim that names no class (neither `storageClassName` nor the beta annotation) gets the
+/// default one. An explicit `""` means "no class" and is kept.
+pub fn default_storage_class_plugin(store: &Store, pvc: &mut Value) -> Option<String> {
+    if get(pvc, &["spec", "storageClassName"]).is_some_and(|v| !v.is_null())
+        || crate::foundation::api::annotation(pvc, "volume.beta.kubernetes.io/storage-class").is_some()
+    {
+        return None;
+    }
+    let class = default_storage_class(store)?;
+    let name = crate::foundation::api::name(&class).to_string();
+    crate::foundation::api::set(pvc, &["spec", "storageClassName"], json!(name));
+    Some(name)
+}
+
+/// StorageObjectInUseProtection (`plugin/pkg/admission/storage/storageobjectinuseprotection`):
+/// every new claim and volume carries the finalizer its protection controller removes once
+/// nothing uses it.
+pub fn storage_object_in_use_protection(kind: &str, obj: &mut Value) {
+    let finalizer = match kind {
+        "PersistentVolumeClaim" => "kubernetes.io/pvc-protection",
+        "PersistentVolume" => "kubernetes.io/pv-protection",
+        _ => return,
+    };
+    let list = crate::foundation::api::entry(obj, &["metadata"]).entry("finalizers").or_insert_with(|| json!([]));
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    if let Some(a) = list.as_array_mut() {
+        if !a.iter().any(|f| f.as_str() == Some(finalizer)) {
+            a.push(json!(finalizer));
+        }
+    }
+}
+
+/// PersistentVolumeClaimResize (`plugin/pkg/admission/storage/persistentvolume/resize`): a
+/// Bound claim's storage request may grow only when its class (unchanged) allows
+/// volume expansion.
+pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<(), Status> {
+    if req.resource.kind != "PersistentVolumeClaim" || req.operation != "UPDATE" || !req.subresource.is_empty() {
+        return Ok(());
+    }
+    let (Some(new), Some(old)) = (req.object, req.old_object) else { return Ok(()) };
+    let size = |o: &Value| {
+        get(o, &["spec", "resources", "requests", "storage"])
+            .and_then(|q| crate::foundation::quantity::parse(q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string()).trim()).ok())
+            .map(|q| q.milli)
+            .unwrap_or(0)
+    };
+    if size(new) <= size(old) || get_str(old, &["status", "phase"]) != Some("Bound") {
+        return Ok(());
+    }
+    let class = |o: &Value| {
+        get_str(o, &["spec", "storageClassName"])
+            .or_else(|| crate::foundation::api::annotation(o, "volume.beta.kubernetes.io/storage-class"))
+            .unwrap_or("")
+            .to_string()
+    };
+    let (nc, oc) = (class(new), class(old));
+    let allowed = !nc.is_empty()
+        && nc == oc
+        && store
+            .get_by(crate::foundation::api::rid::STORAGECLASS, "", &nc)
+            .and_then(|sc| crate::foundation::api::get_bool(sc, &["allowVolumeExpansion"]))
+            .unwrap_or(false);
+    if allowed {
+        return Ok(());
+    }
+    Err(Status::forbidden(
+        req.resource,
+        &req.name,
+        "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize",
+    ))
+}
+
 /// The namespaces NamespaceLifecycle never lets go (`--immortal-namespaces` defaults:
 /// `metav1.NamespaceDefault`, `NamespaceSystem`, `NamespacePublic`).
 pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];

@@ -181,6 +181,11 @@ impl ApiServer {
                     m.remove("status");
                 }
             }
+            // The strategies clear status; the claim's reads back defaulted to Pending, the
+            // volume's is set Pending with its first transition time
+            // (`PersistentVolumeLastPhaseTransitionTime`).
+            "PersistentVolumeClaim" => api::set(obj, &["status"], json!({"phase": "Pending"})),
+            "PersistentVolume" => api::set(obj, &["status"], json!({"phase": "Pending", "lastPhaseTransitionTime": rfc3339(self.now)})),
             _ => {}
         }
         Ok(())

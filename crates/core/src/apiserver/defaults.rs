@@ -288,6 +288,35 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(entry(obj, &["spec"]), "volumeMode", json!("Filesystem"));
             default(entry(obj, &["status"]), "phase", json!("Pending"));
         }
+        // `SetDefaults_PersistentVolume`.
+        "PersistentVolume" => {
+            default(entry(obj, &["status"]), "phase", json!("Pending"));
+            let spec = entry(obj, &["spec"]);
+            if spec.get("persistentVolumeReclaimPolicy").and_then(Value::as_str).unwrap_or("").is_empty() {
+                spec.insert("persistentVolumeReclaimPolicy", json!("Retain"));
+            }
+            default(spec, "volumeMode", json!("Filesystem"));
+        }
+        // `SetDefaults_StorageClass` (pkg/apis/storage/v1/defaults.go).
+        "StorageClass" => {
+            if let Some(m) = obj.as_object_mut() {
+                default(m, "reclaimPolicy", json!("Delete"));
+                default(m, "volumeBindingMode", json!("Immediate"));
+            }
+        }
+        // `SetDefaults_CSIDriver`.
+        "CSIDriver" => {
+            let spec = entry(obj, &["spec"]);
+            default(spec, "attachRequired", json!(true));
+            default(spec, "podInfoOnMount", json!(false));
+            default(spec, "storageCapacity", json!(false));
+            default(spec, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+            if spec.get("volumeLifecycleModes").and_then(Value::as_array).is_none_or(|a| a.is_empty()) {
+                spec.insert("volumeLifecycleModes", json!(["Persistent"]));
+            }
+            default(spec, "requiresRepublish", json!(false));
+            default(spec, "seLinuxMount", json!(false));
+        }
         _ => {}
     }
 }

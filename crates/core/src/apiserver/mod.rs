@@ -591,6 +591,15 @@ impl ApiServer {
             admission::priority(&self.store, &req, obj)?;
             notes.push("LimitRanger, ServiceAccount, DefaultTolerationSeconds, Priority".into());
         }
+        if op == "CREATE" && matches!(res.kind, "PersistentVolumeClaim" | "PersistentVolume") {
+            if res.kind == "PersistentVolumeClaim" {
+                if let Some(class) = admission::default_storage_class_plugin(&self.store, obj) {
+                    notes.push(format!("DefaultStorageClass: storageClassName {class}"));
+                }
+            }
+            admission::storage_object_in_use_protection(res.kind, obj);
+            notes.push("StorageObjectInUseProtection".into());
+        }
         if self.store.count(api::rid::MWC) > 0 {
             let snapshot = obj.clone();
             let req = self.admission_request(op, res, "", ns, name.to_string(), user, Some(&snapshot), old, dry);
@@ -624,6 +633,7 @@ impl ApiServer {
         dry: bool,
     ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
+        admission::persistent_volume_claim_resize(&self.store, &req)?;
         let mut v = Verdict::default();
         // The plugins' order of `AllOrderedPlugins`: LimitRanger, the policies and
         // webhooks, then ResourceQuota, which charges what was admitted.

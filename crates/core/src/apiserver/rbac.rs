@@ -255,7 +255,15 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "horizontal-pod-autoscaler",
     "attachdetach-controller",
     "resourcequota-controller",
+    "persistent-volume-binder",
+    "pvc-protection-controller",
+    "pv-protection-controller",
 ];
+
+/// The kube-system service account of the simulated CSI drivers' controller side (their
+/// external-provisioner and external-resizer sidecars), bound to those sidecars'
+/// ClusterRoles (`deploy/kubernetes/rbac.yaml` of each).
+pub const CSI_PROVISIONER_ACCOUNT: &str = "csi-provisioner";
 
 /// The bootstrap ClusterRoles and ClusterRoleBindings, in creation order.
 pub fn bootstrap_policy() -> Vec<Value> {
@@ -515,6 +523,61 @@ pub fn bootstrap_policy() -> Vec<Value> {
             "system:controller:resourcequota-controller",
             vec![rule(&["*"], &["*"], &["list", "watch"]), rule(&[""], &["resourcequotas/status"], &["update"]), event_rule()],
         ),
+        // `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go`.
+        cluster_role(
+            "system:controller:persistent-volume-binder",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "update", "create", "delete"]),
+                rule(&[""], &["persistentvolumes/status"], &["update"]),
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "watch", "update"]),
+                rule(&[""], &["persistentvolumeclaims/status"], &["update"]),
+                rule(&[""], &["pods"], &["list", "watch", "get", "create", "delete"]),
+                rule(&["storage.k8s.io"], &["storageclasses"], &["get", "list", "watch"]),
+                rule(&[""], &["endpoints"], &["get", "create", "update", "delete"]),
+                rule(&[""], &["services"], &["get", "create", "delete"]),
+                rule(&[""], &["secrets"], &["get"]),
+                rule(&[""], &["nodes"], &["get", "list"]),
+                rule(&[""], &["events"], &["watch"]),
+                event_rule(),
+            ],
+        ),
+        cluster_role(
+            "system:controller:pvc-protection-controller",
+            vec![
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "watch", "update"]),
+                rule(&[""], &["pods"], &["get", "list", "watch"]),
+                event_rule(),
+            ],
+        ),
+        cluster_role(
+            "system:controller:pv-protection-controller",
+            vec![rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "update"]), event_rule()],
+        ),
+        cluster_role(
+            "external-provisioner-runner",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "create", "patch", "delete"]),
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "watch", "update"]),
+                rule(&["storage.k8s.io"], &["storageclasses"], &["get", "list", "watch"]),
+                rule(&[""], &["events"], &["list", "watch", "create", "update", "patch"]),
+                rule(&["snapshot.storage.k8s.io"], &["volumesnapshots"], &["get", "list", "watch", "update"]),
+                rule(&["snapshot.storage.k8s.io"], &["volumesnapshotcontents"], &["get", "list"]),
+                rule(&["storage.k8s.io"], &["csinodes"], &["get", "list", "watch"]),
+                rule(&[""], &["nodes"], &["get", "list", "watch"]),
+                rule(&["storage.k8s.io"], &["volumeattachments"], &["get", "list", "watch"]),
+            ],
+        ),
+        cluster_role(
+            "external-resizer-runner",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "patch"]),
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "watch"]),
+                rule(&[""], &["pods"], &["get", "list", "watch"]),
+                rule(&[""], &["persistentvolumeclaims/status"], &["patch"]),
+                rule(&[""], &["events"], &["list", "watch", "create", "update", "patch"]),
+                rule(&["storage.k8s.io"], &["volumeattributesclasses"], &["get", "list", "watch"]),
+            ],
+        ),
         cluster_role("system:basic-user", vec![rule(&["authorization.k8s.io"], &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &["create"])]),
     ];
     out.push(cluster_role_binding(
@@ -540,6 +603,9 @@ pub fn bootstrap_policy() -> Vec<Value> {
     for c in CONTROLLER_ACCOUNTS {
         let n = format!("system:controller:{c}");
         out.push(cluster_role_binding(&n, &n, json!({"kind": "ServiceAccount", "name": c, "namespace": "kube-system"})));
+    }
+    for (binding, role) in [("csi-provisioner-role", "external-provisioner-runner"), ("csi-resizer-role", "external-resizer-runner")] {
+        out.push(cluster_role_binding(binding, role, json!({"kind": "ServiceAccount", "name": CSI_PROVISIONER_ACCOUNT, "namespace": "kube-system"})));
     }
     out
 }

@@ -48,6 +48,19 @@ impl ApiServer {
         self.decode_update(res, req, &mut new)?;
         check_preconditions(res, req, &body, &new, current)?;
         prepare_for_update(res, req, &body, current, &mut new);
+        // The PersistentVolume status strategy stamps a phase change the client did not
+        // stamp itself.
+        if res.kind == "PersistentVolume" && sub == "status" {
+            let (old_phase, new_phase) = (get(current, &["status", "phase"]), get(&new, &["status", "phase"]));
+            let (old_t, new_t) = (get(current, &["status", "lastPhaseTransitionTime"]).cloned(), get(&new, &["status", "lastPhaseTransitionTime"]).cloned());
+            if old_phase == new_phase && new_t.is_none() {
+                if let Some(t) = old_t {
+                    api::set(&mut new, &["status", "lastPhaseTransitionTime"], t);
+                }
+            } else if old_phase != new_phase && (new_t.is_none() || new_t == old_t) {
+                api::set(&mut new, &["status", "lastPhaseTransitionTime"], json!(rfc3339(self.now)));
+            }
+        }
         if sub != "status" && sub != "finalize" {
             self.admit_mutating(c, res, "UPDATE", ns, &req.name, user, &mut new, Some(current), req.dry_run)?;
         } else {

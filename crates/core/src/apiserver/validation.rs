@@ -754,6 +754,9 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
         }
         "LimitRange" => validate_limit_range(obj, &mut errs),
         "Service" => validate_service(obj, &mut errs),
+        "PersistentVolume" => validate_pv_spec(obj, &mut errs),
+        "PersistentVolumeClaim" => validate_pvc_spec("spec", get(obj, &["spec"]).unwrap_or(&Value::Null), &mut errs),
+        "StorageClass" => validate_storage_class(obj, &mut errs),
         "RoleBinding" | "ClusterRoleBinding" => {
             if get_str(obj, &["roleRef", "name"]).unwrap_or("").is_empty() {
                 errs.push(FieldError::required("roleRef.name", ""));
@@ -842,6 +845,12 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
     }
     if kind == "StatefulSet" {
         validate_statefulset_update(old, new, &mut errs);
+    }
+    match kind {
+        "PersistentVolume" => validate_pv_update(old, new, &mut errs),
+        "PersistentVolumeClaim" => validate_pvc_update(old, new, &mut errs),
+        "StorageClass" => validate_storage_class_update(old, new, &mut errs),
+        _ => {}
     }
     if kind == "Job" {
         validate_job_update(old, new, &mut errs);
@@ -980,6 +989,297 @@ fn validate_job_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     immutable(errs, "backoffLimitPerIndex", None);
     immutable(errs, "managedBy", None);
     immutable(errs, "successPolicy", Some("batch.SuccessPolicy"));
+}
+
+// ---- storage: PersistentVolume, PersistentVolumeClaim, StorageClass -------------------
+// `ValidatePersistentVolumeSpec`, `ValidatePersistentVolumeClaimSpec` and their updates
+// (`pkg/apis/core/validation/validation.go`), `ValidateStorageClass(Update)`
+// (`pkg/apis/storage/validation/validation.go`).
+
+/// `supportedAccessModes`, as `sets.List` orders them.
+const ACCESS_MODES: [&str; 4] = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
+const VOLUME_MODES: [&str; 2] = ["Block", "Filesystem"];
+/// The volume sources a PersistentVolume may name, in the order upstream checks them.
+const PV_SOURCES: [&str; 22] = [
+    "hostPath",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "glusterfs",
+    "flocker",
+    "nfs",
+    "rbd",
+    "quobyte",
+    "cephfs",
+    "iscsi",
+    "cinder",
+    "fc",
+    "flexVolume",
+    "azureFile",
+    "vsphereVolume",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "azureDisk",
+    "scaleIO",
+    "local",
+    "storageos",
+    "csi",
+];
+
+fn validate_access_modes(path: &str, spec: &Value, required_detail: &str, errs: &mut Vec<FieldError>) {
+    let modes = get_array(spec, &["accessModes"]);
+    if modes.is_empty() {
+        errs.push(FieldError::required(format!("{path}.accessModes"), required_detail));
+    }
+    let (mut rwop, mut other) = (false, false);
+    for m in modes {
+        let s = m.as_str().unwrap_or("");
+        if !ACCESS_MODES.contains(&s) {
+            errs.push(FieldError::not_supported(format!("{path}.accessModes"), m, &ACCESS_MODES));
+        } else if s == "ReadWriteOncePod" {
+            rwop = true;
+        } else {
+            other = true;
+        }
+    }
+    if rwop && other {
+        errs.push(FieldError::forbidden(format!("{path}.accessModes"), "may not use ReadWriteOncePod with other access modes"));
+    }
+}
+
+/// `ValidatePositiveQuantityValue`.
+fn validate_positive_quantity(field: &str, v: &Value, errs: &mut Vec<FieldError>) -> bool {
+    match quantity_of(v) {
+        Some(q) if q.milli > 0 => true,
+        _ => {
+            errs.push(FieldError::invalid(field, &json!(quantity_string(v)), "must be greater than zero"));
+            false
+        }
+    }
+}
+
+fn validate_class_name(field: &str, v: Option<&Value>, errs: &mut Vec<FieldError>) {
+    if let Some(name) = v.and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        errs.extend(dns_errors(field, name, NameKind::Subdomain));
+    }
+}
+
+fn validate_pv_spec(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, &["spec"]).unwrap_or(&Value::Null);
+    validate_access_modes("spec", spec, "", errs);
+    let cap = get(spec, &["capacity"]).and_then(Value::as_object);
+    if cap.is_none_or(|c| c.is_empty()) {
+        errs.push(FieldError::required("spec.capacity", ""));
+    }
+    if cap.is_none_or(|c| !c.contains_key("storage") || c.len() > 1) {
+        // Go prints the ResourceList with `%#v`.
+        let shown = match cap {
+            None => "core.ResourceList(nil)".to_string(),
+            Some(c) => {
+                let items: Vec<String> = c.iter().map(|(k, v)| format!("{k:?}:{:?}", quantity_string(v))).collect();
+                format!("core.ResourceList{{{}}}", items.join(", "))
+            }
+        };
+        errs.push(FieldError::new(crate::foundation::status::FieldErrorKind::NotSupported, "spec.capacity", Some(shown), "supported values: \"storage\""));
+    }
+    for (r, q) in cap.into_iter().flatten() {
+        validate_positive_quantity(&format!("spec.capacity[{r}]"), q, errs);
+    }
+    if let Some(p) = get(spec, &["persistentVolumeReclaimPolicy"]).filter(|p| p.as_str().is_some_and(|s| !s.is_empty())) {
+        if !["Delete", "Recycle", "Retain"].contains(&p.as_str().unwrap_or("")) {
+            errs.push(FieldError::not_supported("spec.persistentVolumeReclaimPolicy", p, &["Delete", "Recycle", "Retain"]));
+        }
+    }
+    let mut sources = 0;
+    for src in PV_SOURCES {
+        if get(spec, &[src]).is_none_or(Value::is_null) {
+            continue;
+        }
+        if sources > 0 && src != "flexVolume" {
+            errs.push(FieldError::forbidden(format!("spec.{src}"), "may not specify more than 1 volume type"));
+            continue;
+        }
+        sources += 1;
+        match src {
+            "csi" => {
+                for f in ["driver", "volumeHandle"] {
+                    if get_str(spec, &["csi", f]).unwrap_or("").is_empty() {
+                        errs.push(FieldError::required(format!("spec.csi.{f}"), ""));
+                    }
+                }
+            }
+            "hostPath" | "local" if get_str(spec, &[src, "path"]).unwrap_or("").is_empty() => {
+                errs.push(FieldError::required(format!("spec.{src}.path"), ""));
+            }
+            "nfs" => {
+                if get_str(spec, &["nfs", "server"]).unwrap_or("").is_empty() {
+                    errs.push(FieldError::required("spec.nfs.server", ""));
+                }
+                if get_str(spec, &["nfs", "path"]).unwrap_or("").is_empty() {
+                    errs.push(FieldError::required("spec.nfs.path", ""));
+                }
+            }
+            _ => {}
+        }
+        if src == "local" && get(spec, &["nodeAffinity", "required"]).is_none_or(Value::is_null) {
+            errs.push(FieldError::required("spec.nodeAffinity", "Local volume requires node affinity"));
+        }
+    }
+    if sources == 0 {
+        errs.push(FieldError::required("spec", "must specify a volume type"));
+    }
+    validate_class_name("spec.storageClassName", get(spec, &["storageClassName"]), errs);
+    if let Some(m) = get(spec, &["volumeMode"]).filter(|m| !m.is_null()) {
+        if !VOLUME_MODES.contains(&m.as_str().unwrap_or("")) {
+            errs.push(FieldError::not_supported("spec.volumeMode", m, &VOLUME_MODES));
+        }
+    }
+}
+
+/// `ValidatePersistentVolumeClaimSpec` (also a StatefulSet's volumeClaimTemplates').
+pub fn validate_pvc_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
+    validate_access_modes(path, spec, "at least 1 access mode is required", errs);
+    match get(spec, &["resources", "requests", "storage"]) {
+        None => errs.push(FieldError::required(format!("{path}.resources[storage]"), "")),
+        Some(q) => {
+            if validate_positive_quantity(&format!("{path}.resources[storage]"), q, errs) {
+                validate_nonnegative_quantity(&format!("{path}.resources[storage]"), q, errs);
+            }
+        }
+    }
+    validate_class_name(&format!("{path}.storageClassName"), get(spec, &["storageClassName"]), errs);
+    if let Some(m) = get(spec, &["volumeMode"]).filter(|m| !m.is_null()) {
+        if !VOLUME_MODES.contains(&m.as_str().unwrap_or("")) {
+            errs.push(FieldError::not_supported(format!("{path}.volumeMode"), m, &VOLUME_MODES));
+        }
+    }
+}
+
+fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
+    let provisioner = get_str(obj, &["provisioner"]).unwrap_or("");
+    if provisioner.is_empty() {
+        errs.push(FieldError::required("provisioner", ""));
+    } else {
+        for msg in label_key_errors(&provisioner.to_lowercase()) {
+            errs.push(FieldError::invalid("provisioner", &json!(provisioner), msg));
+        }
+    }
+    for (k, _) in get(obj, &["parameters"]).and_then(Value::as_object).into_iter().flatten() {
+        if k.is_empty() {
+            errs.push(FieldError::invalid("parameters", &json!(k), "field can not be empty."));
+        }
+    }
+    if let Some(p) = get(obj, &["reclaimPolicy"]).filter(|p| p.as_str().is_some_and(|s| !s.is_empty())) {
+        if !["Delete", "Retain"].contains(&p.as_str().unwrap_or("")) {
+            errs.push(FieldError::not_supported("reclaimPolicy", p, &["Delete", "Retain"]));
+        }
+    }
+    match get(obj, &["volumeBindingMode"]) {
+        None | Some(Value::Null) => errs.push(FieldError::required("volumeBindingMode", "")),
+        Some(m) if !["Immediate", "WaitForFirstConsumer"].contains(&m.as_str().unwrap_or("")) => {
+            errs.push(FieldError::not_supported("volumeBindingMode", m, &["Immediate", "WaitForFirstConsumer"]))
+        }
+        Some(_) => {}
+    }
+}
+
+fn storage_quantity(o: &Value, path: &[&str]) -> Option<i64> {
+    get(o, path).and_then(quantity_of).map(|q| q.milli)
+}
+
+/// `ValidatePersistentVolumeUpdate`: the volume source and the volume mode are fixed.
+/// (Upstream appends a `cmp.Diff` of the two sources to the message; kubeloop does not.)
+fn validate_pv_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    let source = |o: &Value| -> Vec<Option<Value>> { PV_SOURCES.iter().map(|s| get(o, &["spec", s]).cloned()).collect() };
+    if source(old) != source(new) {
+        errs.push(FieldError::forbidden("spec.persistentvolumesource", "spec.persistentvolumesource is immutable after creation"));
+    }
+    if get(old, &["spec", "volumeMode"]) != get(new, &["spec", "volumeMode"]) {
+        let v = get(new, &["spec", "volumeMode"]).cloned().unwrap_or(Value::Null);
+        errs.push(FieldError::invalid("volumeMode", &v, "field is immutable"));
+    }
+}
+
+/// `ValidatePersistentVolumeClaimUpdate`: the spec is fixed but for `volumeName` (set
+/// once) and, for a Bound claim, the storage request; the request may not shrink to or
+/// below the capacity in status (`RecoverVolumeExpansionFailure` is on by default).
+/// (Upstream appends a `cmp.Diff` of the two specs to the message; kubeloop does not.)
+fn validate_pvc_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    let mut old_spec = old.get("spec").cloned().unwrap_or(json!({}));
+    let mut new_spec = new.get("spec").cloned().unwrap_or(json!({}));
+    if get_str(old, &["spec", "volumeName"]).unwrap_or("").is_empty() {
+        match new_spec.get("volumeName").cloned() {
+            Some(v) => crate::foundation::api::set(&mut old_spec, &["volumeName"], v),
+            None => {
+                if let Some(m) = old_spec.as_object_mut() {
+                    m.remove("volumeName");
+                }
+            }
+        }
+    }
+    // A claim without a class may get one once (the retroactive default class).
+    if get(old, &["spec", "storageClassName"]).is_none_or(Value::is_null)
+        && crate::foundation::api::annotation(old, "volume.beta.kubernetes.io/storage-class").is_none()
+    {
+        match new_spec.get("storageClassName").cloned() {
+            Some(v) => crate::foundation::api::set(&mut old_spec, &["storageClassName"], v),
+            None => {
+                if let Some(m) = old_spec.as_object_mut() {
+                    m.remove("storageClassName");
+                }
+            }
+        }
+    }
+    let bound = get_str(new, &["status", "phase"]) == Some("Bound");
+    if bound && get(&new_spec, &["resources", "requests"]).is_some() {
+        match get(old, &["spec", "resources", "requests", "storage"]).cloned() {
+            Some(v) => crate::foundation::api::set(&mut new_spec, &["resources", "requests", "storage"], v),
+            None => {
+                if let Some(m) = new_spec.get_mut("resources").and_then(|r| r.get_mut("requests")).and_then(Value::as_object_mut) {
+                    m.remove("storage");
+                }
+            }
+        }
+    }
+    if bound && new_spec.get("volumeAttributesClassName").is_some() {
+        match old_spec.get("volumeAttributesClassName").cloned() {
+            Some(v) => crate::foundation::api::set(&mut new_spec, &["volumeAttributesClassName"], v),
+            None => {
+                if let Some(m) = new_spec.as_object_mut() {
+                    m.remove("volumeAttributesClassName");
+                }
+            }
+        }
+    }
+    if old_spec != new_spec {
+        errs.push(FieldError::forbidden("spec", "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"));
+    }
+    let old_size = storage_quantity(old, &["spec", "resources", "requests", "storage"]).unwrap_or(0);
+    let new_size = storage_quantity(new, &["spec", "resources", "requests", "storage"]).unwrap_or(0);
+    let status_size = storage_quantity(old, &["status", "capacity", "storage"]).unwrap_or(0);
+    if new_size < old_size && new_size <= status_size {
+        errs.push(FieldError::forbidden("spec.resources.requests.storage", "field can not be less than status.capacity"));
+    }
+    if get(old, &["spec", "volumeMode"]) != get(new, &["spec", "volumeMode"]) {
+        let v = get(new, &["spec", "volumeMode"]).cloned().unwrap_or(Value::Null);
+        errs.push(FieldError::invalid("volumeMode", &v, "field is immutable"));
+    }
+}
+
+fn validate_storage_class_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
+    let params = |o: &Value| get(o, &["parameters"]).filter(|p| p.as_object().is_some_and(|m| !m.is_empty())).cloned();
+    if params(old) != params(new) {
+        errs.push(FieldError::forbidden("parameters", "updates to parameters are forbidden."));
+    }
+    if get(old, &["provisioner"]) != get(new, &["provisioner"]) {
+        errs.push(FieldError::forbidden("provisioner", "updates to provisioner are forbidden."));
+    }
+    if get(old, &["reclaimPolicy"]) != get(new, &["reclaimPolicy"]) {
+        errs.push(FieldError::forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden."));
+    }
+    if get(old, &["volumeBindingMode"]) != get(new, &["volumeBindingMode"]) {
+        let v = get(new, &["volumeBindingMode"]).cloned().unwrap_or(Value::Null);
+        errs.push(FieldError::invalid("volumeBindingMode", &v, "field is immutable"));
+    }
 }
 
 #[cfg(test)]

@@ -148,7 +148,7 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 /// Kinds the API server stores that no loop of kubeloop acts on: creating one warns that
 /// nothing will happen, instead of leaving the person to wait for it. The README's list of
 /// what is simulated is the complement of this one.
-pub const UNSIMULATED: &[&str] = &["Ingress", "IngressClass", "NetworkPolicy", "StorageClass", "PersistentVolume", "PersistentVolumeClaim", "Endpoints"];
+pub const UNSIMULATED: &[&str] = &["Ingress", "IngressClass", "NetworkPolicy", "Endpoints"];
 
 impl Cluster {
     pub fn new(config: Config) -> Self {
@@ -165,7 +165,7 @@ impl Cluster {
         for g in &config.node_groups {
             nodes.extend((1..=g.min).map(|i| g.node_spec(i)));
         }
-        bootstrap(&mut api, &nodes);
+        bootstrap(&mut api, &nodes, &config.storage_drivers);
         // Each node's kubelet registered its CSINode with the drivers whose node plugins it
         // runs; the drivers' external-attacher has its identity.
         if !config.storage_drivers.is_empty() {
@@ -208,6 +208,10 @@ impl Cluster {
             Box::new(crate::loops::controllers::attachdetach::AttachDetachController::new()),
             Box::new(crate::loops::controllers::csiattacher::CsiAttacher::new(&config.storage_drivers)),
             Box::new(crate::loops::controllers::resourcequota::ResourceQuotaController::new()),
+            Box::new(crate::loops::controllers::persistentvolume::PersistentVolumeController::new()),
+            Box::new(crate::loops::controllers::protection::PvcProtectionController::new()),
+            Box::new(crate::loops::controllers::protection::PvProtectionController::new()),
+            Box::new(crate::loops::controllers::provisioner::CsiProvisioner::new(&config.storage_drivers)),
         ];
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {
@@ -591,9 +595,10 @@ impl Cluster {
 }
 
 /// Objects a fresh cluster has before anyone acts: bootstrap RBAC, system namespaces and
-/// their service accounts, the `kubernetes` Service, built-in PriorityClasses, the nodes
-/// and their leases.
-fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
+/// their service accounts, the `kubernetes` Service, built-in PriorityClasses, the storage
+/// drivers' CSIDriver objects and the default StorageClass (its provisioner the first
+/// driver), the nodes and their leases.
+fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec], drivers: &[crate::loops::csi::CsiDriverSpec]) {
     for o in crate::apiserver::rbac::bootstrap_policy() {
         api.bootstrap_object(o);
     }
@@ -602,7 +607,7 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
         api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": ns}}));
         api.bootstrap_object(root_ca_configmap(ns));
     }
-    for sa in crate::apiserver::rbac::CONTROLLER_ACCOUNTS {
+    for sa in crate::apiserver::rbac::CONTROLLER_ACCOUNTS.iter().chain([&crate::apiserver::rbac::CSI_PROVISIONER_ACCOUNT]) {
         api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": "kube-system"}}));
     }
     for (name, value, desc) in [
@@ -614,6 +619,12 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec]) {
         ("system-node-critical", 2_000_001_000, "Used for system critical pods that must not be moved from their current node."),
     ] {
         api.bootstrap_object(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "description": desc, "preemptionPolicy": "PreemptLowerPriority"}));
+    }
+    for d in drivers {
+        api.bootstrap_object(crate::loops::csi::csi_driver_object(d));
+    }
+    if let Some(d) = drivers.first() {
+        api.bootstrap_object(crate::loops::csi::default_storage_class(&d.name));
     }
     api.reserve_ip("10.96.0.1");
     api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},

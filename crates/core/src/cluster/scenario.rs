@@ -18,6 +18,20 @@
 //!     taints: []
 //! ```
 //!
+//! `storageDrivers` replaces the cluster's simulated CSI drivers (by default one zonal disk
+//! driver, `disk.csi.kubeloop.dev`, behind the `standard` StorageClass); each gets a
+//! CSIDriver object, and its controller side provisions the volumes of classes naming it:
+//!
+//! ```yaml
+//! storageDrivers:
+//! - name: disk.csi.kubeloop.dev   # a CSI driver name (the classes' `provisioner`)
+//!   provisionSeconds: 3           # CreateVolume (default 3)
+//!   attachSeconds: 2              # ControllerPublishVolume (default 2)
+//!   mountSeconds: 0.5             # NodeStage and NodePublish (default 0.5)
+//!   zonal: true                   # volumes live in one zone (default true)
+//!   attachRequired: true          # CSIDriver attachRequired (default true)
+//! ```
+//!
 //! An image may carry a load, what its containers use besides what they really do (busy
 //! loops, requests served), for `kubectl top` and the HorizontalPodAutoscaler:
 //! `images: [{name: registry.example/api:1, cpu: {from: 100m, to: 900m, at: 60s}, memory: 64Mi}]`
@@ -32,6 +46,7 @@ use crate::foundation::api::{get, get_array, get_str};
 use crate::foundation::sim::parse_duration;
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::autoscaler::NodeGroup;
+use crate::loops::csi::CsiDriverSpec;
 use crate::loops::kubelet::registry::{Behaviour, Registry};
 
 #[derive(Debug, Clone, Default)]
@@ -42,6 +57,8 @@ pub struct Scenario {
     pub users: Vec<(String, String, Vec<String>)>,
     pub registry: Registry,
     pub node_groups: Vec<NodeGroup>,
+    /// `storageDrivers`, when the document declares them.
+    pub storage_drivers: Option<Vec<CsiDriverSpec>>,
     pub steps: Vec<Step>,
     /// Problems found while reading, as `file:line: message`.
     pub errors: Vec<String>,
@@ -55,6 +72,7 @@ impl Scenario {
             users: self.users.clone(),
             registry: self.registry.clone(),
             node_groups: self.node_groups.clone(),
+            storage_drivers: self.storage_drivers.clone().unwrap_or_else(|| Config::default().storage_drivers),
             trace,
             ..Config::default()
         }
@@ -157,6 +175,43 @@ fn parse_load(img: &Value) -> Result<Option<crate::loops::kubelet::registry::Loa
     Ok(Some(load))
 }
 
+/// `storageDrivers`: each driver's name (a CSI driver name, as `ValidateCSIDriverName`
+/// wants it), its times and its kind of volumes.
+fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> {
+    let list = drivers.as_array().ok_or("spec.storageDrivers must be a list")?;
+    let mut out: Vec<CsiDriverSpec> = Vec::new();
+    for (i, d) in list.iter().enumerate() {
+        let at = format!("spec.storageDrivers[{i}]");
+        let name = get_str(d, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
+        if !crate::loops::csi::is_driver_name(name) {
+            return Err(format!(
+                "{at}.name: Invalid value: {name:?}: a CSI driver name must be 63 characters or less, begin and end with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), dots (.), and alphanumerics between"
+            ));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(format!("{at}.name: Duplicate value: {name:?}"));
+        }
+        let mut spec = CsiDriverSpec::disk(name);
+        for (key, slot) in [("provisionSeconds", &mut spec.provision_ms), ("attachSeconds", &mut spec.attach_ms), ("mountSeconds", &mut spec.mount_ms)] {
+            match d.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Number(n)) if n.as_f64().is_some_and(|f| (0.0..=86_400.0).contains(&f)) => *slot = (n.as_f64().unwrap_or(0.0) * 1000.0) as u64,
+                Some(Value::String(s)) => *slot = parse_duration(s).ok_or_else(|| format!("{at}.{key}: invalid duration {s:?}"))?,
+                Some(other) => return Err(format!("{at}.{key}: Invalid value: {other}: must be a number of seconds between 0 and 86400")),
+            }
+        }
+        for (key, slot) in [("zonal", &mut spec.zonal), ("attachRequired", &mut spec.attach_required)] {
+            match d.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Bool(b)) => *slot = *b,
+                Some(other) => return Err(format!("{at}.{key}: Invalid value: {other}: must be true or false")),
+            }
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
 fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String> {
     if let Some(s) = get(spec, &["seed"]) {
         sc.seed = Some(s.as_u64().ok_or("spec.seed must be a non-negative integer")?);
@@ -204,6 +259,9 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
         let boot = duration_field(g, "bootTime").map_err(|e| format!("{at}.{e}"))?.unwrap_or(90_000);
         let template = node_spec(name, get(g, &["template"]).unwrap_or(&Value::Null), &format!("{at}.template"))?;
         sc.node_groups.push(NodeGroup { name: name.to_string(), min, max, template, boot });
+    }
+    if let Some(drivers) = get(spec, &["storageDrivers"]) {
+        sc.storage_drivers = Some(parse_storage_drivers(drivers)?);
     }
     for (i, u) in get_array(spec, &["users"]).iter().enumerate() {
         let name = get_str(u, &["name"]).ok_or_else(|| format!("spec.users[{i}].name is required"))?;
@@ -301,6 +359,29 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_drivers_are_read_and_checked() {
+        let read = |drivers: &str| {
+            let mut sc = Scenario::default();
+            add_file(&mut sc, "s.yaml", &format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  storageDrivers: {drivers}\n"));
+            sc
+        };
+        let sc = read("[{name: nfs.csi.example, provisionSeconds: 10, mountSeconds: 1.5, zonal: false, attachRequired: false}]");
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        let d = &sc.storage_drivers.as_ref().unwrap()[0];
+        assert_eq!((d.provision_ms, d.attach_ms, d.mount_ms, d.zonal, d.attach_required), (10_000, 2_000, 1_500, false, false));
+        assert_eq!(sc.config(None, false).storage_drivers, *sc.storage_drivers.as_ref().unwrap());
+        assert_eq!(Scenario::default().config(None, false).storage_drivers, vec![CsiDriverSpec::default()], "the default driver otherwise");
+        assert_eq!(read("[{provisionSeconds: 1}]").errors, vec!["s.yaml:1: spec.storageDrivers[0].name is required"]);
+        assert_eq!(read("[{name: a.b}, {name: a.b}]").errors, vec!["s.yaml:1: spec.storageDrivers[1].name: Duplicate value: \"a.b\""]);
+        assert!(read("[{name: -bad}]").errors[0].starts_with("s.yaml:1: spec.storageDrivers[0].name: Invalid value: \"-bad\": a CSI driver name"));
+        assert_eq!(read("[{name: a, zonal: maybe}]").errors, vec!["s.yaml:1: spec.storageDrivers[0].zonal: Invalid value: \"maybe\": must be true or false"]);
+        assert_eq!(
+            read("[{name: a, attachSeconds: -1}]").errors,
+            vec!["s.yaml:1: spec.storageDrivers[0].attachSeconds: Invalid value: -1: must be a number of seconds between 0 and 86400"]
+        );
+    }
 
     #[test]
     fn node_names_are_unique_subdomains_and_capacities_not_negative() {

@@ -1281,6 +1281,222 @@ pub fn pod_disruption_budget(pdb: &Value, events: &[&Value], now: Millis) -> Str
     tabwrite(&o)
 }
 
+fn terminating_or_phase(o: &mut String, obj: &Value, now: Millis) {
+    match get_str(obj, &["metadata", "deletionTimestamp"]).and_then(parse_rfc3339) {
+        Some(t) => o.push_str(&format!("Status:\tTerminating (lasts {})\n", human_duration(now.saturating_sub(t)))),
+        None => o.push_str(&format!("Status:\t{}\n", get_str(obj, &["status", "phase"]).unwrap_or(""))),
+    }
+}
+
+/// Go's `%v` of a `[]string`: `[a b]`.
+fn go_string_list(v: &[Value]) -> String {
+    format!("[{}]", v.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
+}
+
+/// `describePersistentVolumeClaim` (`k8s.io/kubectl/pkg/describe/describe.go`).
+pub fn persistent_volume_claim(c: &Value, users: &[&Value], events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(c), api::namespace(c)));
+    o.push_str(&format!("StorageClass:\t{}\n", crate::kubectl::printers::storage_class_of_claim(c)));
+    if let Some(vac) = get_str(c, &["spec", "volumeAttributesClassName"]) {
+        o.push_str(&format!("Current VolumeAttributesClass:\t{}\n", get_str(c, &["status", "currentVolumeAttributesClassName"]).unwrap_or("<unset>")));
+        o.push_str(&format!("Desired VolumeAttributesClass:\t{vac}\n"));
+    }
+    terminating_or_phase(&mut o, c, now);
+    o.push_str(&format!("Volume:\t{}\n", get_str(c, &["spec", "volumeName"]).unwrap_or("")));
+    map_multiline(&mut o, "Labels", get(c, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(c, &["metadata", "annotations"]));
+    o.push_str(&format!("Finalizers:\t{}\n", go_string_list(get_array(c, &["metadata", "finalizers"]))));
+    let bound = !get_str(c, &["spec", "volumeName"]).unwrap_or("").is_empty();
+    let (capacity, modes) = if bound {
+        (
+            crate::kubectl::printers::storage_quantity(get(c, &["status", "capacity", "storage"])),
+            crate::kubectl::printers::access_modes_string(c, &["status", "accessModes"]),
+        )
+    } else {
+        (String::new(), String::new())
+    };
+    o.push_str(&format!("Capacity:\t{capacity}\nAccess Modes:\t{modes}\n"));
+    if let Some(m) = get_str(c, &["spec", "volumeMode"]) {
+        o.push_str(&format!("VolumeMode:\t{m}\n"));
+    }
+    match users.split_first() {
+        None => o.push_str("Used By:\t<none>\n"),
+        Some((first, rest)) => {
+            o.push_str(&format!("Used By:\t{}\n", api::name(first)));
+            for p in rest {
+                o.push_str(&format!("\t{}\n", api::name(p)));
+            }
+        }
+    }
+    let conds = get_array(c, &["status", "conditions"]);
+    if !conds.is_empty() {
+        o.push_str("Conditions:\n  Type\tStatus\tLastProbeTime\tLastTransitionTime\tReason\tMessage\n  ----\t------\t-----------------\t------------------\t------\t-------\n");
+        for cd in conds {
+            let t = |k: &str| get_str(cd, &[k]).map(rfc1123z).unwrap_or_else(|| "Mon, 01 Jan 0001 00:00:00 +0000".into());
+            o.push_str(&format!(
+                "  {} \t{} \t{} \t{} \t{} \t{} \n",
+                get_str(cd, &["type"]).unwrap_or(""),
+                get_str(cd, &["status"]).unwrap_or(""),
+                t("lastProbeTime"),
+                t("lastTransitionTime"),
+                get_str(cd, &["reason"]).unwrap_or(""),
+                get_str(cd, &["message"]).unwrap_or("")
+            ));
+        }
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `printVolumeNodeAffinity` with `printNodeSelectorTermsMultilineWithIndent`.
+fn volume_node_affinity(o: &mut String, pv: &Value) {
+    let Some(req) = get(pv, &["spec", "nodeAffinity", "required"]).filter(|r| !r.is_null()) else {
+        o.push_str("Node Affinity:\t<none>\n");
+        return;
+    };
+    o.push_str("Node Affinity:\t\n  Required Terms:\t");
+    let terms = get_array(req, &["nodeSelectorTerms"]);
+    if terms.is_empty() {
+        o.push_str("<none>\n");
+        return;
+    }
+    o.push('\n');
+    for (i, term) in terms.iter().enumerate() {
+        o.push_str(&format!("    Term {i}:\t"));
+        let exprs = get_array(term, &["matchExpressions"]);
+        if exprs.is_empty() {
+            o.push_str("<none>\n");
+        }
+        for (j, e) in exprs.iter().enumerate() {
+            if j > 0 {
+                o.push_str("    \t");
+            }
+            let mut text = format!("{} {}", get_str(e, &["key"]).unwrap_or(""), get_str(e, &["operator"]).unwrap_or("").to_lowercase());
+            let values: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
+            if !values.is_empty() {
+                text.push_str(&format!(" [{}]", values.join(", ")));
+            }
+            o.push_str(&format!("{text}\n"));
+        }
+    }
+}
+
+/// `describePersistentVolume`, with the sources kubeloop's volumes use (CSI, hostPath,
+/// local, NFS).
+pub fn persistent_volume(pv: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\n", api::name(pv)));
+    map_multiline(&mut o, "Labels", get(pv, &["metadata", "labels"]));
+    annotations_multiline(&mut o, "Annotations", get(pv, &["metadata", "annotations"]));
+    o.push_str(&format!("Finalizers:\t{}\n", go_string_list(get_array(pv, &["metadata", "finalizers"]))));
+    o.push_str(&format!("StorageClass:\t{}\n", crate::kubectl::printers::storage_class_of(pv)));
+    terminating_or_phase(&mut o, pv, now);
+    let claim = get(pv, &["spec", "claimRef"])
+        .filter(|r| !r.is_null())
+        .map(|r| format!("{}/{}", get_str(r, &["namespace"]).unwrap_or(""), get_str(r, &["name"]).unwrap_or("")))
+        .unwrap_or_default();
+    o.push_str(&format!("Claim:\t{claim}\n"));
+    o.push_str(&format!("Reclaim Policy:\t{}\n", get_str(pv, &["spec", "persistentVolumeReclaimPolicy"]).unwrap_or("")));
+    o.push_str(&format!("Access Modes:\t{}\n", crate::kubectl::printers::access_modes_string(pv, &["spec", "accessModes"])));
+    if let Some(m) = get_str(pv, &["spec", "volumeMode"]) {
+        o.push_str(&format!("VolumeMode:\t{m}\n"));
+    }
+    o.push_str(&format!("Capacity:\t{}\n", crate::kubectl::printers::storage_quantity(get(pv, &["spec", "capacity", "storage"]))));
+    volume_node_affinity(&mut o, pv);
+    o.push_str(&format!("Message:\t{}\n", get_str(pv, &["status", "message"]).unwrap_or("")));
+    o.push_str("Source:\n");
+    let spec = get(pv, &["spec"]).unwrap_or(&Value::Null);
+    if let Some(csi) = get(spec, &["csi"]).filter(|v| !v.is_null()) {
+        o.push_str(&format!(
+            "    Type:\tCSI (a Container Storage Interface (CSI) volume source)\n    Driver:\t{}\n    FSType:\t{}\n    VolumeHandle:\t{}\n    ReadOnly:\t{}\n",
+            get_str(csi, &["driver"]).unwrap_or(""),
+            get_str(csi, &["fsType"]).unwrap_or(""),
+            get_str(csi, &["volumeHandle"]).unwrap_or(""),
+            api::get_bool(csi, &["readOnly"]).unwrap_or(false)
+        ));
+        // `printCSIPersistentVolumeAttributesMultilineIndent` writes each entry at level 2,
+        // so every line of it carries four more spaces after its tab.
+        let attrs: Vec<String> = get(csi, &["volumeAttributes"])
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                let line = format!("{k}={}", v.as_str().unwrap_or(""));
+                if line.len() > 140 {
+                    format!("{}...", &line[..line.floor_char_boundary(140)])
+                } else {
+                    line
+                }
+            })
+            .collect();
+        if attrs.is_empty() {
+            o.push_str("    VolumeAttributes:\t<none>\n");
+        }
+        for (i, a) in attrs.iter().enumerate() {
+            if i == 0 {
+                o.push_str(&format!("    VolumeAttributes:\t    {a}\n"));
+            } else {
+                o.push_str(&format!("        \t    {a}\n"));
+            }
+        }
+    } else if let Some(h) = get(spec, &["hostPath"]).filter(|v| !v.is_null()) {
+        let ty = get_str(h, &["type"]).unwrap_or("<none>");
+        o.push_str(&format!("    Type:\tHostPath (bare host directory volume)\n    Path:\t{}\n    HostPathType:\t{ty}\n", get_str(h, &["path"]).unwrap_or("")));
+    } else if let Some(l) = get(spec, &["local"]).filter(|v| !v.is_null()) {
+        o.push_str(&format!(
+            "    Type:\tLocalVolume (a persistent volume backed by local storage on a node)\n    Path:\t{}\n",
+            get_str(l, &["path"]).unwrap_or("")
+        ));
+    } else if let Some(n) = get(spec, &["nfs"]).filter(|v| !v.is_null()) {
+        o.push_str(&format!(
+            "    Type:\tNFS (an NFS mount that lasts the lifetime of a pod)\n    Server:\t{}\n    Path:\t{}\n    ReadOnly:\t{}\n",
+            get_str(n, &["server"]).unwrap_or(""),
+            get_str(n, &["path"]).unwrap_or(""),
+            api::get_bool(n, &["readOnly"]).unwrap_or(false)
+        ));
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
+/// `describeStorageClass`.
+pub fn storage_class(sc: &Value, events: &[&Value], now: Millis) -> String {
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\n", api::name(sc)));
+    o.push_str(&format!("IsDefaultClass:\t{}\n", if crate::kubectl::printers::is_default_class(sc) { "Yes" } else { "No" }));
+    let mut ann = get(sc, &["metadata", "annotations"]).cloned();
+    if let Some(m) = ann.as_mut().and_then(Value::as_object_mut) {
+        m.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+    o.push_str(&format!("Annotations:\t{}\n", format_labels(ann.as_ref())));
+    o.push_str(&format!("Provisioner:\t{}\n", get_str(sc, &["provisioner"]).unwrap_or("")));
+    o.push_str(&format!("Parameters:\t{}\n", format_labels(get(sc, &["parameters"]))));
+    let expansion = match api::get_bool(sc, &["allowVolumeExpansion"]) {
+        Some(true) => "True",
+        Some(false) => "False",
+        None => "<unset>",
+    };
+    o.push_str(&format!("AllowVolumeExpansion:\t{expansion}\n"));
+    let opts = get_array(sc, &["mountOptions"]);
+    if opts.is_empty() {
+        o.push_str("MountOptions:\t<none>\n");
+    } else {
+        o.push_str("MountOptions:\n");
+        for m in opts {
+            o.push_str(&format!("  {}\n", m.as_str().unwrap_or("")));
+        }
+    }
+    if let Some(p) = get_str(sc, &["reclaimPolicy"]) {
+        o.push_str(&format!("ReclaimPolicy:\t{p}\n"));
+    }
+    if let Some(m) = get_str(sc, &["volumeBindingMode"]) {
+        o.push_str(&format!("VolumeBindingMode:\t{m}\n"));
+    }
+    events_section(&mut o, events, now);
+    tabwrite(&o)
+}
+
 /// `resource.Quantity.String()`: the canonical form, and `<nil>` for a missing one.
 fn quantity_string(v: Option<&Value>) -> String {
     match v.filter(|v| !v.is_null()) {
@@ -1599,7 +1815,7 @@ pub fn limit_range(lr: &Value) -> String {
 }
 
 /// The kinds `kubectl describe` has a describer for here.
-const DESCRIBED: [&str; 15] = [
+const DESCRIBED: [&str; 18] = [
     "Pod",
     "Deployment",
     "ReplicaSet",
@@ -1615,6 +1831,9 @@ const DESCRIBED: [&str; 15] = [
     "Namespace",
     "ResourceQuota",
     "LimitRange",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
 ];
 
 /// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
@@ -1697,6 +1916,20 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             "HorizontalPodAutoscaler" => horizontal_pod_autoscaler(&obj, &events, now),
             "ResourceQuota" => resource_quota(&obj),
             "LimitRange" => limit_range(&obj),
+            "PersistentVolume" => persistent_volume(&obj, &events, now),
+            "StorageClass" => storage_class(&obj, &events, now),
+            "PersistentVolumeClaim" => {
+                // `getPodsForPVC`: the namespace's pods whose volumes name the claim.
+                let mut users: Vec<Value> = list(api, rid::POD).unwrap_or_default();
+                users.retain(|p| {
+                    get_array(p, &["spec", "volumes"]).iter().any(|v| {
+                        get_str(v, &["persistentVolumeClaim", "claimName"]) == Some(name.as_str())
+                            || (v.get("ephemeral").is_some_and(|e| !e.is_null()) && format!("{}-{}", api::name(p), get_str(v, &["name"]).unwrap_or("")) == name)
+                    })
+                });
+                users.sort_by(|a, b| api::name(a).cmp(api::name(b)));
+                persistent_volume_claim(&obj, &users.iter().collect::<Vec<_>>(), &events, now)
+            }
             "Service" => {
                 let slices = list(api, rid::ENDPOINTSLICE).unwrap_or_default();
                 let addresses: Vec<String> = slices

@@ -546,6 +546,109 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
             strs(vec!["NAME", "CREATED AT"]),
             objects.iter().map(|l| vec![name(l), get_str(l, &["metadata", "creationTimestamp"]).unwrap_or("<unknown>").to_string()]).collect(),
         ),
+        // `printPersistentVolume`, `printPersistentVolumeClaim`, `printStorageClass`.
+        "PersistentVolume" => (
+            strs(if wide {
+                vec![
+                    "NAME",
+                    "CAPACITY",
+                    "ACCESS MODES",
+                    "RECLAIM POLICY",
+                    "STATUS",
+                    "CLAIM",
+                    "STORAGECLASS",
+                    "VOLUMEATTRIBUTESCLASS",
+                    "REASON",
+                    "AGE",
+                    "VOLUMEMODE",
+                ]
+            } else {
+                vec!["NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|v| {
+                    let claim = match get(v, &["spec", "claimRef"]).filter(|r| !r.is_null()) {
+                        Some(r) => format!("{}/{}", get_str(r, &["namespace"]).unwrap_or(""), get_str(r, &["name"]).unwrap_or("")),
+                        None => String::new(),
+                    };
+                    let phase = if crate::foundation::api::is_deleting(v) { "Terminating" } else { get_str(v, &["status", "phase"]).unwrap_or("") };
+                    let mut row = vec![
+                        name(v),
+                        storage_quantity(get(v, &["spec", "capacity", "storage"])),
+                        access_modes_string(v, &["spec", "accessModes"]),
+                        get_str(v, &["spec", "persistentVolumeReclaimPolicy"]).unwrap_or("").to_string(),
+                        phase.to_string(),
+                        claim,
+                        storage_class_of(v),
+                        get_str(v, &["spec", "volumeAttributesClassName"]).unwrap_or("<unset>").to_string(),
+                        get_str(v, &["status", "reason"]).unwrap_or("").to_string(),
+                        age(v),
+                    ];
+                    if wide {
+                        row.push(get_str(v, &["spec", "volumeMode"]).unwrap_or("<unset>").to_string());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "PersistentVolumeClaim" => (
+            strs(if wide {
+                vec!["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE", "VOLUMEMODE"]
+            } else {
+                vec!["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]
+            }),
+            objects
+                .iter()
+                .map(|c| {
+                    let phase = if crate::foundation::api::is_deleting(c) { "Terminating" } else { get_str(c, &["status", "phase"]).unwrap_or("") };
+                    let volume = get_str(c, &["spec", "volumeName"]).unwrap_or("").to_string();
+                    let (capacity, modes) = if volume.is_empty() {
+                        (String::new(), String::new())
+                    } else {
+                        (storage_quantity(get(c, &["status", "capacity", "storage"])), access_modes_string(c, &["status", "accessModes"]))
+                    };
+                    let class = crate::foundation::api::annotation(c, "volume.beta.kubernetes.io/storage-class")
+                        .or_else(|| get_str(c, &["spec", "storageClassName"]))
+                        .unwrap_or("")
+                        .to_string();
+                    let mut row = vec![
+                        name(c),
+                        phase.to_string(),
+                        volume,
+                        capacity,
+                        modes,
+                        class,
+                        get_str(c, &["spec", "volumeAttributesClassName"]).filter(|s| !s.is_empty()).unwrap_or("<unset>").to_string(),
+                        age(c),
+                    ];
+                    if wide {
+                        row.push(get_str(c, &["spec", "volumeMode"]).unwrap_or("<unset>").to_string());
+                    }
+                    row
+                })
+                .collect(),
+        ),
+        "StorageClass" => (
+            strs(vec!["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"]),
+            objects
+                .iter()
+                .map(|sc| {
+                    let mut n = name(sc);
+                    if is_default_class(sc) {
+                        n.push_str(" (default)");
+                    }
+                    vec![
+                        n,
+                        get_str(sc, &["provisioner"]).unwrap_or("").to_string(),
+                        get_str(sc, &["reclaimPolicy"]).unwrap_or("Delete").to_string(),
+                        get_str(sc, &["volumeBindingMode"]).unwrap_or("Immediate").to_string(),
+                        get(sc, &["allowVolumeExpansion"]).and_then(Value::as_bool).unwrap_or(false).to_string(),
+                        age(sc),
+                    ]
+                })
+                .collect(),
+        ),
         "Namespace" => (
             strs(vec!["NAME", "STATUS", "AGE"]),
             objects.iter().map(|n| vec![name(n), get_str(n, &["status", "phase"]).unwrap_or("Active").to_string(), age(n)]).collect(),
@@ -575,6 +678,47 @@ fn quota_row(q: &Value, name: String, age: String) -> Vec<String> {
         }
     }
     vec![name, age, request.join(", "), limit.join(", ")]
+}
+
+/// `helper.GetAccessModesAsString`: RWO, ROX, RWX, RWOP, in that order.
+pub fn access_modes_string(o: &Value, path: &[&str]) -> String {
+    let modes = crate::foundation::api::get_array(o, path);
+    let has = |m: &str| modes.iter().any(|x| x.as_str() == Some(m));
+    [("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"), ("ReadWriteOncePod", "RWOP")]
+        .iter()
+        .filter(|(m, _)| has(m))
+        .map(|(_, s)| *s)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A storage quantity as `Quantity.String()` prints it (empty when missing).
+pub fn storage_quantity(q: Option<&Value>) -> String {
+    match q {
+        Some(Value::String(s)) => crate::foundation::quantity::canonical(s.trim()),
+        Some(v) if !v.is_null() => crate::foundation::quantity::canonical(&v.to_string()),
+        _ => String::new(),
+    }
+}
+
+/// `GetPersistentVolumeClass`: the beta annotation, else `spec.storageClassName`.
+pub fn storage_class_of(v: &Value) -> String {
+    crate::foundation::api::annotation(v, "volume.beta.kubernetes.io/storage-class")
+        .or_else(|| get_str(v, &["spec", "storageClassName"]))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// `GetPersistentVolumeClaimClass`: the beta annotation, else `spec.storageClassName`.
+pub fn storage_class_of_claim(c: &Value) -> String {
+    storage_class_of(c)
+}
+
+/// `storageutil.IsDefaultAnnotation`.
+pub fn is_default_class(sc: &Value) -> bool {
+    ["storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class"]
+        .iter()
+        .any(|k| crate::foundation::api::annotation(sc, k) == Some("true"))
 }
 
 /// What a `Table` row carries besides its cells (`?includeObject=`).

@@ -46,6 +46,47 @@ impl Default for CsiDriverSpec {
     }
 }
 
+/// `ValidateCSIDriverName` (`pkg/apis/core/validation`): at most 63 characters,
+/// alphanumerics at both ends, dashes, dots and alphanumerics between.
+pub fn is_driver_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'.')
+}
+
+/// The CSIDriver object the driver's installation creates, as the API defaults it.
+pub fn csi_driver_object(d: &CsiDriverSpec) -> crate::foundation::value::Value {
+    crate::foundation::value::json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": d.name},
+        "spec": {
+            "attachRequired": d.attach_required,
+            "podInfoOnMount": false,
+            "requiresRepublish": false,
+            "storageCapacity": false,
+            "seLinuxMount": false,
+            "fsGroupPolicy": "ReadWriteOnceWithFSType",
+            "volumeLifecycleModes": ["Persistent"],
+        },
+    })
+}
+
+/// The `standard` StorageClass of the default cluster, as kind installs its own.
+pub fn default_storage_class(driver: &str) -> crate::foundation::value::Value {
+    crate::foundation::value::json!({
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "standard", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": driver,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    })
+}
+
 /// The name of a CSI volume as the attach/detach controller and the kubelet track it
 /// (`kubernetes.io/csi/<driver>^<volumeHandle>`): what `node.status.volumesAttached` and
 /// `volumesInUse` list.

@@ -1193,7 +1193,7 @@ mod tests {
                 "selector": {"matchLabels": {"app": "nginx"}},
                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
                 "template": {"metadata": {"labels": {"app": "nginx"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:1"}]}},
-                "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}})
+                "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}})
     }
 
     fn pod(set: &Value, ord: i64, rev: &str, phase: &str, ready: bool) -> Object {
