@@ -356,7 +356,7 @@ fn describe_shows_claims_volumes_and_classes_as_kubectl_does() {
     let out = kubectl(&mut c, &format!("describe pv pvc-{uid}"));
     let text = out.join("\n");
     for line in [
-        "Finalizers:        [external-provisioner.volume.kubernetes.io/finalizer kubernetes.io/pv-protection]",
+        "Finalizers:        [external-provisioner.volume.kubernetes.io/finalizer kubernetes.io/pv-protection external-attacher/disk-csi-kubeloop-dev]",
         "StorageClass:      fast",
         "Status:            Bound",
         "Claim:             default/data",
