@@ -88,6 +88,9 @@ pub fn heading(s: &Step, t: &Tally) -> (&'static str, &'static str) {
         (Flow::ReplicaSetController, "daemon-set-controller") => ("7 DaemonSet ctrl", "a Pod per node"),
         (Flow::ReplicaSetController, "job-controller") => ("7 Job ctrl", "Pods run to completion"),
         (Flow::ReplicaSetController, "replication-controller") => ("7 Replication ctrl", "creates Pods"),
+        (Flow::DeploymentController, "persistentvolume-controller") => ("6 PV controller", "binds claims to volumes"),
+        (Flow::DeploymentController, "csi-provisioner") => ("6 CSI provisioner", "creates volumes"),
+        (Flow::ReplicaSetController, "attachdetach-controller") => ("7 Attach/detach ctrl", "attaches volumes to nodes"),
         _ => (s.title, s.detail),
     }
 }
