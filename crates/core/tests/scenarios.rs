@@ -434,13 +434,15 @@ fn storage_binds_late_attaches_once_and_pins_a_rescheduled_pod_to_its_zone() {
     c.run_until(700_000);
     let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).flat_map(|o| o.output.clone()).collect::<Vec<_>>();
     // WaitForFirstConsumer: each claim was provisioned for the node its pod was given.
-    for (claim, pod) in [("data-db-0", "db-0"), ("data-db-1", "db-1")] {
+    for (claim, name) in [("data-db-0", "db-0"), ("data-db-1", "db-1")] {
         let cl = c.api.store.get_by(rid::PVC, "default", claim).expect("claim");
         let node = api::annotation(cl, "volume.kubernetes.io/selected-node").expect("selected node").to_string();
-        assert_eq!(get_str(&pod(&c, pod), &["spec", "nodeName"]), Some(node.as_str()));
+        assert_eq!(get_str(&pod(&c, name), &["spec", "nodeName"]), Some(node.as_str()));
     }
     assert!(out(&c, "get pvc,pv").iter().filter(|l| l.contains(" Bound ")).count() == 4);
-    assert!(events(&c, "FailedAttachVolume").iter().any(|m| m.starts_with("Multi-Attach error for volume \"pvc-") && m.ends_with("Volume is already used by pod(s) db-0")));
+    assert!(events(&c, "FailedAttachVolume")
+        .iter()
+        .any(|m| m.starts_with("Multi-Attach error for volume \"pvc-") && m.ends_with("Volume is already used by pod(s) db-0")));
     assert!(out(&c, "get pvc").iter().any(|l| l.starts_with("data-db-1   Terminating ")), "a claim in use stays Terminating");
     // The new db-0 cannot follow its disk out of the dead node's zone.
     let describe = out(&c, "describe pod db-0");
@@ -451,4 +453,3 @@ fn storage_binds_late_attaches_once_and_pins_a_rescheduled_pod_to_its_zone() {
     assert_eq!(get_str(&pod(&c, "db-0"), &["spec", "nodeName"]), Some("node-b"));
     golden("storage", &c);
 }
-
