@@ -639,3 +639,97 @@ fn workload_kinds_print_and_describe_as_the_real_kubectl_does() {
         assert_eq!(normal(&s.ok(&args)), normal(&ours), "describe {what}");
     }
 }
+
+const STORAGE: &str = "apiVersion: v1
+kind: PersistentVolume
+metadata: {name: task-pv-volume, labels: {type: local}}
+spec:
+  storageClassName: manual
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /mnt/data}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: task-pv-claim}
+spec:
+  storageClassName: manual
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 3Gi}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  containers:
+  - name: app
+    image: nginx:1.27
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: data}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop2}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop2}
+";
+
+#[test]
+fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
+    let s = Server::start("storage", &[]);
+    let out = s.run(&["apply", "-f", "-"], Some(STORAGE));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    s.until(&["get", "pvc", "data", "-o", "jsonpath={.status.phase}"], 90, |o| o == "Bound");
+    s.until(&["get", "pvc", "task-pv-claim", "-o", "jsonpath={.status.phase}"], 90, |o| o == "Bound");
+    s.until(&["get", "pod", "app", "-o", "jsonpath={.status.phase}"], 90, |o| o == "Running");
+    for cmd in ["get pv", "get pvc", "get sc", "get pv,pvc,sc", "get pvc -o wide", "get volumeattachments", "get csidrivers", "get ns"] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
+    // The events table's widths follow ages that moved between the two commands, and so
+    // does a repeated event's `(xN over AGE)`.
+    let normal = |text: &str| {
+        let text = without_ages(text);
+        let (head, events) = text.split_once("\nEvents:").unwrap_or((&text, ""));
+        let events: Vec<String> = events
+            .lines()
+            .map(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.iter().enumerate().map(|(i, w)| if i > 0 && words[i - 1] == "over" { "AGE)" } else { w }).collect::<Vec<_>>().join(" ")
+            })
+            .collect();
+        format!("{head}\nEvents:{}", events.join("\n")).trim_end().to_string()
+    };
+    for what in ["pvc task-pv-claim", "pvc data", "sc standard"] {
+        let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
+        assert_eq!(normal(&s.ok(&args)), normal(&s.terminal(&format!("describe {what}"))), "describe {what}");
+    }
+    // Deleting a namespace: what each prints, then the namespace Terminating, then gone.
+    let theirs = s.ok(&["delete", "ns", "shop", "--wait=false"]);
+    let ours = s.terminal("delete ns shop2 --wait=false");
+    assert_eq!(theirs.replace("shop", "NS"), ours.replace("shop2", "NS"));
+    s.until(&["get", "ns", "shop", "shop2", "-o", "jsonpath={.items[*].status.phase}"], 30, |o| o == "Terminating Terminating" || o.is_empty());
+    s.until(&["get", "ns", "-o", "name"], 90, |o| !o.contains("namespace/shop"));
+    for ns in ["shop", "shop2"] {
+        assert_eq!(s.fails(&["get", "ns", ns], None).trim(), s.terminal(&format!("get ns {ns}")).trim());
+    }
+}
