@@ -198,3 +198,31 @@ fn the_website_workload_examples_converge_as_their_pages_say() {
     let s = |f: &str| pdb["status"][f].as_i64();
     assert_eq!((s("expectedPods"), s("desiredHealthy"), s("currentHealthy"), s("disruptionsAllowed")), (Some(3), Some(2), Some(3), Some(1)));
 }
+
+#[test]
+fn the_website_persistent_volume_tutorial_binds_its_claim_and_serves_from_the_volume() {
+    use kubeloop_core::foundation::api::{get_str, rid};
+    // Configure a Pod to Use a PersistentVolume for Storage: a hostPath volume of class
+    // `manual` (no StorageClass object), a claim that binds to it at once, nginx serving it.
+    let mut c = run_examples(&["pods/storage/pv-volume.yaml", "pods/storage/pv-claim.yaml", "pods/storage/pv-pod.yaml"], 60_000);
+    let claim = c.api.store.get_by(rid::PVC, "default", "task-pv-claim").expect("claim");
+    assert_eq!(get_str(claim, &["spec", "volumeName"]), Some("task-pv-volume"));
+    assert_eq!(get_str(claim, &["status", "phase"]), Some("Bound"));
+    let pod = c.api.store.get_by(rid::POD, "default", "task-pv-pod").expect("pod");
+    assert_eq!(get_str(pod, &["status", "phase"]), Some("Running"));
+    assert_eq!(
+        kubectl(&mut c, "get pv task-pv-volume")[1].split_whitespace().collect::<Vec<_>>()[..7],
+        ["task-pv-volume", "10Gi", "RWO", "Retain", "Bound", "default/task-pv-claim", "manual"]
+    );
+    // The page writes index.html on the node; here a shell in the pod writes it.
+    kubectl(&mut c, "exec task-pv-pod -- sh -c 'echo Hello from Kubernetes storage > /usr/share/nginx/html/index.html'");
+    assert_eq!(kubectl(&mut c, "exec task-pv-pod -- curl -s http://localhost/"), ["Hello from Kubernetes storage"]);
+    // A new pod on the same claim sees the file: it lives on the volume, not in the container.
+    kubectl(&mut c, "delete pod task-pv-pod");
+    c.run_until(c.now + 60_000);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/kubernetes-website-examples");
+    let text = std::fs::read_to_string(root.join("pods/storage/pv-pod.yaml")).expect("example");
+    c.act(Credentials::Token("admin-token".into()), Action::Apply { text, file: "pv-pod.yaml".into() });
+    c.run_until(c.now + 60_000);
+    assert_eq!(kubectl(&mut c, "exec task-pv-pod -- cat /usr/share/nginx/html/index.html"), ["Hello from Kubernetes storage"]);
+}
