@@ -439,8 +439,10 @@ fn typed_clients_apply_and_maintenance() {
     let out = s.run(&["apply", "--validate=false", "-f", "-"], Some(&typo.replace("name: typo", "name: typo2")));
     assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
     // Status and binding subresources, and a SubjectAccessReview, as raw API calls.
-    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: manual}\nspec: {schedulerName: none, containers: [{name: c, image: \"nginx:1.25\"}]}\n";
-    s.run(&["apply", "-f", "-"], Some(pod));
+    // The quotas made above (`cpu=2`) now hold: a pod must say how much CPU it requests.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: manual}\nspec: {schedulerName: none, containers: [{name: c, image: \"nginx:1.25\", resources: {requests: {cpu: 100m}}}]}\n";
+    let out = s.run(&["apply", "-f", "-"], Some(pod));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let binding = s.dir.join("binding.json");
     std::fs::write(&binding, r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"manual"},"target":{"kind":"Node","name":"node-b"}}"#).unwrap();
     s.ok(&["create", "--raw", "/api/v1/namespaces/default/pods/manual/binding", "-f", binding.to_str().unwrap()]);

@@ -226,3 +226,63 @@ fn the_website_persistent_volume_tutorial_binds_its_claim_and_serves_from_the_vo
     c.run_until(c.now + 60_000);
     assert_eq!(kubectl(&mut c, "exec task-pv-pod -- cat /usr/share/nginx/html/index.html"), ["Hello from Kubernetes storage"]);
 }
+
+#[test]
+fn the_website_quota_and_limit_range_pages_converge() {
+    use kubeloop_core::foundation::api::rid;
+    use kubeloop_core::foundation::value::json;
+    // Configure Memory and CPU Quotas / Quotas for API Objects / Limit Priority Class
+    // consumption: each quota's status mirrors its hard limits and counts what is there.
+    let mut c = run_examples(
+        &[
+            "admin/resource/quota-mem-cpu.yaml",
+            "admin/resource/quota-objects.yaml",
+            "policy/priority-class-resourcequota.yaml",
+            "admin/resource/cpu-constraints.yaml",
+            "admin/resource/storagelimits.yaml",
+        ],
+        10_000,
+    );
+    let status = |c: &Cluster, name: &str| c.api.store.get_by(rid::RESOURCEQUOTA, "default", name).expect("quota")["status"].clone();
+    assert_eq!(
+        status(&c, "mem-cpu-demo"),
+        json!({"hard": {"limits.cpu": "2", "limits.memory": "2Gi", "requests.cpu": "1", "requests.memory": "1Gi"},
+            "used": {"limits.cpu": "0", "limits.memory": "0", "requests.cpu": "0", "requests.memory": "0"}})
+    );
+    assert_eq!(
+        status(&c, "object-quota-demo"),
+        json!({"hard": {"persistentvolumeclaims": "1", "services.loadbalancers": "2", "services.nodeports": "0"},
+            "used": {"persistentvolumeclaims": "0", "services.loadbalancers": "0", "services.nodeports": "0"}})
+    );
+    // A quota without hard limits tracks nothing.
+    assert_eq!(status(&c, "pods-cluster-services"), json!({}));
+    // The CPU constraints page: the LimitRange gets its defaults from max.
+    let lr = c.api.store.get_by(rid::LIMITRANGE, "default", "cpu-min-max-demo-lr").unwrap();
+    assert_eq!(lr["spec"]["limits"][0]["default"], json!({"cpu": "800m"}));
+    assert_eq!(lr["spec"]["limits"][0]["defaultRequest"], json!({"cpu": "800m"}));
+    // A pod without memory settings is refused by the compute quota, as the page warns.
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: quota-mem-cpu-demo}\nspec:\n  containers:\n  - {name: quota-mem-cpu-demo-ctr, image: nginx}\n";
+    let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: pod.into(), file: "pod.yaml".into() }).output;
+    assert_eq!(out, vec!["Error from server (Forbidden): error when creating \"pod.yaml\": pods \"quota-mem-cpu-demo\" is forbidden: failed quota: mem-cpu-demo: must specify limits.memory for: quota-mem-cpu-demo-ctr; requests.memory for: quota-mem-cpu-demo-ctr"]);
+    // Quotas for API objects: the second claim is over `persistentvolumeclaims: 1`.
+    let claim = |n: &str| {
+        format!("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: {n}}}\nspec:\n  storageClassName: manual\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n")
+    };
+    let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: claim("pvc-quota-demo"), file: "pvc.yaml".into() }).output;
+    // (Whether the storage loops warn about claims is theirs to say.)
+    assert!(out.concat().ends_with("persistentvolumeclaim/pvc-quota-demo created"), "{out:?}");
+    c.run_until(c.now + 5_000);
+    let out = c.act(Credentials::Token("admin-token".into()), Action::Apply { text: claim("pvc-quota-demo-2"), file: "pvc.yaml".into() }).output;
+    assert_eq!(out, vec!["Error from server (Forbidden): error when creating \"pvc.yaml\": persistentvolumeclaims \"pvc-quota-demo-2\" is forbidden: exceeded quota: object-quota-demo, requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1, limited: persistentvolumeclaims=1"]);
+    // The memory defaults page: a pod without settings gets the defaults.
+    let mut c = Cluster::new(Config { trace: false, ..Default::default() });
+    kubectl(&mut c, "create namespace default-mem-example");
+    c.run_until(2_000);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus/kubernetes-website-examples");
+    let text = std::fs::read_to_string(root.join("admin/resource/memory-defaults.yaml")).expect("example");
+    c.act(Credentials::Token("admin-token".into()), Action::Apply { text, file: "memory-defaults.yaml".into() });
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: default-mem-demo, namespace: default-mem-example}\nspec:\n  containers:\n  - {name: default-mem-demo-ctr, image: nginx}\n";
+    c.act(Credentials::Token("admin-token".into()), Action::Apply { text: pod.into(), file: "pod.yaml".into() });
+    let p = c.api.store.get_by(rid::POD, "default-mem-example", "default-mem-demo").expect("pod");
+    assert_eq!(p["spec"]["containers"][0]["resources"], json!({"limits": {"memory": "512Mi"}, "requests": {"memory": "256Mi"}}));
+}

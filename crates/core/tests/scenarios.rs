@@ -453,3 +453,27 @@ fn storage_binds_late_attaches_once_and_pins_a_rescheduled_pod_to_its_zone() {
     assert_eq!(get_str(&pod(&c, "db-0"), &["spec", "nodeName"]), Some("node-b"));
     golden("storage", &c);
 }
+
+#[test]
+fn a_quota_refuses_the_replica_that_does_not_fit() {
+    let (_, mut c) = load("quota.yaml");
+    c.run_to_quiet(3_600_000);
+    // Each pod gets the LimitRange's 400m request: two fit in the quota's one CPU.
+    let ps = pods(&c);
+    assert_eq!(ps.len(), 2);
+    assert!(ps.iter().all(|p| p["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "400m"));
+    let failed = events(&c, "FailedCreate");
+    assert!(!failed.is_empty());
+    assert!(
+        failed.iter().all(|m| m.starts_with("Error creating: pods \"web-")
+            && m.ends_with("\" is forbidden: exceeded quota: compute, requested: requests.cpu=400m, used: requests.cpu=800m, limited: requests.cpu=1")),
+        "{failed:?}"
+    );
+    let q = c.api.store.get_by(rid::RESOURCEQUOTA, "team-a", "compute").expect("quota");
+    assert_eq!(q["status"]["used"]["requests.cpu"], "800m");
+    assert_eq!(q["status"]["used"]["limits.memory"], "1Gi");
+    let out: Vec<&String> = c.outputs.iter().filter(|o| o.command.contains("quota")).flat_map(|o| o.output.iter()).collect();
+    assert!(out.iter().any(|l| l.contains("pods: 2/10, requests.cpu: 800m/1, requests.memory: 512Mi/1Gi")), "{out:?}");
+    assert!(out.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["requests.cpu", "800m", "1"]), "{out:?}");
+    golden("quota", &c);
+}

@@ -606,7 +606,17 @@ pub fn quota_status(quota: &Value, observed: &ResourceList) -> Option<Value> {
     // A hard limit written another way (`1000` for `1k`) is mirrored as the server prints it.
     let hard_json = list_json(&spec_hard);
     dirty = dirty || status_hard != Some(&hard_json);
-    dirty.then(|| json!({"hard": hard_json, "used": list_json(&used)}))
+    // Empty lists are not serialised (`omitempty`).
+    dirty.then(|| {
+        let mut st = Map::new();
+        if !spec_hard.is_empty() {
+            st.insert("hard", hard_json);
+        }
+        if !used.is_empty() {
+            st.insert("used", list_json(&used));
+        }
+        Value::Object(st)
+    })
 }
 
 #[cfg(test)]

@@ -182,9 +182,14 @@ pub fn status_from_counts(rs: &Value, c: Counts, available: i64, now: Millis, fa
     }
     let mut conds: Vec<Value> = get_array(rs, &["status", "conditions"]).iter().filter(|c| get_str(c, &["type"]) != Some("ReplicaFailure")).cloned().collect();
     if let Some((reason, msg)) = failure {
-        let prev = condition(rs, "ReplicaFailure").and_then(|c| c.get("lastTransitionTime")).cloned();
-        conds.push(json!({"type": "ReplicaFailure", "status": "True", "reason": reason, "message": msg,
-            "lastTransitionTime": prev.unwrap_or_else(|| json!(crate::foundation::sim::rfc3339(now)))}));
+        // `SetCondition`: a condition of the same status and reason stays as it is, message
+        // included (a refusal names a new generated pod each time; rewriting it would wake
+        // this loop again at once).
+        match condition(rs, "ReplicaFailure").filter(|c| get_str(c, &["status"]) == Some("True") && get_str(c, &["reason"]) == Some(reason)) {
+            Some(prev) => conds.push(prev.clone()),
+            None => conds.push(json!({"type": "ReplicaFailure", "status": "True", "reason": reason, "message": msg,
+                "lastTransitionTime": crate::foundation::sim::rfc3339(now)})),
+        }
     }
     if !conds.is_empty() {
         s["conditions"] = Value::Array(conds);
@@ -229,6 +234,8 @@ pub struct ReplicaSetController {
     expectations: BTreeMap<(String, String), Expectations>,
     queue: BTreeSet<(String, String)>,
     failures: BTreeMap<(String, String), (String, String)>,
+    /// Failed syncs in a row per key, for the work queue's exponential back-off.
+    retries: BTreeMap<(String, String), u32>,
     /// controller uid -> what its pods add up to
     counts: HashMap<String, Counts>,
     /// pod -> (owner uid, the contribution it made)
@@ -265,6 +272,7 @@ impl ReplicaSetController {
             expectations: BTreeMap::new(),
             queue: BTreeSet::new(),
             failures: BTreeMap::new(),
+            retries: BTreeMap::new(),
             counts: HashMap::new(),
             contributions: HashMap::new(),
             orphans: BTreeSet::new(),
@@ -623,12 +631,17 @@ impl ReplicaSetController {
                 if let Some(e) = self.expectations.get_mut(key) {
                     e.adds -= remaining as i64;
                 }
-                // Retry with the rate limiter's back-off.
-                cx.every(5000, format!("{}/{}", key.0, key.1));
+                // Retry with the work queue's back-off (`DefaultControllerRateLimiter`:
+                // 5ms doubling per failure, at most 1000s).
+                let n = self.retries.entry(key.clone()).or_insert(0);
+                let delay = (5u64 << (*n).min(20)).min(1_000_000);
+                *n += 1;
+                cx.every(delay as Millis, format!("{}/{}", key.0, key.1));
                 return failed;
             }
             batch *= 2;
         }
+        self.retries.remove(key);
         None
     }
 }
@@ -764,5 +777,12 @@ mod tests {
         assert_eq!(s["observedGeneration"], 2);
         let s = status(&rs, &[], 20_000, Some(("FailedCreate", "quota")));
         assert_eq!(s["conditions"][0]["reason"], "FailedCreate");
+        // The same failure again keeps the condition as it was (`SetCondition`): a refusal
+        // naming another generated pod does not rewrite the status.
+        let mut failed = rs.clone();
+        failed["status"] = s;
+        let again = status(&failed, &[], 40_000, Some(("FailedCreate", "quota, another pod")));
+        assert_eq!(again["conditions"][0]["message"], "quota");
+        assert_eq!(again["conditions"][0]["lastTransitionTime"], crate::foundation::sim::rfc3339(20_000));
     }
 }
