@@ -221,12 +221,13 @@ pub fn storage_object_in_use_protection(kind: &str, obj: &mut Value) {
 
 /// PersistentVolumeClaimResize (`plugin/pkg/admission/storage/persistentvolume/resize`): a
 /// Bound claim's storage request may grow only when its class (unchanged) allows
-/// volume expansion.
-pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<(), Status> {
+/// volume expansion. Whether it admitted a growing request (an expansion nothing in
+/// kubeloop carries out).
+pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<bool, Status> {
     if req.resource.kind != "PersistentVolumeClaim" || req.operation != "UPDATE" || !req.subresource.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
-    let (Some(new), Some(old)) = (req.object, req.old_object) else { return Ok(()) };
+    let (Some(new), Some(old)) = (req.object, req.old_object) else { return Ok(false) };
     let size = |o: &Value| {
         get(o, &["spec", "resources", "requests", "storage"])
             .and_then(|q| crate::foundation::quantity::parse(q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string()).trim()).ok())
@@ -234,7 +235,7 @@ pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<()
             .unwrap_or(0)
     };
     if size(new) <= size(old) || get_str(old, &["status", "phase"]) != Some("Bound") {
-        return Ok(());
+        return Ok(false);
     }
     let class = |o: &Value| {
         get_str(o, &["spec", "storageClassName"])
@@ -250,7 +251,7 @@ pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<()
             .and_then(|sc| crate::foundation::api::get_bool(sc, &["allowVolumeExpansion"]))
             .unwrap_or(false);
     if allowed {
-        return Ok(());
+        return Ok(true);
     }
     Err(Status::forbidden(
         req.resource,
