@@ -314,17 +314,12 @@ fn the_api_server_validates_storage_objects_with_upstream_messages() {
         )),
         "{out:?}"
     );
-    // A class that allows expansion admits the larger request, and kubeloop says plainly
-    // that no resizer acts on it.
+    // A class that allows expansion admits the larger request (tests/expansion.rs follows it).
     apply(&mut c, &(FAST.to_string() + &claim("grow", "1Gi", Some("fast"), "[ReadWriteOnce]")));
     c.run_until(c.now + 10_000);
     assert_eq!(phase(&pvc(&c, "grow")), "Bound");
     let out = apply(&mut c, &claim("grow", "2Gi", Some("fast"), "[ReadWriteOnce]"));
-    assert!(
-        out.iter().any(|l| l
-            .starts_with("Warning: kubeloop does not simulate volume expansion: persistentvolumeclaim \"grow\" is updated but its volume keeps its size\n")),
-        "{out:?}"
-    );
+    assert_eq!(out, ["persistentvolumeclaim/grow configured"]);
     // StorageClass fields that may not change.
     let out = apply(
         &mut c,

@@ -221,8 +221,7 @@ pub fn storage_object_in_use_protection(kind: &str, obj: &mut Value) {
 
 /// PersistentVolumeClaimResize (`plugin/pkg/admission/storage/persistentvolume/resize`): a
 /// Bound claim's storage request may grow only when its class (unchanged) allows
-/// volume expansion. Whether it admitted a growing request (an expansion nothing in
-/// kubeloop carries out).
+/// volume expansion. Whether it admitted a growing request.
 pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<bool, Status> {
     if req.resource.kind != "PersistentVolumeClaim" || req.operation != "UPDATE" || !req.subresource.is_empty() {
         return Ok(false);

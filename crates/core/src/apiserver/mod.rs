@@ -633,10 +633,7 @@ impl ApiServer {
         dry: bool,
     ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
-        if admission::persistent_volume_claim_resize(&self.store, &req)? {
-            // No external-resizer runs here: say so rather than accept and do nothing.
-            self.warnings.push(format!("kubeloop does not simulate volume expansion: persistentvolumeclaim {name:?} is updated but its volume keeps its size"));
-        }
+        admission::persistent_volume_claim_resize(&self.store, &req)?;
         let mut v = Verdict::default();
         // The plugins' order of `AllOrderedPlugins`: LimitRanger, the policies and
         // webhooks, then ResourceQuota, which charges what was admitted.

@@ -258,6 +258,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "persistent-volume-binder",
     "pvc-protection-controller",
     "pv-protection-controller",
+    "expand-controller",
 ];
 
 /// The kube-system service account of the simulated CSI drivers' controller side (their
@@ -552,6 +553,18 @@ pub fn bootstrap_policy() -> Vec<Value> {
         cluster_role(
             "system:controller:pv-protection-controller",
             vec![rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "update"]), event_rule()],
+        ),
+        cluster_role(
+            "system:controller:expand-controller",
+            vec![
+                rule(&[""], &["persistentvolumes"], &["get", "list", "watch", "update", "patch"]),
+                rule(&[""], &["persistentvolumeclaims/status"], &["update", "patch"]),
+                rule(&[""], &["persistentvolumeclaims"], &["get", "list", "watch"]),
+                rule(&["storage.k8s.io"], &["storageclasses"], &["get", "list", "watch"]),
+                rule(&[""], &["services", "endpoints"], &["get"]),
+                rule(&[""], &["secrets"], &["get"]),
+                event_rule(),
+            ],
         ),
         cluster_role(
             "external-provisioner-runner",

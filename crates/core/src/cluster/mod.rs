@@ -212,6 +212,8 @@ impl Cluster {
             Box::new(crate::loops::controllers::protection::PvcProtectionController::new()),
             Box::new(crate::loops::controllers::protection::PvProtectionController::new()),
             Box::new(crate::loops::controllers::provisioner::CsiProvisioner::new(&config.storage_drivers)),
+            Box::new(crate::loops::controllers::expand::ExpandController::new()),
+            Box::new(crate::loops::controllers::resizer::CsiResizer::new(&config.storage_drivers)),
         ];
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {

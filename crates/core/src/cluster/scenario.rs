@@ -30,6 +30,8 @@
 //!   mountSeconds: 0.5             # NodeStage and NodePublish (default 0.5)
 //!   zonal: true                   # volumes live in one zone (default true)
 //!   attachRequired: true          # CSIDriver attachRequired (default true)
+//!   expandSeconds: 2              # ControllerExpandVolume (default 2)
+//!   nodeExpansionRequired: true   # the kubelet grows the file system after (default true)
 //! ```
 //!
 //! An image may carry a load, what its containers use besides what they really do (busy
@@ -192,7 +194,12 @@ fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> 
             return Err(format!("{at}.name: Duplicate value: {name:?}"));
         }
         let mut spec = CsiDriverSpec::disk(name);
-        for (key, slot) in [("provisionSeconds", &mut spec.provision_ms), ("attachSeconds", &mut spec.attach_ms), ("mountSeconds", &mut spec.mount_ms)] {
+        for (key, slot) in [
+            ("provisionSeconds", &mut spec.provision_ms),
+            ("attachSeconds", &mut spec.attach_ms),
+            ("mountSeconds", &mut spec.mount_ms),
+            ("expandSeconds", &mut spec.expand_ms),
+        ] {
             match d.get(key) {
                 None | Some(Value::Null) => {}
                 Some(Value::Number(n)) if n.as_f64().is_some_and(|f| (0.0..=86_400.0).contains(&f)) => *slot = (n.as_f64().unwrap_or(0.0) * 1000.0) as u64,
@@ -200,7 +207,9 @@ fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> 
                 Some(other) => return Err(format!("{at}.{key}: Invalid value: {other}: must be a number of seconds between 0 and 86400")),
             }
         }
-        for (key, slot) in [("zonal", &mut spec.zonal), ("attachRequired", &mut spec.attach_required)] {
+        for (key, slot) in
+            [("zonal", &mut spec.zonal), ("attachRequired", &mut spec.attach_required), ("nodeExpansionRequired", &mut spec.node_expansion_required)]
+        {
             match d.get(key) {
                 None | Some(Value::Null) => {}
                 Some(Value::Bool(b)) => *slot = *b,
@@ -371,6 +380,9 @@ mod tests {
         assert!(sc.errors.is_empty(), "{:?}", sc.errors);
         let d = &sc.storage_drivers.as_ref().unwrap()[0];
         assert_eq!((d.provision_ms, d.attach_ms, d.mount_ms, d.zonal, d.attach_required), (10_000, 2_000, 1_500, false, false));
+        assert_eq!((d.expand_ms, d.node_expansion_required), (2_000, true), "defaults");
+        let d = read("[{name: a, expandSeconds: 30, nodeExpansionRequired: false}]").storage_drivers.unwrap().remove(0);
+        assert_eq!((d.expand_ms, d.node_expansion_required), (30_000, false));
         assert_eq!(sc.config(None, false).storage_drivers, *sc.storage_drivers.as_ref().unwrap());
         assert_eq!(Scenario::default().config(None, false).storage_drivers, vec![CsiDriverSpec::default()], "the default driver otherwise");
         assert_eq!(read("[{provisionSeconds: 1}]").errors, vec!["s.yaml:1: spec.storageDrivers[0].name is required"]);

@@ -1,7 +1,9 @@
 //! What the PV controller and the scheduler's VolumeBinding plugin both ask of claims and
 //! volumes (`k8s.io/component-helpers/storage/volume`: `pv_helpers.go`, `helpers.go`): a
 //! claim's and a volume's class, whether a volume is bound to a claim, its node affinity,
-//! and the best matching volume for a claim.
+//! and the best matching volume for a claim; and what the expand controller, the
+//! external-resizer and the kubelet share about growing a claim (`resize_util.go` in
+//! `pkg/volume/util` and external-resizer's `pkg/util`).
 
 use crate::foundation::api::{self, get, get_array, get_str};
 use crate::foundation::labels::{node_selector_term_matches, selector_matches};
@@ -124,6 +126,66 @@ pub fn find_matching_volume<'a>(
         }
     }
     best.map(|(pv, _)| pv)
+}
+
+// ---- expansion -------------------------------------------------------------------
+
+/// `status.allocatedResourceStatuses["storage"]` while the resizer grows the disk.
+pub const CONTROLLER_RESIZE_IN_PROGRESS: &str = "ControllerResizeInProgress";
+/// ... after it refused the size for good (`InvalidArgument`, `OutOfRange`, `NotFound`).
+pub const CONTROLLER_RESIZE_INFEASIBLE: &str = "ControllerResizeInfeasible";
+/// ... once the disk has grown and the file system on the node must follow.
+pub const NODE_RESIZE_PENDING: &str = "NodeResizePending";
+/// ... while the kubelet runs NodeExpandVolume.
+pub const NODE_RESIZE_IN_PROGRESS: &str = "NodeResizeInProgress";
+/// The claim conditions of a resize (`PersistentVolumeClaimConditionType`).
+pub const RESIZE_CONDITIONS: [&str; 4] = ["Resizing", "FileSystemResizePending", "ControllerResizeError", "NodeResizeError"];
+
+/// A storage size in milli-units (`resource.Quantity` of a claim or volume field).
+pub fn storage_size(v: &Value, path: &[&str]) -> Option<i64> {
+    get(v, path).and_then(value_milli)
+}
+
+/// `allocatedResourceStatuses["storage"]` of a claim.
+pub fn resize_status(claim: &Value) -> Option<&str> {
+    get_str(claim, &["status", "allocatedResourceStatuses", "storage"])
+}
+
+/// The claim's disk has grown and the file system on the node must follow
+/// (`allocatedResourceStatuses.storage` is `NodeResizePending` or `NodeResizeInProgress`).
+pub fn awaits_node_expansion(claim: &Value) -> bool {
+    matches!(resize_status(claim), Some(NODE_RESIZE_PENDING | NODE_RESIZE_IN_PROGRESS))
+}
+
+/// `pvcNeedResize`: a Bound claim with a volume that asks for more than its capacity.
+pub fn claim_needs_resize(claim: &Value) -> bool {
+    let bound = get_str(claim, &["status", "phase"]) == Some("Bound") && !get_str(claim, &["spec", "volumeName"]).unwrap_or("").is_empty();
+    let want = storage_size(claim, &["spec", "resources", "requests", "storage"]);
+    let have = storage_size(claim, &["status", "capacity", "storage"]).unwrap_or(0);
+    bound && want.is_some_and(|w| w > have)
+}
+
+/// A claim's `status` with `conditions` set to those it keeps plus `add` (each resize
+/// condition type at most once; `lastTransitionTime` kept when the type was already there).
+pub fn with_resize_condition(claim: &Value, keep_old: bool, add: Option<(&str, &str, &str)>) -> Vec<Value> {
+    let mut out: Vec<Value> = api::get_array(claim, &["status", "conditions"])
+        .iter()
+        .filter(|c| {
+            let t = get_str(c, &["type"]).unwrap_or("");
+            !RESIZE_CONDITIONS.contains(&t) || (keep_old && add.is_none_or(|(a, _, _)| a != t))
+        })
+        .cloned()
+        .collect();
+    if let Some((ty, message, now)) = add {
+        let old = api::get_array(claim, &["status", "conditions"]).iter().find(|c| get_str(c, &["type"]) == Some(ty));
+        let since = old.and_then(|c| get_str(c, &["lastTransitionTime"])).unwrap_or(now);
+        let mut c = crate::foundation::value::json!({"type": ty, "status": "True", "lastProbeTime": null, "lastTransitionTime": since});
+        if !message.is_empty() {
+            c["message"] = Value::String(message.into());
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

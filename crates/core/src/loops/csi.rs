@@ -31,12 +31,26 @@ pub struct CsiDriverSpec {
     pub zonal: bool,
     /// Volumes must be attached to a node before they are mounted (CSIDriver `attachRequired`).
     pub attach_required: bool,
+    /// How long ControllerExpandVolume (growing the disk) takes.
+    pub expand_ms: Millis,
+    /// ControllerExpandVolume answers `node_expansion_required`: the file system on the
+    /// node must be grown too (NodeExpandVolume, by the kubelet that mounts it).
+    pub node_expansion_required: bool,
 }
 
 impl CsiDriverSpec {
     /// A zonal block-storage driver like a cloud's disks.
     pub fn disk(name: &str) -> Self {
-        CsiDriverSpec { name: name.to_string(), provision_ms: 3000, attach_ms: 2000, mount_ms: 500, zonal: true, attach_required: true }
+        CsiDriverSpec {
+            name: name.to_string(),
+            provision_ms: 3000,
+            attach_ms: 2000,
+            mount_ms: 500,
+            zonal: true,
+            attach_required: true,
+            expand_ms: 2000,
+            node_expansion_required: true,
+        }
     }
 }
 

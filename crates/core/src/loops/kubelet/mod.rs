@@ -14,6 +14,7 @@
 use crate::apiserver::ExecOutput;
 use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
+mod expand;
 pub mod node;
 pub mod registry;
 pub mod runtime;
@@ -230,6 +231,8 @@ struct PodRt {
     ready_reported: bool,
     /// The pod as this kubelet last wrote it (the informer may not have seen it yet).
     last_written: Option<Object>,
+    /// Claims whose file systems this pod's next periodic sync grows (NodeExpandVolume).
+    resize_due: BTreeSet<String>,
 }
 
 struct Node {
@@ -398,7 +401,14 @@ impl Kubelets {
         // attach/detach controller lists in node status.
         let mut storage_changed =
             nodes.deltas.iter().any(|d| d.old.as_ref().and_then(|o| get(o, &["status", "volumesAttached"])) != get(&d.object, &["status", "volumesAttached"]));
-        storage_changed |= !self.pvcs.sync(&cx.api.store).deltas.is_empty();
+        let claims = self.pvcs.sync(&cx.api.store);
+        storage_changed |= !claims.deltas.is_empty();
+        let resized: BTreeSet<Key> = claims
+            .deltas
+            .iter()
+            .filter(|d| d.kind != EventType::Deleted && crate::foundation::volume::awaits_node_expansion(&d.object))
+            .map(|d| api::queue_key(&d.object))
+            .collect();
         storage_changed |= !self.csidrivers.sync(&cx.api.store).deltas.is_empty();
         for d in self.pvs.sync(&cx.api.store).deltas {
             storage_changed = true;
@@ -440,6 +450,9 @@ impl Kubelets {
         }
         if storage_changed {
             self.resume_attach_waits(cx, None);
+        }
+        if !resized.is_empty() {
+            self.schedule_node_expansion(cx, &resized);
         }
     }
 
@@ -568,6 +581,7 @@ impl Kubelets {
             epoch: self.epoch,
             ready_reported: false,
             last_written: None,
+            resize_due: BTreeSet::new(),
         };
         let node = &mut self.nodes[ni];
         node.pods.insert(key.clone(), rt);
@@ -845,6 +859,13 @@ impl Kubelets {
                 rt.stage = Stage::Sandbox;
                 cx.after(300, Self::timer_key(&node_name, key, epoch, "sandbox"));
                 cx.trace(Flow::Runtime, "volumes", obj, "ok", "", format!("{} volume(s) mounted", get_array(&pod, &["spec", "volumes"]).len()));
+                // A claim whose disk grew while no pod had it mounted: the file system
+                // follows as the volume is mounted.
+                for v in get_array(&pod, &["spec", "volumes"]) {
+                    if let Some(claim) = get_str(v, &["persistentVolumeClaim", "claimName"]) {
+                        self.node_expand(cx, ni, key, claim);
+                    }
+                }
             }
             Stage::Sandbox => {}
             Stage::Containers => self.run_containers(cx, ni, key, &pod),
@@ -2403,6 +2424,13 @@ impl Controller for Kubelets {
                 }
             }
             "stopped" => self.stopped(cx, ni, &pk),
+            "expand" => {
+                let claim = action.get(1).copied().unwrap_or("");
+                if let Some(rt) = self.nodes[ni].pods.get_mut(&pk) {
+                    rt.resize_due.remove(claim);
+                }
+                self.node_expand(cx, ni, &pk, claim);
+            }
             _ => {}
         }
     }
