@@ -642,7 +642,22 @@ fn workload_kinds_print_and_describe_as_the_real_kubectl_does() {
     }
 }
 
-const STORAGE: &str = "apiVersion: v1
+const STORAGE: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: resizable}
+provisioner: disk.csi.kubeloop.dev
+volumeBindingMode: Immediate
+allowVolumeExpansion: true
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: grow}
+spec:
+  storageClassName: resizable
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
 kind: PersistentVolume
 metadata: {name: task-pv-volume, labels: {type: local}}
 spec:
@@ -725,6 +740,19 @@ fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
         let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
         assert_eq!(normal(&s.ok(&args)), normal(&s.terminal(&format!("describe {what}"))), "describe {what}");
     }
+    // A claim grown while no pod mounts it: the disk is larger, the claim waits for a
+    // node to grow its file system, with its resize conditions.
+    s.until(&["get", "pvc", "grow", "-o", "jsonpath={.status.phase}"], 90, |o| o == "Bound");
+    let patched = s.ok(&["patch", "pvc", "grow", "-p", r#"{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}"#]);
+    assert_eq!(patched.trim(), "persistentvolumeclaim/grow patched");
+    s.until(&["get", "pvc", "grow", "-o", "jsonpath={.status.allocatedResourceStatuses.storage}"], 90, |o| o == "NodeResizePending");
+    for cmd in ["get pvc grow", "get pv"] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.ok(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
+    let described = s.ok(&["describe", "pvc", "grow"]);
+    assert!(described.contains("\nConditions:\n") && described.contains("FileSystemResizePending"), "{described}");
+    assert_eq!(normal(&described), normal(&s.terminal("describe pvc grow")), "describe pvc grow");
     // Deleting a namespace: what each prints, then the namespace Terminating, then gone.
     let theirs = s.ok(&["delete", "ns", "shop", "--wait=false"]);
     let ours = s.terminal("delete ns shop2 --wait=false");

@@ -477,3 +477,27 @@ fn a_quota_refuses_the_replica_that_does_not_fit() {
     assert!(out.iter().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["requests.cpu", "800m", "1"]), "{out:?}");
     golden("quota", &c);
 }
+
+#[test]
+fn a_claim_grows_in_two_loops_disk_then_file_system() {
+    let (_, mut c) = load("expansion.yaml");
+    c.run_until(310_000);
+    let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).map(|o| o.output.clone()).collect::<Vec<_>>();
+    let cap = |lines: &[String]| lines.get(1).and_then(|l| l.split_whitespace().nth(3)).unwrap_or("").to_string();
+    // The disk grew at once, the claim only once the kubelet grew the file system.
+    let gets = out(&c, "get pvc data");
+    assert_eq!(gets.iter().map(|g| cap(g)).collect::<Vec<_>>(), ["1Gi", "2Gi", "4Gi"], "{gets:?}");
+    assert!(out(&c, "get pv")[0].iter().any(|l| l.contains(" 2Gi ") && l.contains("default/data")));
+    let described = out(&c, "describe pvc data");
+    assert!(described[0].iter().any(|l| l.starts_with("  FileSystemResizePending ")), "{:?}", described[0]);
+    assert!(described[1]
+        .iter()
+        .any(|l| l.contains("VolumeResizeFailed") && l.contains("by resizer \"disk.csi.kubeloop.dev\" failed: rpc error: code = Unavailable")));
+    // The default class does not allow expansion; no claim shrinks below its capacity.
+    let fixed = out(&c, "patch pvc fixed -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"2Gi\"}}}}'").concat();
+    assert!(fixed[0].contains("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"), "{fixed:?}");
+    let shrink = out(&c, "patch pvc data -p '{\"spec\":{\"resources\":{\"requests\":{\"storage\":\"1Gi\"}}}}'").concat();
+    assert!(shrink[0].ends_with("spec.resources.requests.storage: Forbidden: field can not be less than status.capacity"), "{shrink:?}");
+    assert!(events(&c, "FileSystemResizeSuccessful").len() >= 2);
+    golden("expansion", &c);
+}

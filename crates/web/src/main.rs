@@ -791,6 +791,12 @@ impl App {
                 Some(pv) => {
                     parts.push(format!("→ {}", api::name(pv)));
                     parts.extend(describe_pv(pv));
+                    // An expansion under way: the disk first (resizer), then the file system (kubelet).
+                    if let Some(step) = kubeloop_core::foundation::volume::resize_status(c) {
+                        let to = get_str(c, &["status", "allocatedResources", "storage"]).unwrap_or("");
+                        let claim = get_str(c, &["status", "capacity", "storage"]).unwrap_or("");
+                        parts.push(format!("growing {claim} → {to}: {step}"));
+                    }
                 }
                 None => parts.push(format!("class {}", get_str(c, &["spec", "storageClassName"]).unwrap_or("<none>"))),
             }

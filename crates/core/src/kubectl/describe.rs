@@ -1335,7 +1335,7 @@ pub fn persistent_volume_claim(c: &Value, users: &[&Value], events: &[&Value], n
         for cd in conds {
             let t = |k: &str| get_str(cd, &[k]).map(rfc1123z).unwrap_or_else(|| "Mon, 01 Jan 0001 00:00:00 +0000".into());
             o.push_str(&format!(
-                "  {} \t{} \t{} \t{} \t{} \t{} \n",
+                "  {} \t{} \t{} \t{} \t{} \t{}\n",
                 get_str(cd, &["type"]).unwrap_or(""),
                 get_str(cd, &["status"]).unwrap_or(""),
                 t("lastProbeTime"),
