@@ -2,8 +2,12 @@
 //! (`pkg/controller/nodelifecycle/node_lifecycle_controller.go`,
 //! `pkg/controller/tainteviction/taint_eviction.go`).
 //!
-//! Every 5s (`--node-monitor-period`) the lifecycle controller compares each node's last
-//! heartbeat (its Lease, or the Ready condition) with the 50s grace period; a silent node's
+//! Every 5s (`--node-monitor-period`) the lifecycle controller looks at each node's last
+//! heartbeat (its Lease, or the Ready condition) and, as upstream's `nodeHealthMap`, notes
+//! by its own clock when it last saw that heartbeat change (`probeTimestamp`); a node not
+//! seen to change for the 50s grace period is silent. A controller that starts (or
+//! restarts after losing its leader lease) gives every node a fresh grace period, so that
+//! the stale leases it finds after an API server outage do not condemn every node. A silent node's
 //! conditions go Unknown, it gets the `unreachable` NoSchedule and NoExecute taints, and its
 //! pods are marked not Ready. The taint eviction controller deletes pods on NoExecute-tainted
 //! nodes when their tolerations run out (300s by default, added by DefaultTolerationSeconds),
@@ -20,7 +24,7 @@ use crate::loops::events::Source;
 use crate::loops::informer::Informer;
 use crate::loops::scheduler::tolerates;
 use crate::loops::{req_as, Controller, Cx};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const GRACE: Millis = 50_000;
 pub const MONITOR_PERIOD: Millis = 5_000;
@@ -34,6 +38,8 @@ pub struct NodeLifecycleController {
     leases: Informer,
     pods: Informer,
     started: bool,
+    /// Per node: the last heartbeat seen and when this controller saw it change.
+    probes: BTreeMap<String, (Millis, Millis)>,
 }
 
 impl Default for NodeLifecycleController {
@@ -62,7 +68,17 @@ impl NodeLifecycleController {
             leases: Informer::new(rid::LEASE),
             pods: Informer::new(rid::POD),
             started: false,
+            probes: BTreeMap::new(),
         }
+    }
+
+    /// `probeTimestamp`: when a change of the node's heartbeat was last observed.
+    fn probe(&mut self, now: Millis, name: &str, heartbeat: Millis) -> Millis {
+        let e = self.probes.entry(name.to_string()).or_insert((heartbeat, now));
+        if heartbeat > e.0 {
+            *e = (heartbeat, now);
+        }
+        e.1
     }
 
     fn creds(&self) -> Credentials {
@@ -78,8 +94,9 @@ impl NodeLifecycleController {
             let name = api::name(&node).to_string();
             let lease = self.leases.get("kube-node-lease", &name);
             let last = last_heartbeat(&node, lease);
+            let probed = self.probe(cx.now, &name, last);
             let mut node = node;
-            if cx.now > last + GRACE && ready_status(&node) != "Unknown" {
+            if cx.now > probed + GRACE && ready_status(&node) != "Unknown" {
                 node = self.mark_unknown(cx, &node, &name);
             }
             self.reconcile_taints(cx, &node, &name);
@@ -103,7 +120,11 @@ impl NodeLifecycleController {
         if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
             m.remove("resourceVersion");
         }
-        let stored = cx.api.handle(req_as(Request::update(rid::NODE, "", name, body, self.creds()).with_sub("status"), "node-controller", &self.user));
+        let stored = match cx.api.handle(req_as(Request::update(rid::NODE, "", name, body, self.creds()).with_sub("status"), "node-controller", &self.user)) {
+            Ok(s) => s,
+            // Not written (the API server is unreachable): tried again at the next period.
+            Err(_) => return node.clone(),
+        };
         cx.trace(
             Flow::NodeError,
             "node-lifecycle",
@@ -138,7 +159,7 @@ impl NodeLifecycleController {
             ));
             cx.event(&self.source, &p, None, "Warning", "NodeNotReady", "Node is not ready", None);
         }
-        stored.unwrap_or_else(|_| node.clone())
+        stored
     }
 
     fn reconcile_taints(&mut self, cx: &mut Cx, node: &Object, name: &str) {
@@ -219,7 +240,8 @@ impl Controller for NodeLifecycleController {
         // A silent node whose grace period has not yet run out will change state.
         self.nodes.list(None).any(|n| {
             let last = last_heartbeat(n, self.leases.get("kube-node-lease", api::name(n)));
-            ready_status(n) != "Unknown" && now > last + 15_000
+            let probed = self.probes.get(api::name(n)).filter(|(seen, _)| *seen >= last).map(|(_, at)| *at).unwrap_or(last);
+            ready_status(n) != "Unknown" && now > probed + 15_000
         })
     }
     fn restart(&mut self) {
