@@ -501,3 +501,35 @@ fn a_claim_grows_in_two_loops_disk_then_file_system() {
     assert!(events(&c, "FileSystemResizeSuccessful").len() >= 2);
     golden("expansion", &c);
 }
+
+#[test]
+fn the_data_plane_keeps_running_while_the_control_plane_is_down() {
+    let (_, mut c) = load("control-plane-outage.yaml");
+    c.run_until(800_000);
+    let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == format!("kubectl {cmd}")).map(|o| o.output.clone()).collect::<Vec<_>>();
+    let refused = "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?";
+    assert_eq!(out(&c, "get pods")[0], [refused]);
+    assert_eq!(out(&c, "scale deployment web --replicas=5")[0], [refused]);
+    // The pods kept running through the outage, and no one noticed node-c dying until the
+    // restarted node lifecycle controller's fresh grace period ran out.
+    let after = &out(&c, "get pods -o wide")[1];
+    assert_eq!(after.iter().filter(|l| l.contains(" Running ")).count(), 3, "{after:?}");
+    assert!(out(&c, "get nodes")[0].iter().any(|l| l.starts_with("node-c ") && l.contains(" Ready ")), "still Ready right after the outage");
+    assert!(out(&c, "get nodes")[1].iter().any(|l| l.starts_with("node-c ") && l.contains(" NotReady ")));
+    let not_ready: Vec<u64> =
+        c.api.trace.records.iter().filter(|r| r.stage == "node-lifecycle" && r.message.starts_with("no heartbeat from node-c")).map(|r| r.t).collect();
+    assert!(not_ready.first().is_some_and(|t| *t >= 180_000 + 50_000), "{not_ready:?}");
+    assert!(c.api.trace.records.iter().any(|r| r.stage == "leader-election" && r.t == 180_000));
+    // Only node-a, node-b and node-c's three pods ran: the Service kept its endpoints.
+    assert!(c.api.trace.records.iter().any(|r| r.message == "EndpointSlice web-z68bq updated: 2 ready endpoint(s)" && r.t > 230_000));
+    // etcd down: the API server answers, with a timeout.
+    let timeout = "Error from server (Timeout): Timeout: request did not complete within requested timeout - context deadline exceeded";
+    assert_eq!(out(&c, "get pods")[1], [timeout]);
+    assert_eq!(out(&c, "scale deployment web --replicas=4"), [vec![timeout.to_string()], vec!["deployment.apps/web scaled".to_string()]]);
+    // kube-controller-manager down: deleted pods are not replaced, and the Deployment's
+    // status, which no one updates, still says 4/4.
+    assert!(out(&c, "get deployment web")[0][1].starts_with("web    4/4 "));
+    assert_eq!(out(&c, "get pods")[2].iter().filter(|l| l.contains(" Running ")).count(), 0);
+    assert_eq!(out(&c, "get pods")[3].iter().filter(|l| l.contains(" Running ")).count(), 4);
+    golden("control-plane-outage", &c);
+}

@@ -112,7 +112,32 @@ fn arrow(x1: i32, y1: i32, x2: i32, y2: i32, class: &'static str) -> Html {
     html! { <line x1={x1.to_string()} y1={y1.to_string()} x2={x2.to_string()} y2={y2.to_string()} class={class} marker-end="url(#arrow)" /> }
 }
 
-pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<Flow>) -> Html {
+/// Which parts of the control plane are down: the diagram shows their steps refusing
+/// (red) and the loops behind them idle.
+#[derive(Clone, Copy, Default, PartialEq)]
+pub struct Outage {
+    pub api_server: bool,
+    pub etcd: bool,
+}
+
+impl Outage {
+    /// A step that cannot be crossed now, and what it says instead.
+    fn down(&self, flow: Flow) -> Option<&'static str> {
+        let n: u8 = flow.as_str().parse().unwrap_or(0);
+        match (self.api_server, self.etcd) {
+            (true, _) if (1..=5).contains(&n) => Some(if n == 1 { "connection refused" } else { "API server down" }),
+            (false, true) if n == 5 => Some("etcd down: timeouts"),
+            _ => None,
+        }
+    }
+    /// The loops: they keep running, but see and write nothing.
+    fn idle(&self, flow: Flow) -> bool {
+        let n: u8 = flow.as_str().parse().unwrap_or(0);
+        (self.api_server || self.etcd) && (6..=11).contains(&n)
+    }
+}
+
+pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, outage: Outage, on_select: Callback<Flow>) -> Html {
     let mut arrows = Vec::new();
     // Along the happy path, box to box.
     for w in STEPS[..11].windows(2) {
@@ -150,6 +175,12 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
         if selected == Some(s.flow) {
             class.push("selected");
         }
+        let down = outage.down(s.flow);
+        if down.is_some() {
+            class.push("down");
+        } else if outage.idle(s.flow) {
+            class.push("idle");
+        }
         let flow = s.flow;
         let onclick = on_select.reform(move |_| flow);
         let on_key = on_select.clone();
@@ -161,6 +192,7 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, on_select: Callback<F
         });
         let count = if t.records == 0 { String::new() } else { format!("{} objects · {} records", t.objects.len(), t.records) };
         let (title, detail) = heading(s, t);
+        let detail = down.unwrap_or(detail);
         let label = format!("{title}: {detail}. {}", if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
         let latest = t.latest.as_ref().map(|(o, m)| if o.is_empty() { m.clone() } else { format!("{o}: {m}") }).unwrap_or_default();
         html! {
@@ -198,19 +230,43 @@ mod tests {
     #[derive(Properties, PartialEq)]
     struct Props {
         tallies: [Tally; 14],
+        outage: Outage,
     }
 
     #[function_component]
     fn Diagram(p: &Props) -> Html {
-        view(&p.tallies, Some(Flow::Denied), Callback::noop())
+        view(&p.tallies, Some(Flow::Denied), p.outage, Callback::noop())
     }
 
     fn render(tallies: [Tally; 14]) -> web_sys::Element {
+        render_with(tallies, Outage::default())
+    }
+
+    fn render_with(tallies: [Tally; 14], outage: Outage) -> web_sys::Element {
         let document = web_sys::window().unwrap().document().unwrap();
         let root = document.create_element("div").unwrap();
         document.body().unwrap().append_child(&root).unwrap();
-        yew::Renderer::<Diagram>::with_root_and_props(root.clone(), Props { tallies }).render();
+        yew::Renderer::<Diagram>::with_root_and_props(root.clone(), Props { tallies, outage }).render();
         root
+    }
+
+    #[wasm_bindgen_test]
+    async fn an_outage_turns_the_api_server_steps_red_and_the_loops_idle() {
+        let root = render_with(Default::default(), Outage { api_server: true, etcd: false });
+        settle().await;
+        let class = |f: &str| root.query_selector(&format!("[data-flow=\"{f}\"]")).unwrap().unwrap().get_attribute("class").unwrap();
+        for f in ["1", "2", "3", "4", "5"] {
+            assert!(class(f).contains("down"), "step {f}: {}", class(f));
+        }
+        for f in ["6", "8", "9", "11"] {
+            assert!(class(f).contains("idle") && !class(f).contains("down"), "step {f}: {}", class(f));
+        }
+        assert!(root.text_content().unwrap().contains("connection refused"));
+        let etcd = render_with(Default::default(), Outage { api_server: false, etcd: true });
+        settle().await;
+        let c5 = etcd.query_selector("[data-flow=\"5\"]").unwrap().unwrap().get_attribute("class").unwrap();
+        let c1 = etcd.query_selector("[data-flow=\"1\"]").unwrap().unwrap().get_attribute("class").unwrap();
+        assert!(c5.contains("down") && !c1.contains("down"), "{c5} / {c1}");
     }
 
     async fn settle() {

@@ -675,7 +675,7 @@ impl App {
             <div class="diagram-pane" aria-label="Flow diagram">
                 <h2>{ "From kubectl apply to a running pod" }</h2>
                 <p class="hint">{ "Each request crosses steps 1–5 in the API server; the loops (6–11) only react to what etcd stored. Select a step to see its records, and a record to see the object at that resourceVersion." }</p>
-                { diagram::view(&self.tallies, self.flow, on_select) }
+                { diagram::view(&self.tallies, self.flow, diagram::Outage { api_server: self.sb.cluster.api.down_since.is_some(), etcd: self.sb.cluster.api.etcd_down_since.is_some() }, on_select) }
                 if let Some((f, (o, m))) = latest_fail {
                     <p class="failure-line"><strong>{ format!("{}: ", f.as_str()) }</strong>{ format!("{o} — {m}") }</p>
                 }
@@ -855,6 +855,8 @@ impl App {
         let webhooks: Vec<String> = self.sb.cluster.api.store.list(rid::VWC, None).map(|w| api::name(w).to_string()).collect();
         let drivers: Vec<String> = self.sb.cluster.api.store.list(rid::CSIDRIVER, None).map(|d| api::name(d).to_string()).collect();
         let on_node = link.callback(|e: Event| Msg::SetFaultNode(e.target_unchecked_into::<HtmlSelectElement>().value()));
+        let api_down = self.sb.cluster.api.down_since.is_some();
+        let etcd_down = self.sb.cluster.api.etcd_down_since.is_some();
         html! {
             <div class="faults" role="group" aria-label="Faults">
                 <h3>{ "Break things" }</h3>
@@ -880,6 +882,18 @@ impl App {
                         <button onclick={link.callback(move |_| Msg::Fault("storageDriverUp", d2.clone()))}>{ "up" }</button>
                     </> }
                 }) }
+                { if api_down {
+                    html! { <button class="down" onclick={link.callback(|_| Msg::Fault("apiserverUp", String::new()))}>{ "Bring the API server back" }</button> }
+                } else {
+                    html! { <button onclick={link.callback(|_| Msg::Fault("apiserverDown", String::new()))} title="every request is refused; running pods keep running">{ "API server down" }</button> }
+                } }
+                { if etcd_down {
+                    html! { <button class="down" onclick={link.callback(|_| Msg::Fault("etcdUp", String::new()))}>{ "Bring etcd back" }</button> }
+                } else {
+                    html! { <button onclick={link.callback(|_| Msg::Fault("etcdDown", String::new()))} title="the API server is up, but reads and writes time out">{ "etcd down" }</button> }
+                } }
+                <button onclick={link.callback(|_| Msg::Fault("controllerManagerDown", String::new()))} title="all of kube-controller-manager's controllers stop at once">{ "Stop controller manager" }</button>
+                <button onclick={link.callback(|_| Msg::Fault("controllerManagerUp", String::new()))}>{ "Start it" }</button>
                 <button onclick={link.callback(|_| Msg::ScaleBy(2))} title="kubectl scale replicaset (the Deployment will scale it back)">{ "Scale ReplicaSet by hand +2" }</button>
                 <button onclick={link.callback(|_| Msg::Fault("controllerDown", "kube-scheduler".into()))}>{ "Stop scheduler" }</button>
                 <button onclick={link.callback(|_| Msg::Fault("controllerUp", "kube-scheduler".into()))}>{ "Start scheduler" }</button>

@@ -254,6 +254,10 @@ pub struct ApiServer {
     pub tokens: BTreeMap<String, UserInfo>,
     /// Webhook (or webhook configuration) names whose backends are down.
     pub webhooks_down: BTreeSet<String>,
+    /// Since when kube-apiserver is down (`Fault::ApiServerDown`): every request is refused.
+    pub down_since: Option<Millis>,
+    /// Since when etcd is down (`Fault::EtcdDown`): requests that need it time out.
+    pub etcd_down_since: Option<Millis>,
     pub trace: Trace,
     /// Warnings returned with the last response.
     pub warnings: Vec<String>,
@@ -287,6 +291,8 @@ impl ApiServer {
             now: 0,
             tokens: BTreeMap::new(),
             webhooks_down: BTreeSet::new(),
+            down_since: None,
+            etcd_down_since: None,
             trace: Trace::new(trace),
             warnings: vec![],
             unsimulated: BTreeSet::new(),
@@ -407,6 +413,19 @@ impl ApiServer {
             request: self.trace.requests.len(),
         };
         let writes = !matches!(req.verb, Verb::Get | Verb::List);
+        if self.down_since.is_some() {
+            // Nothing listens on the API server's port: the request never arrives.
+            record!(
+                self,
+                &c,
+                Flow::Request,
+                "request",
+                "error",
+                "",
+                format!("{} {}: connection refused (kube-apiserver is down)", verb_str.to_uppercase(), req.path())
+            );
+            return Err(Status::connection_refused());
+        }
         if writes {
             record!(self, &c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_uppercase(), req.path()));
         }
@@ -444,6 +463,15 @@ impl ApiServer {
             record!(self, &c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
         }
 
+        if self.etcd_down_since.is_some() && !api::is_metrics(req.resource) {
+            // The API server's etcd client retries until the request's deadline; kubeloop
+            // answers at once with what the client finally gets. (Admission does not run:
+            // the request is refused before it, where upstream would fail at the write.)
+            let s = Status::etcd_timeout();
+            record!(self, &c, Flow::Etcd, "etcd", "error", "", format!("etcd does not answer: {}", s.message));
+            self.log(&c, s.code, Some(&s));
+            return Err(s);
+        }
         if api::is_metrics(req.resource) {
             let out = self.serve_metrics(res, req.resource, &ns, &req);
             match &out {

@@ -150,6 +150,19 @@ pub const COMPACTION_INTERVAL: Millis = 5 * 60 * 1000;
 /// what is simulated is the complement of this one.
 pub const UNSIMULATED: &[&str] = &["Ingress", "IngressClass", "NetworkPolicy", "Endpoints"];
 
+/// `--leader-elect-renew-deadline`: how long a leader keeps trying to renew its lease
+/// before it gives up leadership (and kube-controller-manager or kube-scheduler exits).
+pub const LEADER_RENEW_DEADLINE: Millis = 10_000;
+
+/// The loops that are not kube-controller-manager's: the scheduler, the kubelets, the CSI
+/// drivers' sidecars and the cluster autoscaler run as their own processes.
+const OUTSIDE_CONTROLLER_MANAGER: &[&str] = &["default-scheduler", "kubelet", "csi-provisioner", "csi-attacher", "csi-resizer", "cluster-autoscaler"];
+
+/// Whether a loop runs inside kube-controller-manager (`controllerManagerDown` stops it).
+pub fn in_controller_manager(name: &str) -> bool {
+    !OUTSIDE_CONTROLLER_MANAGER.contains(&name)
+}
+
 impl Cluster {
     pub fn new(config: Config) -> Self {
         let mut api = ApiServer::new(config.seed, config.trace);
@@ -433,6 +446,10 @@ impl Cluster {
                 self.next_step = self.next_step.max(i + 1);
                 self.execute(&s);
             }
+            Task::Compact if self.api.down_since.is_some() || self.api.etcd_down_since.is_some() => {
+                // The API server's compaction request reaches no etcd; tried next interval.
+                self.push(self.now + COMPACTION_INTERVAL, Task::Compact, true);
+            }
             Task::Compact => {
                 // Compact to the revision seen one interval ago, as the API server does.
                 let mark = self.api.store.revision();
@@ -570,6 +587,43 @@ impl Cluster {
                 self.api.webhooks_down.remove(w);
                 f.describe()
             }
+            Fault::ApiServerDown | Fault::EtcdDown => {
+                let slot = if matches!(f, Fault::ApiServerDown) { &mut self.api.down_since } else { &mut self.api.etcd_down_since };
+                slot.get_or_insert(self.now);
+                self.control_plane_trace(f, "error");
+                f.describe()
+            }
+            Fault::ApiServerUp | Fault::EtcdUp => {
+                let slot = if matches!(f, Fault::ApiServerUp) { &mut self.api.down_since } else { &mut self.api.etcd_down_since };
+                let Some(since) = slot.take() else { return f.describe() };
+                self.control_plane_trace(f, "ok");
+                if matches!(f, Fault::EtcdUp) {
+                    // The watch cache starts again from etcd's current revision: watches
+                    // resuming from older ones get 410 Gone and relist.
+                    let rev = self.api.store.revision();
+                    self.api.store.compact(rev);
+                }
+                self.after_outage(self.now.saturating_sub(since));
+                f.describe()
+            }
+            Fault::ControllerManagerDown | Fault::ControllerManagerUp => {
+                let up = matches!(f, Fault::ControllerManagerUp);
+                for i in 0..self.controllers.len() {
+                    if !in_controller_manager(self.controllers[i].name()) {
+                        continue;
+                    }
+                    if up && !self.running[i] {
+                        self.running[i] = true;
+                        self.controllers[i].restart();
+                        self.wake_pending[i] = Some(false);
+                        self.push(self.now, Task::Wake(i), false);
+                    } else if !up {
+                        self.running[i] = false;
+                        self.wake_pending[i] = None;
+                    }
+                }
+                f.describe()
+            }
             Fault::NodeDown(_) | Fault::NodeUp(_) | Fault::StorageDriverDown(_) | Fault::StorageDriverUp(_) => {
                 let mut handled = false;
                 for i in 0..self.controllers.len() {
@@ -587,6 +641,75 @@ impl Cluster {
                     }
                 }
             }
+        }
+    }
+
+    /// A control-plane outage begins or ends (step 1 for the API server, 5 for etcd).
+    fn control_plane_trace(&mut self, f: &Fault, result: &'static str) {
+        if !self.api.trace.enabled {
+            return;
+        }
+        let (flow, object) = match f {
+            Fault::ApiServerDown | Fault::ApiServerUp => (Flow::Request, "kube-apiserver"),
+            _ => (Flow::Etcd, "etcd"),
+        };
+        self.api.trace.push(crate::apiserver::trace::Record {
+            t: self.now,
+            flow,
+            stage: "fault",
+            component: object.to_string(),
+            user: String::new(),
+            verb: String::new(),
+            object: object.to_string(),
+            resource_version: String::new(),
+            result,
+            message: f.describe(),
+            request: None,
+        });
+    }
+
+    /// The API server answers again after `outage`. Components that hold a leader lease
+    /// (kube-controller-manager, kube-scheduler, the CSI sidecars, the cluster autoscaler)
+    /// could not renew it: past the renew deadline they lost it, exited and start again
+    /// with empty caches, relisting everything. The kubelets relist, renew their leases and
+    /// post the statuses they could not write. Everyone is woken.
+    fn after_outage(&mut self, outage: Millis) {
+        let lost = outage >= LEADER_RENEW_DEADLINE;
+        for i in 0..self.controllers.len() {
+            if !self.running[i] {
+                continue;
+            }
+            let name = self.controllers[i].name();
+            if name == "kubelet" {
+                let f = Fault::ApiServerUp;
+                self.with_controller(i, |c, cx| {
+                    c.fault(cx, &f);
+                });
+            } else if lost {
+                self.controllers[i].restart();
+            }
+            self.wake_pending[i] = Some(false);
+            self.push(self.now, Task::Wake(i), false);
+        }
+        if lost && self.api.trace.enabled {
+            let message = format!(
+                "kube-controller-manager and kube-scheduler could not renew their leader leases for {}s (renew deadline {}s): leader election lost, they restart and relist",
+                outage / 1000,
+                LEADER_RENEW_DEADLINE / 1000
+            );
+            self.api.trace.push(crate::apiserver::trace::Record {
+                t: self.now,
+                flow: Flow::DeploymentController,
+                stage: "leader-election",
+                component: "kube-controller-manager".into(),
+                user: String::new(),
+                verb: String::new(),
+                object: "Lease/kube-system/kube-controller-manager".into(),
+                resource_version: String::new(),
+                result: "error",
+                message,
+                request: None,
+            });
         }
     }
 

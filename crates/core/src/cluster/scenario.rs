@@ -91,14 +91,42 @@ fn duration_field(v: &Value, key: &str) -> Result<Option<u64>, String> {
 }
 
 fn parse_fault(f: &Value) -> Result<Fault, String> {
-    let m = f.as_object().ok_or("fault must be a mapping such as {nodeDown: node-b}")?;
+    // A control-plane fault names nothing: `fault: apiserverDown`.
+    if let Some(k) = f.as_str() {
+        if FAULTS.contains(&k) && !CONTROL_PLANE_FAULTS.contains(&k) {
+            return Err(format!("fault {k} needs a name, as in {{{k}: NAME}}"));
+        }
+        return fault(k, "");
+    }
+    let m = f.as_object().ok_or("fault must be a mapping such as {nodeDown: node-b}, or a control-plane fault such as apiserverDown")?;
     let (k, v) = m.iter().next().ok_or("fault is empty")?;
+    if CONTROL_PLANE_FAULTS.contains(&k.as_str()) {
+        return fault(k, "");
+    }
     let v = v.as_str().ok_or_else(|| format!("fault {k} needs a name"))?;
     fault(k, v)
 }
 
+/// The faults of the control plane itself, which take no name.
+pub const CONTROL_PLANE_FAULTS: &[&str] = &["apiserverDown", "apiserverUp", "etcdDown", "etcdUp", "controllerManagerDown", "controllerManagerUp"];
+
 /// The faults a scenario (and the page) may inject, by name.
-pub const FAULTS: &[&str] = &["nodeDown", "nodeUp", "controllerDown", "controllerUp", "webhookDown", "webhookUp", "storageDriverDown", "storageDriverUp"];
+pub const FAULTS: &[&str] = &[
+    "nodeDown",
+    "nodeUp",
+    "controllerDown",
+    "controllerUp",
+    "webhookDown",
+    "webhookUp",
+    "storageDriverDown",
+    "storageDriverUp",
+    "apiserverDown",
+    "apiserverUp",
+    "etcdDown",
+    "etcdUp",
+    "controllerManagerDown",
+    "controllerManagerUp",
+];
 
 /// A fault by its scenario name.
 pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
@@ -112,6 +140,12 @@ pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
         "webhookUp" => Fault::WebhookUp(n),
         "storageDriverDown" => Fault::StorageDriverDown(n),
         "storageDriverUp" => Fault::StorageDriverUp(n),
+        "apiserverDown" => Fault::ApiServerDown,
+        "apiserverUp" => Fault::ApiServerUp,
+        "etcdDown" => Fault::EtcdDown,
+        "etcdUp" => Fault::EtcdUp,
+        "controllerManagerDown" => Fault::ControllerManagerDown,
+        "controllerManagerUp" => Fault::ControllerManagerUp,
         other => return Err(format!("unknown fault {other:?} (known: {})", FAULTS.join(", "))),
     })
 }
@@ -368,6 +402,20 @@ pub fn add_file(sc: &mut Scenario, file: &str, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_plane_faults_name_nothing() {
+        let step = |f: &str| {
+            let mut sc = Scenario::default();
+            add_file(&mut sc, "s.yaml", &format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  steps:\n  - at: 1s\n    fault: {f}\n"));
+            (sc.errors.clone(), sc.steps.first().map(|s| s.action.clone()))
+        };
+        assert_eq!(step("apiserverDown").1, Some(Action::Fault(Fault::ApiServerDown)));
+        assert_eq!(step("{etcdUp: true}").1, Some(Action::Fault(Fault::EtcdUp)));
+        assert_eq!(step("controllerManagerDown").1, Some(Action::Fault(Fault::ControllerManagerDown)));
+        assert_eq!(step("nodeDown").0, ["s.yaml:1: spec.steps[0].fault: fault nodeDown needs a name, as in {nodeDown: NAME}"]);
+        assert!(step("bogus").0[0].contains("unknown fault \"bogus\""), "{:?}", step("bogus").0);
+    }
 
     #[test]
     fn storage_drivers_are_read_and_checked() {

@@ -175,6 +175,15 @@ impl Status {
     pub fn expired(message: impl Into<String>) -> Self {
         Status::new(410, "Expired", message)
     }
+    /// No API server answers: the client's dial fails (`code` 0, no HTTP response).
+    pub fn connection_refused() -> Self {
+        Status::new(0, "", format!("dial tcp {API_SERVER}: connect: connection refused"))
+    }
+    /// The API server is up but etcd does not answer: the request's context runs out
+    /// (`k8s.io/apiserver` `WithTimeoutForNonLongRunningRequests`).
+    pub fn etcd_timeout() -> Self {
+        Status::new(504, "Timeout", "Timeout: request did not complete within requested timeout - context deadline exceeded").with_details(json!({}))
+    }
 
     /// The `Status` object as the API server serialises it.
     pub fn to_json(&self) -> Value {
@@ -244,6 +253,9 @@ impl Status {
     /// the manifest path for `-f` create/apply (`error when creating "<file>": `).
     pub fn kubectl_message(&self, file: Option<&str>, op: &str) -> String {
         let prefix = file.map(|f| format!("error when {op} {f:?}: ")).unwrap_or_default();
+        if self.code == 0 {
+            return connection_refused_line();
+        }
         if self.code == 401 {
             return format!("error: You must be logged in to the server ({})", self.message);
         }
@@ -279,6 +291,14 @@ impl Status {
             format!("Error from server ({}): {prefix}{}", self.reason, self.message)
         }
     }
+}
+
+/// The address the terminal's kubectl talks to (kubeadm's and kind's API server port).
+pub const API_SERVER: &str = "127.0.0.1:6443";
+
+/// What kubectl prints when no API server answers.
+pub fn connection_refused_line() -> String {
+    format!("The connection to the server {API_SERVER} was refused - did you specify the right host or port?")
 }
 
 impl std::fmt::Display for Status {

@@ -162,6 +162,9 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         Err(e) => return vec![format!("error: {e}")],
     };
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    if api.down_since.is_some() && verb != "config" {
+        return unreachable_server(&verb, &f, stdin.as_deref());
+    }
     match verb.as_str() {
         "apply" => match manifest_input(&f, stdin.as_deref()) {
             Ok((text, file)) => apply_text(api, creds, &text, file),
@@ -211,6 +214,20 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
             )]
         }
     }
+}
+
+/// What kubectl prints when nothing answers at the API server's address: a command with
+/// files first fails to download the OpenAPI document it validates them against.
+fn unreachable_server(verb: &str, f: &Flags, stdin: Option<&str>) -> Vec<String> {
+    let server = crate::foundation::status::API_SERVER;
+    if matches!(verb, "apply" | "create" | "replace") && f.get("--filename").is_some() && f.get("--validate") != Some("false") {
+        if let Ok((_, file)) = manifest_input(f, stdin) {
+            return vec![format!(
+                "error: error validating {file:?}: error validating data: failed to download openapi: Get \"https://{server}/openapi/v2?timeout=32s\": dial tcp {server}: connect: connection refused; if you choose to ignore these errors, turn validation off with --validate=false"
+            )];
+        }
+    }
+    vec![crate::foundation::status::connection_refused_line()]
 }
 
 /// The objects named after a subcommand (`rollout status deployment/web`).

@@ -176,6 +176,15 @@ pub enum Fault {
     /// and mounting its volumes fail until it comes back).
     StorageDriverDown(String),
     StorageDriverUp(String),
+    /// kube-apiserver stops: every request is refused, watches end; what runs keeps running.
+    ApiServerDown,
+    ApiServerUp,
+    /// etcd stops: the API server is up but every read and write that needs etcd times out.
+    EtcdDown,
+    EtcdUp,
+    /// kube-controller-manager stops: all its controllers at once.
+    ControllerManagerDown,
+    ControllerManagerUp,
 }
 
 impl Fault {
@@ -189,6 +198,12 @@ impl Fault {
             Fault::WebhookUp(w) => format!("webhook backend {w} recovers"),
             Fault::StorageDriverDown(d) => format!("storage driver {d} goes down: its controller and node plugins stop answering"),
             Fault::StorageDriverUp(d) => format!("storage driver {d} comes back"),
+            Fault::ApiServerDown => "kube-apiserver goes down: every request is refused; running containers keep running".into(),
+            Fault::ApiServerUp => "kube-apiserver comes back".into(),
+            Fault::EtcdDown => "etcd goes down: the API server is up but cannot read or write".into(),
+            Fault::EtcdUp => "etcd comes back".into(),
+            Fault::ControllerManagerDown => "kube-controller-manager stops: all its controllers at once".into(),
+            Fault::ControllerManagerUp => "kube-controller-manager restarts".into(),
         }
     }
 }

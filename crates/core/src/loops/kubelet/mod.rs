@@ -2447,6 +2447,22 @@ impl Controller for Kubelets {
         let (name, down) = match fault {
             Fault::NodeDown(n) => (n, true),
             Fault::NodeUp(n) => (n, false),
+            Fault::ApiServerUp => {
+                // The API server answers again: relist, renew the leases at the next retry
+                // and post every status the status manager could not write meanwhile.
+                self.sync_informers(cx);
+                for ni in 0..self.nodes.len() {
+                    if self.nodes[ni].down {
+                        continue;
+                    }
+                    self.heartbeat(cx, ni);
+                    let keys: Vec<Key> = self.nodes[ni].pods.keys().cloned().collect();
+                    for k in keys {
+                        self.write_status(cx, ni, &k);
+                    }
+                }
+                return true;
+            }
             Fault::StorageDriverDown(d) | Fault::StorageDriverUp(d) => {
                 // The driver's node plugin on every node: its mounts fail while it is down
                 // and succeed at the next retry once it is back.
