@@ -64,14 +64,14 @@ impl StoreError {
 
 /// The largest object etcd stores: its default `--max-request-bytes`, 1.5 MiB.
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
-/// The most the stored objects may take, measured as their JSON, before writes fail with
-/// etcd's `database space exceeded` (etcd's `--quota-backend-bytes`). etcd's default is
-/// 2 GiB; kubeloop's is 512 MiB, because a simulated object, with its history and the
-/// informers' caches, takes about ten times its JSON in memory. The page uses
-/// [`PAGE_QUOTA_BYTES`].
-pub const DEFAULT_QUOTA_BYTES: u64 = 512 << 20;
+/// etcd's `--quota-backend-bytes` default: past it the database raises its NOSPACE alarm and
+/// refuses every write but deletes (`etcdserver: mvcc: database space exceeded`) until
+/// it is compacted, defragmented and the alarm disarmed.
+pub const DEFAULT_QUOTA_BYTES: u64 = 2 << 30;
 /// The page's quota: a browser tab holds far less than a server.
 pub const PAGE_QUOTA_BYTES: u64 = 32 << 20;
+/// What a deletion's tombstone takes in etcd's key space (key and revision).
+const TOMBSTONE_BYTES: u64 = 64;
 
 /// Objects of one resource, keyed by (namespace, name), and their change history.
 #[derive(Debug, Default, Clone)]
@@ -100,22 +100,46 @@ struct Stored {
     bytes: u64,
 }
 
+/// etcd's space, as its MVCC store and bbolt file keep it: every write adds a revision of
+/// its key; a revision superseded by a later write (or a deletion's tombstone) is garbage
+/// until a compaction past that later write removes it; the file only grows, reusing the
+/// pages compaction freed, and shrinks only when defragmented. The quota bounds the file.
+#[derive(Debug, Clone, Default)]
+pub struct Space {
+    /// Superseded revisions and tombstones: (the revision that superseded them, bytes).
+    garbage: VecDeque<(u64, u64)>,
+    garbage_bytes: u64,
+    /// The database file (`DB SIZE`).
+    pub db_size: u64,
+    /// The NOSPACE alarm is raised.
+    pub alarm: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct Store {
     revision: u64,
     compacted: u64,
     partitions: Vec<Partition>,
-    /// The JSON size of every stored object, together.
+    /// The JSON size of every stored object, together (the live revisions).
     bytes: u64,
-    /// The most `bytes` may reach (etcd's `--quota-backend-bytes`).
+    /// The most the database file may take (etcd's `--quota-backend-bytes`).
     pub quota: u64,
+    pub space: Space,
     /// The simulated time, set by the API server before each request.
     pub now: crate::foundation::sim::Millis,
 }
 
 impl Default for Store {
     fn default() -> Self {
-        Store { revision: 1, compacted: 0, partitions: vec![Partition::default(); RESOURCES.len()], bytes: 0, quota: DEFAULT_QUOTA_BYTES, now: 0 }
+        Store {
+            revision: 1,
+            compacted: 0,
+            partitions: vec![Partition::default(); RESOURCES.len()],
+            bytes: 0,
+            quota: DEFAULT_QUOTA_BYTES,
+            space: Space::default(),
+            now: 0,
+        }
     }
 }
 
@@ -142,19 +166,49 @@ impl Store {
         self.partitions[resource].objects.get(namespace)?.get(name).map(|s| &s.object)
     }
 
-    /// The JSON size of every stored object, together (what the quota bounds).
+    /// The JSON size of every stored object, together.
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
 
-    /// The size of `obj` as JSON, if etcd takes it and the quota has room for it in place
-    /// of `replacing` bytes.
-    fn admit(&self, obj: &Object, replacing: u64) -> Result<u64, StoreError> {
+    /// What etcd's revisions take: the live ones and the garbage compaction has yet to
+    /// remove (`DB SIZE IN USE`).
+    pub fn bytes_in_use(&self) -> u64 {
+        self.bytes + self.space.garbage_bytes
+    }
+
+    /// The size of `obj` as JSON, if etcd takes it: not while the NOSPACE alarm is raised,
+    /// and a write that would grow the file past the quota raises it (etcd's
+    /// `quotaApplierV3`; etcd applies that last write all the same, kubeloop does not).
+    fn admit(&mut self, obj: &Object) -> Result<u64, StoreError> {
         let bytes = obj.json_len_within(MAX_OBJECT_BYTES).ok_or(StoreError::TooLarge)? as u64;
-        if bytes > replacing && self.bytes - replacing + bytes > self.quota {
+        if self.space.alarm {
+            return Err(StoreError::NoSpace);
+        }
+        if self.space.db_size.max(self.bytes_in_use() + bytes) > self.quota {
+            self.space.alarm = true;
             return Err(StoreError::NoSpace);
         }
         Ok(bytes)
+    }
+
+    /// A write at `rev` superseded `bytes` (an older revision, or a tombstone's key).
+    fn supersede(&mut self, rev: u64, bytes: u64) {
+        self.space.garbage.push_back((rev, bytes));
+        self.space.garbage_bytes += bytes;
+        self.space.db_size = self.space.db_size.max(self.bytes_in_use());
+    }
+
+    /// `etcdctl defrag`: the file shrinks to what is in use.
+    pub fn defragment(&mut self) -> u64 {
+        let before = self.space.db_size;
+        self.space.db_size = self.bytes_in_use();
+        before - self.space.db_size
+    }
+
+    /// `etcdctl alarm disarm`: whether an alarm was raised.
+    pub fn disarm(&mut self) -> bool {
+        std::mem::take(&mut self.space.alarm)
     }
 
     /// Objects of a resource, in key order; all namespaces if `namespace` is `None`.
@@ -194,9 +248,10 @@ impl Store {
             return Err(StoreError::AlreadyExists);
         }
         let obj = with_rv(obj, self.revision + 1);
-        let bytes = self.admit(&obj, 0)?;
+        let bytes = self.admit(&obj)?;
         self.revision += 1;
         self.bytes += bytes;
+        self.space.db_size = self.space.db_size.max(self.bytes_in_use());
         let p = &mut self.partitions[key.resource];
         p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), Stored { object: obj.clone(), bytes });
         p.count += 1;
@@ -214,12 +269,13 @@ impl Store {
         }
         let old = self.partitions[key.resource].objects.get(&key.namespace).and_then(|m| m.get(&key.name)).map_or(0, |s| s.bytes);
         let obj = with_rv(obj, self.revision + 1);
-        let bytes = self.admit(&obj, old)?;
+        let bytes = self.admit(&obj)?;
         self.revision += 1;
         if let Some(slot) = self.partitions[key.resource].objects.get_mut(&key.namespace).and_then(|m| m.get_mut(&key.name)) {
             self.bytes = self.bytes - slot.bytes + bytes;
             *slot = Stored { object: obj.clone(), bytes };
         }
+        self.supersede(self.revision, old);
         self.record(key.resource, EventType::Modified, obj.clone());
         Ok(obj)
     }
@@ -241,6 +297,7 @@ impl Store {
         p.count -= 1;
         self.bytes -= old.bytes;
         self.revision += 1;
+        self.supersede(self.revision, old.bytes + TOMBSTONE_BYTES);
         let obj = with_rv(old.object, self.revision);
         self.record(key.resource, EventType::Deleted, obj.clone());
         Ok(obj)
@@ -265,6 +322,13 @@ impl Store {
             return;
         }
         self.compacted = rev.min(self.revision);
+        // The revisions a later write superseded at or before `rev` go; the pages they
+        // held are free for reuse, but the file keeps its size until defragmented.
+        while let Some(&(at, bytes)) = self.space.garbage.front().filter(|(at, _)| *at <= rev) {
+            let _ = at;
+            self.space.garbage.pop_front();
+            self.space.garbage_bytes -= bytes;
+        }
         for p in &mut self.partitions {
             while p.history.front().is_some_and(|e| e.revision <= rev) {
                 p.history.pop_front();
@@ -316,15 +380,27 @@ mod tests {
         assert_eq!(StoreError::TooLarge.etcd_message(), Some("etcdserver: request is too large"));
         // A refused write takes no revision.
         assert_eq!(s.revision(), 1);
-        s.quota = 3000;
+        s.quota = 4000;
         s.create(&k("a"), big("a", 1000)).unwrap();
         s.create(&k("b"), big("b", 1000)).unwrap();
+        // An update keeps the old revision until compaction: 3 revisions of ~1 KB each.
+        s.update(&k("a"), big("a", 900), None).unwrap();
+        assert!(s.bytes_in_use() > s.bytes() + 1000, "{} {}", s.bytes_in_use(), s.bytes());
         assert_eq!(s.create(&k("c"), big("c", 1000)).unwrap_err(), StoreError::NoSpace);
         assert_eq!(StoreError::NoSpace.etcd_message(), Some("etcdserver: mvcc: database space exceeded"));
-        // Shrinking is always allowed, and deleting frees space.
-        s.update(&k("a"), big("a", 10), None).unwrap();
-        s.create(&k("c"), big("c", 1000)).unwrap();
+        // The alarm refuses every write, small ones too, until disarmed; deletes go on.
+        assert!(s.space.alarm);
+        assert_eq!(s.create(&k("d"), big("d", 1)).unwrap_err(), StoreError::NoSpace);
         s.delete(&k("b"), None).unwrap();
+        assert_eq!(s.create(&k("d"), big("d", 1)).unwrap_err(), StoreError::NoSpace);
+        // Compaction frees the superseded revisions, defragmentation the file; then disarm.
+        let size = s.space.db_size;
+        s.compact(s.revision());
+        assert_eq!(s.space.db_size, size, "compaction alone does not shrink the file");
+        assert!(s.defragment() > 0);
+        assert_eq!(s.space.db_size, s.bytes());
+        assert!(s.disarm());
+        s.create(&k("c"), big("c", 1000)).unwrap();
         // The count is the JSON size of what is stored, resourceVersions included.
         let total: usize = s.all().map(|o| serde_json::to_string(&**o).unwrap().len()).sum();
         assert_eq!(s.bytes(), total as u64);
