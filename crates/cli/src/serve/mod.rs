@@ -12,6 +12,7 @@ mod discovery;
 mod front;
 mod http;
 mod protobuf;
+mod watch;
 
 use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Cluster, Config, Step};
@@ -282,6 +283,25 @@ pub fn serve(args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// A `Shared` whose cluster thread serves requests on a default cluster whose clock stands
+/// still, for the API layer's tests (admin token `admin-token`).
+#[cfg(test)]
+pub(crate) fn standing_cluster() -> Arc<Shared> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into() });
+    let weak = Arc::downgrade(&shared);
+    std::thread::spawn(move || {
+        let mut cluster = Cluster::new(Config::default());
+        for job in rx {
+            job(&mut cluster);
+            if let Some(s) = weak.upgrade() {
+                s.publish(cluster.api.store.revision());
+            }
+        }
+    });
+    shared
 }
 
 #[cfg(test)]
