@@ -157,8 +157,6 @@ fn tls(host: &str) -> Result<Tls, String> {
     Ok(Tls { config: Arc::new(config), ca_pem: ca_cert.pem() })
 }
 
-const USAGE: &str = "Usage: kubeloop serve [SCENARIO...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]";
-
 /// A fresh admin token per start: 32 hex digits from the operating system's randomness.
 fn random_token() -> std::io::Result<String> {
     use std::io::Read as _;
@@ -202,7 +200,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         None => 1.0,
         Some(Ok(s)) if s > 0.0 && s <= MAX_SPEED => s,
         Some(_) => {
-            eprintln!("error: --speed must be a number above 0 and at most {MAX_SPEED}\n{USAGE}");
+            eprintln!("error: --speed must be a number above 0 and at most {MAX_SPEED}\n\n{}", crate::command_usage("serve"));
             return ExitCode::from(2);
         }
     };
@@ -210,7 +208,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(_)) => {
-            eprintln!("error: --seed must be a non-negative integer\n{USAGE}");
+            eprintln!("error: --seed must be a non-negative integer\n\n{}", crate::command_usage("serve"));
             return ExitCode::from(2);
         }
     };
