@@ -35,8 +35,49 @@ pub enum Reply {
     },
 }
 
+/// An object as the API server's JSON encoder writes it: the object, then a newline.
+fn json_body(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
 fn json_response(code: u16, v: &Value) -> http::Response {
-    http::Response::new(code, "application/json", serde_json::to_vec(v).unwrap_or_default())
+    http::Response::new(code, "application/json", json_body(v))
+}
+
+/// One line of a watch stream: `metav1.WatchEvent` as Go encodes it, `type` first, then
+/// the object (whose encoding's final newline, if any, the event's own replaces).
+fn watch_event(ty: &str, object: &[u8]) -> Vec<u8> {
+    let mut l = format!("{{\"type\":\"{ty}\",\"object\":").into_bytes();
+    l.extend_from_slice(object.trim_ascii_end());
+    l.extend_from_slice(b"}\n");
+    l
+}
+
+/// The result of an exec on channel 3: the kubelet's `json.Marshal` of the `metav1.Status`
+/// it makes, so `Status::to_wire`'s Go field order without the `kind` and `apiVersion`
+/// it leaves empty, and no final newline. `None` is success.
+fn exec_result(failure: Option<Status>) -> Vec<u8> {
+    let mut m = vec![3u8];
+    match failure {
+        None => m.extend_from_slice(br#"{"metadata":{},"status":"Success"}"#),
+        Some(s) => {
+            let wire = s.to_wire();
+            let body = wire.strip_prefix(br#"{"kind":"Status","apiVersion":"v1","#.as_slice()).map_or(wire.trim_ascii_end().to_vec(), |rest| {
+                let mut b = b"{".to_vec();
+                b.extend_from_slice(rest.trim_ascii_end());
+                b
+            });
+            m.extend(body);
+        }
+    }
+    m
+}
+
+/// The `Status` of a command that exited with `code` (`NonZeroExitCode`, the code as its cause).
+fn non_zero_exit(message: impl Into<String>, code: i64) -> Status {
+    Status::new(0, "NonZeroExitCode", message).with_details(json!({"causes": [{"reason": "ExitCode", "message": code.to_string()}]}))
 }
 
 pub fn status_response(s: &Status) -> http::Response {
@@ -636,10 +677,7 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
         // Said on stderr and as the result, rather than a shell that exits at once.
         let mut err = vec![2u8];
         err.extend(format!("{}\n", kubeloop_core::kubectl::NO_INTERACTIVE).into_bytes());
-        let status = json!({"metadata": {}, "status": "Failure", "message": kubeloop_core::kubectl::NO_INTERACTIVE, "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}});
-        let mut result = vec![3u8];
-        result.extend(serde_json::to_vec(&status).unwrap_or_default());
+        let result = exec_result(Some(non_zero_exit(kubeloop_core::kubectl::NO_INTERACTIVE, 1)));
         return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err, result] });
     }
     let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
@@ -663,15 +701,9 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             m.push(b'\n');
         }
     }
-    let status = if code == 0 {
-        json!({"metadata": {}, "status": "Success"})
-    } else {
-        json!({"metadata": {}, "status": "Failure", "message": format!("command terminated with non-zero exit code: error executing command, exit code {code}"),
-            "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
-    };
-    let mut err = vec![3u8];
-    err.extend(serde_json::to_vec(&status).unwrap_or_default());
-    messages.push(err);
+    messages.push(exec_result(
+        (code != 0).then(|| non_zero_exit(format!("command terminated with non-zero exit code: error executing command, exit code {code}"), code.into())),
+    ));
     Ok(Reply::WebSocket { protocol: protocol.to_string(), messages })
 }
 
@@ -770,24 +802,18 @@ type Batch = Result<(Vec<(EventType, Option<Object>, Object)>, u64, u64), u64>;
 
 fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
     let res: &ResourceInfo = &RESOURCES[spec.rid];
-    let line = |v: Value| -> Vec<u8> {
-        let mut l = serde_json::to_vec(&v).unwrap_or_default();
-        l.push(b'\n');
-        l
-    };
     let event = |ty: &str, obj: &Value, now| -> Vec<u8> {
-        let object = match spec.table {
-            Some(inc) => table(spec.rid, &[obj], now, inc, api::resource_version(obj)),
-            None => obj.clone(),
-        };
-        line(json!({"type": ty, "object": object}))
+        match spec.table {
+            Some(inc) => watch_event(ty, &json_body(&table(spec.rid, &[obj], now, inc, api::resource_version(obj)))),
+            None => watch_event(ty, &json_body(obj)),
+        }
     };
     let bookmark = |rv: u64, initial_end: bool| -> Vec<u8> {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line(json!({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta}}))
+        watch_event("BOOKMARK", &json_body(&json!({"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta})))
     };
     let matches = |o: &Value| selected(o, res.kind, &spec.label, &spec.field);
     let ns_filter = if spec.ns.is_empty() { None } else { Some(spec.ns.clone()) };
@@ -842,7 +868,7 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
             Ok(b) => b,
             Err(oldest) => {
                 let s = Status::expired(format!("too old resource version: {last} ({oldest})"));
-                let _ = w.send(&line(json!({"type": "ERROR", "object": s.to_json()})));
+                let _ = w.send(&watch_event("ERROR", &s.to_wire()));
                 return;
             }
         };
@@ -934,5 +960,53 @@ mod tests {
         );
         let rvs: Vec<u64> = events.iter().map(|e| e["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()).collect();
         assert!(rvs.windows(2).all(|w| w[0] < w[1]) && rvs[0] > rv.parse().unwrap(), "{rvs:?}");
+    }
+
+    #[test]
+    fn bodies_end_with_the_newline_the_api_servers_encoder_writes() {
+        let sh = super::super::standing_cluster();
+        for target in ["/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "/api/v1/namespaces/default/configmaps", "/version", "/api", "/apis/apps/v1"] {
+            let (code, body) = whole_reply(&sh, request("GET", target, "", ""));
+            assert_eq!(code, 200, "{target}");
+            assert!(body.ends_with(b"}\n"), "{target}: {:?}", String::from_utf8_lossy(&body[body.len().saturating_sub(20)..]));
+        }
+        let (code, body) = whole_reply(&sh, request("GET", "/api/v1/namespaces/default/configmaps/nope", "", ""));
+        assert_eq!(code, 404);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"configmaps \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"configmaps\"},\"code\":404}\n"
+        );
+    }
+
+    #[test]
+    fn watch_events_are_written_type_first_and_an_expired_watch_ends_with_the_status_in_go_order() {
+        let sh = super::super::standing_cluster();
+        let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&fieldSelector=metadata.name%3Dkube-root-ca.crt&timeoutSeconds=1"), "", ""));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\","), "{text}");
+        assert!(text.ends_with("}}\n") && text.lines().count() == 1, "{text}");
+
+        let rev = sh.with(|c| {
+            let r = c.api.store.revision();
+            c.api.store.compact(r);
+            r
+        });
+        let rev = rev.unwrap();
+        let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&resourceVersion=1&timeoutSeconds=1"), "", ""));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{{\"type\":\"ERROR\",\"object\":{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Failure\",\"message\":\"too old resource version: 1 ({rev})\",\"reason\":\"Expired\",\"code\":410}}}}\n")
+        );
+    }
+
+    #[test]
+    fn an_exec_result_is_the_kubelets_status_in_go_field_order() {
+        assert_eq!(exec_result(None), b"\x03{\"metadata\":{},\"status\":\"Success\"}");
+        let failed = exec_result(Some(non_zero_exit("command terminated with non-zero exit code: error executing command, exit code 2", 2)));
+        assert_eq!(
+            String::from_utf8_lossy(&failed[1..]),
+            r#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command, exit code 2","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"2"}]}}"#
+        );
+        assert_eq!(failed[0], 3);
     }
 }
