@@ -16,27 +16,61 @@ mod serve;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str = "kubeloop: a Kubernetes control-plane sandbox
-
-Usage:
-  kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]
-  kubeloop kubectl FILE [--at DURATION] [--as USER] [--seed N] -- COMMAND...
-  kubeloop serve [FILE...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]
-  kubeloop bench --nodes N --pods M [--seed N]
-  kubeloop help
-
-run     applies the manifests and Scenario steps in FILEs and prints the trace of every
+/// Each command: its synopsis and what it does, for `kubeloop help` and `kubeloop COMMAND --help`.
+const COMMANDS: [(&str, &str, &str); 4] = [
+    (
+        "run",
+        "kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]",
+        "applies the manifests and Scenario steps in FILEs and prints the trace of every
         request and loop, from `kubectl apply` to Ready pods. Without --for, the run ends
-        when nothing is left to do (at most 1h of simulated time).
-kubectl builds the sandbox the page would from FILE (its objects applied, its Scenario
+        when nothing is left to do (at most 1h of simulated time).",
+    ),
+    (
+        "kubectl",
+        "kubeloop kubectl FILE [--at DURATION] [--as USER] [--seed N] -- COMMAND...",
+        "builds the sandbox the page would from FILE (its objects applied, its Scenario
         steps scheduled), runs it to DURATION (default: until quiet) and runs one kubectl
-        command line as USER (default admin), printing what the page's terminal prints.
-serve   runs the cluster in wall-clock time (times --speed) behind the Kubernetes HTTP API
+        command line as USER (default admin), printing what the page's terminal prints.",
+    ),
+    (
+        "serve",
+        "kubeloop serve [FILE...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]",
+        "runs the cluster in wall-clock time (times --speed) behind the Kubernetes HTTP API
         on --addr (default 127.0.0.1:6443) and writes a kubeconfig (default
         ./kubeloop.kubeconfig) with a context per user, so that the real kubectl, the
-        Python client or kube-rs can drive it.
-bench   applies one Deployment of M replicas to N nodes, runs until every pod is Ready
-        and prints wall time, API writes per second and peak memory as JSON.";
+        Python client or kube-rs can drive it.",
+    ),
+    (
+        "bench",
+        "kubeloop bench --nodes N --pods M [--seed N]",
+        "applies one Deployment of M replicas to N nodes, runs until every pod is Ready
+        and prints wall time, API writes per second and peak memory as JSON.",
+    ),
+];
+
+/// `kubeloop help`: every command's synopsis, then what each does.
+fn usage() -> String {
+    let mut s = String::from("kubeloop: a Kubernetes control-plane sandbox\n\nUsage:\n");
+    for (_, synopsis, _) in COMMANDS {
+        s.push_str(&format!("  {synopsis}\n"));
+    }
+    s.push_str("  kubeloop help [COMMAND]\n");
+    for (name, _, what) in COMMANDS {
+        s.push_str(&format!("\n{name:<8}{what}"));
+    }
+    s
+}
+
+/// `kubeloop COMMAND --help`: that command's synopsis and what it does.
+pub fn command_usage(command: &str) -> String {
+    COMMANDS.iter().find(|c| c.0 == command).map_or_else(usage, |(name, synopsis, what)| format!("Usage:\n  {synopsis}\n\n{name:<8}{what}"))
+}
+
+/// Whether a command's own arguments ask for its usage: `--help` or `-h`, before any `--`
+/// (after it, in `kubeloop kubectl`, they belong to the kubectl command line).
+fn wants_help(args: &[String]) -> bool {
+    args.iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h")
+}
 
 /// Default cap of a run without `--for`.
 const CAP: Millis = 3_600_000;
@@ -65,12 +99,24 @@ fn main() -> ExitCode {
     tune_allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some(command @ ("run" | "bench" | "kubectl" | "serve")) if wants_help(&args[1..]) => {
+            println!("{}", command_usage(command));
+            ExitCode::SUCCESS
+        }
+        Some("help") if args.len() > 1 && COMMANDS.iter().any(|c| c.0 == args[1]) => {
+            println!("{}", command_usage(&args[1]));
+            ExitCode::SUCCESS
+        }
+        Some("help") if args.len() > 1 => {
+            eprintln!("error: unknown command {:?}\n\n{}", args[1], usage());
+            ExitCode::from(2)
+        }
         Some("run") => run(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("kubectl") => kubectl(&args[1..]),
         Some("serve") => serve::serve(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
-            println!("{USAGE}");
+            println!("{}", usage());
             ExitCode::SUCCESS
         }
         Some("version") | Some("--version") => {
@@ -78,7 +124,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(other) => {
-            eprintln!("error: unknown command {other:?}\n\n{USAGE}");
+            eprintln!("error: unknown command {other:?}\n\n{}", usage());
             ExitCode::from(2)
         }
     }
@@ -116,7 +162,7 @@ fn positional(args: &[String]) -> Vec<&str> {
 fn run(args: &[String]) -> ExitCode {
     let files = positional(args);
     if files.is_empty() {
-        eprintln!("error: kubeloop run needs at least one FILE\n\n{USAGE}");
+        eprintln!("error: kubeloop run needs at least one FILE\n\n{}", command_usage("run"));
         return ExitCode::from(2);
     }
     let seed = match flag(args, "--seed").map(str::parse::<u64>) {

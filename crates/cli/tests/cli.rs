@@ -117,3 +117,57 @@ fn kubectl_runs_one_command_against_a_scenario() {
     assert_eq!(code, 2);
     assert!(err.contains("after --"), "{err}");
 }
+
+/// `kubeloop` that must end within 20 s: a `--help` that started a server instead fails
+/// here rather than hanging the suite.
+fn kubeloop_ends(args: &[&str]) -> (i32, String, String) {
+    use std::io::Read as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubeloop"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run kubeloop");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let code = loop {
+        if let Some(status) = child.try_wait().expect("wait for kubeloop") {
+            break status.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kubeloop {args:?} did not end");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (code, out, err)
+}
+
+#[test]
+fn every_command_prints_its_usage_for_help_and_exits_0() {
+    for command in ["serve", "run", "bench", "kubectl"] {
+        for help in ["--help", "-h"] {
+            // With other arguments too: the help is asked for, not a server or a run.
+            for args in [vec![command, help], vec![command, "examples/checkout.yaml", "--addr", "127.0.0.1:0", help]] {
+                let (code, out, err) = kubeloop_ends(&args);
+                assert_eq!(code, 0, "{args:?}: {err}");
+                assert!(out.starts_with(&format!("Usage:\n  kubeloop {command} ")), "{args:?}: {out}");
+                assert!(out.contains(&format!("\n{command:<8}")), "{args:?} says what {command} does: {out}");
+                assert!(!out.contains("serving the Kubernetes API") && err.is_empty(), "{args:?}: {out}{err}");
+            }
+        }
+        let (help_code, help_out, _) = kubeloop_ends(&["help", command]);
+        let (code, out, _) = kubeloop_ends(&[command, "--help"]);
+        assert_eq!((help_code, help_out), (code, out), "kubeloop help {command}");
+    }
+    let (code, _, err) = kubeloop_ends(&["help", "frobnicate"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown command \"frobnicate\""), "{err}");
+    // After `--`, `--help` belongs to the kubectl command line.
+    let (code, out, err) = kubeloop_ends(&["kubectl", "examples/checkout.yaml", "--", "get", "pods", "--help"]);
+    assert!(!out.starts_with("Usage:\n  kubeloop"), "{code} {out}{err}");
+}

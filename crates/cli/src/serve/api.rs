@@ -6,9 +6,10 @@
 //! gives; the core's pipeline (`ApiServer::handle`) does the authorization, admission,
 //! validation and storage exactly as it does for the page.
 
-use super::{discovery, http, Shared};
+use super::{discovery, http, watch, Shared};
 use kubeloop_core::apiserver::fields::FieldSelector;
 use kubeloop_core::apiserver::rbac::{self, Attributes, Decision, UserInfo};
+use kubeloop_core::apiserver::store::EventType;
 use kubeloop_core::apiserver::{hpa_to_v1, hpa_to_v2, Credentials, FieldValidation, PatchType, Request, Verb};
 use kubeloop_core::cluster::{Action, Cluster};
 use kubeloop_core::foundation::api::{self, get_str, rid as rids, Object, ResourceId, ResourceInfo, RESOURCES};
@@ -17,7 +18,6 @@ use kubeloop_core::foundation::status::Status;
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
 use kubeloop_core::kubectl::printers::{server_table, IncludeObject};
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 type StreamFn = Box<dyn FnOnce(&Shared, &mut http::Stream) + Send>;
@@ -35,8 +35,49 @@ pub enum Reply {
     },
 }
 
+/// An object as the API server's JSON encoder writes it: the object, then a newline.
+fn json_body(v: &Value) -> Vec<u8> {
+    let mut b = serde_json::to_vec(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
 fn json_response(code: u16, v: &Value) -> http::Response {
-    http::Response::new(code, "application/json", serde_json::to_vec(v).unwrap_or_default())
+    http::Response::new(code, "application/json", json_body(v))
+}
+
+/// One line of a watch stream: `metav1.WatchEvent` as Go encodes it, `type` first, then
+/// the object (whose encoding's final newline, if any, the event's own replaces).
+fn watch_event(ty: &str, object: &[u8]) -> Vec<u8> {
+    let mut l = format!("{{\"type\":\"{ty}\",\"object\":").into_bytes();
+    l.extend_from_slice(object.trim_ascii_end());
+    l.extend_from_slice(b"}\n");
+    l
+}
+
+/// The result of an exec on channel 3: the kubelet's `json.Marshal` of the `metav1.Status`
+/// it makes, so `Status::to_wire`'s Go field order without the `kind` and `apiVersion`
+/// it leaves empty, and no final newline. `None` is success.
+fn exec_result(failure: Option<Status>) -> Vec<u8> {
+    let mut m = vec![3u8];
+    match failure {
+        None => m.extend_from_slice(br#"{"metadata":{},"status":"Success"}"#),
+        Some(s) => {
+            let wire = s.to_wire();
+            let body = wire.strip_prefix(br#"{"kind":"Status","apiVersion":"v1","#.as_slice()).map_or(wire.trim_ascii_end().to_vec(), |rest| {
+                let mut b = b"{".to_vec();
+                b.extend_from_slice(rest.trim_ascii_end());
+                b
+            });
+            m.extend(body);
+        }
+    }
+    m
+}
+
+/// The `Status` of a command that exited with `code` (`NonZeroExitCode`, the code as its cause).
+fn non_zero_exit(message: impl Into<String>, code: i64) -> Status {
+    Status::new(0, "NonZeroExitCode", message).with_details(json!({"causes": [{"reason": "ExitCode", "message": code.to_string()}]}))
 }
 
 pub fn status_response(s: &Status) -> http::Response {
@@ -636,10 +677,7 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
         // Said on stderr and as the result, rather than a shell that exits at once.
         let mut err = vec![2u8];
         err.extend(format!("{}\n", kubeloop_core::kubectl::NO_INTERACTIVE).into_bytes());
-        let status = json!({"metadata": {}, "status": "Failure", "message": kubeloop_core::kubectl::NO_INTERACTIVE, "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}});
-        let mut result = vec![3u8];
-        result.extend(serde_json::to_vec(&status).unwrap_or_default());
+        let result = exec_result(Some(non_zero_exit(kubeloop_core::kubectl::NO_INTERACTIVE, 1)));
         return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err, result] });
     }
     let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
@@ -663,15 +701,9 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             m.push(b'\n');
         }
     }
-    let status = if code == 0 {
-        json!({"metadata": {}, "status": "Success"})
-    } else {
-        json!({"metadata": {}, "status": "Failure", "message": format!("command terminated with non-zero exit code: error executing command, exit code {code}"),
-            "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}})
-    };
-    let mut err = vec![3u8];
-    err.extend(serde_json::to_vec(&status).unwrap_or_default());
-    messages.push(err);
+    messages.push(exec_result(
+        (code != 0).then(|| non_zero_exit(format!("command terminated with non-zero exit code: error executing command, exit code {code}"), code.into())),
+    ));
     Ok(Reply::WebSocket { protocol: protocol.to_string(), messages })
 }
 
@@ -764,72 +796,41 @@ fn watch(sh: &Shared, req: &http::Request, user: &UserInfo, rid: ResourceId, ns:
     Ok(Reply::Stream("application/json", Box::new(move |sh: &Shared, w: &mut http::Stream| stream_watch(sh, spec, w))))
 }
 
-/// What the cluster thread hands a watch: the events after a revision (with the new
+/// What the cluster thread hands a watch: the changes after a revision (with the new
 /// revision and the simulated time), or the oldest revision still kept if that one is gone.
-type Batch = Result<(Vec<(&'static str, Object)>, u64, u64), u64>;
+type Batch = Result<(Vec<(EventType, Option<Object>, Object)>, u64, u64), u64>;
 
 fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
     let res: &ResourceInfo = &RESOURCES[spec.rid];
-    let line = |v: Value| -> Vec<u8> {
-        let mut l = serde_json::to_vec(&v).unwrap_or_default();
-        l.push(b'\n');
-        l
-    };
     let event = |ty: &str, obj: &Value, now| -> Vec<u8> {
-        let object = match spec.table {
-            Some(inc) => table(spec.rid, &[obj], now, inc, api::resource_version(obj)),
-            None => obj.clone(),
-        };
-        line(json!({"type": ty, "object": object}))
+        match spec.table {
+            Some(inc) => watch_event(ty, &json_body(&table(spec.rid, &[obj], now, inc, api::resource_version(obj)))),
+            None => watch_event(ty, &json_body(obj)),
+        }
     };
     let bookmark = |rv: u64, initial_end: bool| -> Vec<u8> {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line(json!({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta}}))
+        watch_event("BOOKMARK", &json_body(&json!({"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta})))
     };
+    let matches = |o: &Value| selected(o, res.kind, &spec.label, &spec.field);
     let ns_filter = if spec.ns.is_empty() { None } else { Some(spec.ns.clone()) };
-    // Objects the client currently knows as matching, so that one that stops matching the
-    // selectors is sent as DELETED and one that starts as ADDED.
-    let mut known: HashSet<(String, String)> = HashSet::new();
-    let key = |o: &Value| (api::namespace(o).to_string(), api::name(o).to_string());
     // A watch reads the partition its objects are stored in, and sends them converted to
     // the version it was asked for.
-    let (rid, served_as, nsf, since) = (stored_rid(spec.rid), spec.rid, ns_filter.clone(), spec.since);
-    // The objects now, and for a watch from a past revision the first event of each object
-    // changed since then: what the client knew at that revision is what it must be told
-    // about (an object deleted between its list and this watch is still sent as DELETED).
-    let Ok((current, changed, rev, now)) = sh.with(move |c| {
-        let objs: Vec<Object> = c.api.store.list(rid, nsf.as_deref()).map(|o| served(served_as, o)).collect();
-        let mut first: Vec<(&'static str, Object)> = Vec::new();
-        if let Some(Ok(evs)) = since.map(|x| c.api.store.events_since(rid, x)) {
-            let mut seen = HashSet::new();
-            for e in evs.filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n)) {
-                if seen.insert((api::namespace(&e.object).to_string(), api::name(&e.object).to_string())) {
-                    first.push((e.kind.as_str(), served(served_as, &e.object)));
-                }
-            }
-        }
-        (objs, first, c.api.store.revision(), c.now)
+    let (rid, served_as, nsf, listing) = (stored_rid(spec.rid), spec.rid, ns_filter.clone(), spec.since.is_none());
+    // Without a revision, the objects now come first; from a revision, only what changed
+    // after it (`watch::convert` judges each change by the version before it).
+    let Ok((current, rev, now)) = sh.with(move |c| {
+        let objs: Vec<Object> = if listing { c.api.store.list(rid, nsf.as_deref()).map(|o| served(served_as, o)).collect() } else { Vec::new() };
+        (objs, c.api.store.revision(), c.now)
     }) else {
         return;
     };
     let mut out = Vec::new();
-    for o in &current {
-        if selected(o, res.kind, &spec.label, &spec.field) {
-            known.insert(key(o));
-            if spec.since.is_none() {
-                out.extend(event("ADDED", o, now));
-            }
-        }
-    }
-    for (ty, o) in &changed {
-        if *ty == "ADDED" {
-            known.remove(&key(o));
-        } else if selected(o, res.kind, &spec.label, &spec.field) {
-            known.insert(key(o));
-        }
+    for o in current.iter().filter(|o| matches(o)) {
+        out.extend(event("ADDED", o, now));
     }
     if spec.initial_end {
         out.extend(bookmark(rev, true));
@@ -857,21 +858,21 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
             Ok(it) => {
                 let evs = it
                     .filter(|e| nsf.as_deref().is_none_or(|n| api::namespace(&e.object) == n))
-                    .map(|e| (e.kind.as_str(), served(served_as, &e.object)))
+                    .map(|e| (e.kind, e.prev.as_ref().map(|p| served(served_as, p)), served(served_as, &e.object)))
                     .collect();
                 Ok((evs, c.api.store.revision(), c.now))
             }
         });
         let Ok(batch) = batch else { return };
-        let (events, rev, now) = match batch {
+        let (changes, rev, now) = match batch {
             Ok(b) => b,
             Err(oldest) => {
                 let s = Status::expired(format!("too old resource version: {last} ({oldest})"));
-                let _ = w.send(&line(json!({"type": "ERROR", "object": s.to_json()})));
+                let _ = w.send(&watch_event("ERROR", &s.to_wire()));
                 return;
             }
         };
-        if events.is_empty() {
+        if changes.is_empty() {
             last = rev;
             sh.wait_change(rev, Duration::from_millis(500));
             if w.closed() {
@@ -883,26 +884,129 @@ fn stream_watch(sh: &Shared, spec: WatchSpec, w: &mut http::Stream) {
             }
             continue;
         }
-        for (ty, o) in events {
-            let k = key(&o);
-            let matches = selected(&o, res.kind, &spec.label, &spec.field);
-            let was = known.contains(&k);
-            let send = match (ty, matches, was) {
-                ("DELETED", _, true) | (_, false, true) => {
-                    known.remove(&k);
-                    Some("DELETED")
-                }
-                ("DELETED", _, false) | (_, false, false) => None,
-                (_, true, true) => Some("MODIFIED"),
-                (_, true, false) => {
-                    known.insert(k);
-                    Some("ADDED")
-                }
-            };
-            if let Some(t) = send {
-                out.extend(event(t, &o, now));
-            }
+        for (ty, o) in watch::replay(changes.iter().map(|(k, p, o)| (*k, p.as_ref(), o)), &matches) {
+            out.extend(event(ty, &o, now));
         }
         last = rev;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, target: &str, content_type: &str, body: &str) -> http::Request {
+        let headers = vec![("Authorization".into(), "Bearer admin-token".into()), ("Content-Type".into(), content_type.into())];
+        http::Request::new(method, target, headers, body.as_bytes().to_vec())
+    }
+
+    /// A whole answer's code and body.
+    fn whole_reply(sh: &Shared, req: http::Request) -> (u16, Vec<u8>) {
+        match route(sh, &req) {
+            Reply::Whole(r) => (r.code, r.body),
+            _ => panic!("{} {} did not answer whole", req.method, req.path),
+        }
+    }
+
+    /// Everything a watch sends until its `timeoutSeconds`.
+    fn streamed(sh: &Shared, req: http::Request) -> Vec<u8> {
+        let Reply::Stream(_, send) = route(sh, &req) else { panic!("{} did not stream", req.path) };
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        send(sh, &mut http::Stream::new(tx));
+        let mut out = Vec::new();
+        while let Ok(chunk) = rx.try_recv() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+
+    const CMS: &str = "/api/v1/namespaces/default/configmaps";
+
+    fn put_tier(sh: &Shared, name: &str, tier: &str) {
+        let patch = format!(r#"{{"metadata":{{"labels":{{"tier":"{tier}"}}}}}}"#);
+        let (code, body) = whole_reply(sh, request("PATCH", &format!("{CMS}/{name}"), "application/merge-patch+json", &patch));
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+    }
+
+    #[test]
+    fn a_watch_resumed_with_a_selector_reports_objects_leaving_and_joining_it() {
+        let sh = super::super::standing_cluster();
+        for (name, tier) in [("leaves", "web"), ("joins", "api"), ("stays", "web"), ("goes", "web")] {
+            let cm = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","labels":{{"tier":"{tier}"}}}}}}"#);
+            assert_eq!(whole_reply(&sh, request("POST", CMS, "application/json", &cm)).0, 201);
+        }
+        let (_, list) = whole_reply(&sh, request("GET", &format!("{CMS}?labelSelector=tier%3Dweb"), "", ""));
+        let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
+        let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        assert_eq!(list["items"].as_array().unwrap().len(), 3);
+        put_tier(&sh, "leaves", "api");
+        put_tier(&sh, "joins", "web");
+        put_tier(&sh, "stays", "web-too");
+        put_tier(&sh, "stays", "web");
+        assert_eq!(whole_reply(&sh, request("DELETE", &format!("{CMS}/goes"), "", "")).0, 200);
+
+        let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&resourceVersion={rv}&labelSelector=tier%3Dweb&timeoutSeconds=1"), "", ""));
+        let events: Vec<serde_json::Value> = out.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+        let got: Vec<(&str, &str, &str)> = events
+            .iter()
+            .map(|e| {
+                (e["type"].as_str().unwrap(), e["object"]["metadata"]["name"].as_str().unwrap(), e["object"]["metadata"]["labels"]["tier"].as_str().unwrap())
+            })
+            .collect();
+        // The object that left is sent as it was, under the revision it left at.
+        assert_eq!(
+            got,
+            [("DELETED", "leaves", "web"), ("ADDED", "joins", "web"), ("DELETED", "stays", "web"), ("ADDED", "stays", "web"), ("DELETED", "goes", "web")]
+        );
+        let rvs: Vec<u64> = events.iter().map(|e| e["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()).collect();
+        assert!(rvs.windows(2).all(|w| w[0] < w[1]) && rvs[0] > rv.parse().unwrap(), "{rvs:?}");
+    }
+
+    #[test]
+    fn bodies_end_with_the_newline_the_api_servers_encoder_writes() {
+        let sh = super::super::standing_cluster();
+        for target in ["/api/v1/namespaces/default/configmaps/kube-root-ca.crt", "/api/v1/namespaces/default/configmaps", "/version", "/api", "/apis/apps/v1"] {
+            let (code, body) = whole_reply(&sh, request("GET", target, "", ""));
+            assert_eq!(code, 200, "{target}");
+            assert!(body.ends_with(b"}\n"), "{target}: {:?}", String::from_utf8_lossy(&body[body.len().saturating_sub(20)..]));
+        }
+        let (code, body) = whole_reply(&sh, request("GET", "/api/v1/namespaces/default/configmaps/nope", "", ""));
+        assert_eq!(code, 404);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"configmaps \\\"nope\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"nope\",\"kind\":\"configmaps\"},\"code\":404}\n"
+        );
+    }
+
+    #[test]
+    fn watch_events_are_written_type_first_and_an_expired_watch_ends_with_the_status_in_go_order() {
+        let sh = super::super::standing_cluster();
+        let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&fieldSelector=metadata.name%3Dkube-root-ca.crt&timeoutSeconds=1"), "", ""));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\","), "{text}");
+        assert!(text.ends_with("}}\n") && text.lines().count() == 1, "{text}");
+
+        let rev = sh.with(|c| {
+            let r = c.api.store.revision();
+            c.api.store.compact(r);
+            r
+        });
+        let rev = rev.unwrap();
+        let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&resourceVersion=1&timeoutSeconds=1"), "", ""));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{{\"type\":\"ERROR\",\"object\":{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Failure\",\"message\":\"too old resource version: 1 ({rev})\",\"reason\":\"Expired\",\"code\":410}}}}\n")
+        );
+    }
+
+    #[test]
+    fn an_exec_result_is_the_kubelets_status_in_go_field_order() {
+        assert_eq!(exec_result(None), b"\x03{\"metadata\":{},\"status\":\"Success\"}");
+        let failed = exec_result(Some(non_zero_exit("command terminated with non-zero exit code: error executing command, exit code 2", 2)));
+        assert_eq!(
+            String::from_utf8_lossy(&failed[1..]),
+            r#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: error executing command, exit code 2","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"2"}]}}"#
+        );
+        assert_eq!(failed[0], 3);
     }
 }

@@ -12,6 +12,7 @@ mod discovery;
 mod front;
 mod http;
 mod protobuf;
+mod watch;
 
 use kubeloop_core::cluster::scenario::{add_file, Scenario};
 use kubeloop_core::cluster::{Cluster, Config, Step};
@@ -156,8 +157,6 @@ fn tls(host: &str) -> Result<Tls, String> {
     Ok(Tls { config: Arc::new(config), ca_pem: ca_cert.pem() })
 }
 
-const USAGE: &str = "Usage: kubeloop serve [SCENARIO...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]";
-
 /// A fresh admin token per start: 32 hex digits from the operating system's randomness.
 fn random_token() -> std::io::Result<String> {
     use std::io::Read as _;
@@ -201,7 +200,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         None => 1.0,
         Some(Ok(s)) if s > 0.0 && s <= MAX_SPEED => s,
         Some(_) => {
-            eprintln!("error: --speed must be a number above 0 and at most {MAX_SPEED}\n{USAGE}");
+            eprintln!("error: --speed must be a number above 0 and at most {MAX_SPEED}\n\n{}", crate::command_usage("serve"));
             return ExitCode::from(2);
         }
     };
@@ -209,7 +208,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(_)) => {
-            eprintln!("error: --seed must be a non-negative integer\n{USAGE}");
+            eprintln!("error: --seed must be a non-negative integer\n\n{}", crate::command_usage("serve"));
             return ExitCode::from(2);
         }
     };
@@ -282,6 +281,25 @@ pub fn serve(args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// A `Shared` whose cluster thread serves requests on a default cluster whose clock stands
+/// still, for the API layer's tests (admin token `admin-token`).
+#[cfg(test)]
+pub(crate) fn standing_cluster() -> Arc<Shared> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into() });
+    let weak = Arc::downgrade(&shared);
+    std::thread::spawn(move || {
+        let mut cluster = Cluster::new(Config::default());
+        for job in rx {
+            job(&mut cluster);
+            if let Some(s) = weak.upgrade() {
+                s.publish(cluster.api.store.revision());
+            }
+        }
+    });
+    shared
 }
 
 #[cfg(test)]

@@ -34,6 +34,10 @@ pub struct WatchEvent {
     pub at: crate::foundation::sim::Millis,
     pub kind: EventType,
     pub object: Object,
+    /// The object as it was before this change (`None` for an ADDED), as the watch cache's
+    /// events carry their `PrevObject`: a watch with selectors judges by it whether the
+    /// client knew the object, so that it can send one that stops matching as DELETED.
+    pub prev: Option<Object>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,10 +228,10 @@ impl Store {
         self.partitions[resource].count
     }
 
-    fn record(&mut self, resource: ResourceId, kind: EventType, object: Object) {
+    fn record(&mut self, resource: ResourceId, kind: EventType, object: Object, prev: Option<Object>) {
         let now = self.now;
         let p = &mut self.partitions[resource];
-        p.history.push_back(WatchEvent { revision: self.revision, at: now, kind, object });
+        p.history.push_back(WatchEvent { revision: self.revision, at: now, kind, object, prev });
         p.last_write = self.revision;
         // The watch cache forgets events that are both old and beyond its minimum size.
         while p.history.len() > MAX_HISTORY || (p.history.len() > MIN_HISTORY && p.history.front().is_some_and(|e| e.at + EVENT_FRESH_DURATION < now)) {
@@ -255,7 +259,7 @@ impl Store {
         let p = &mut self.partitions[key.resource];
         p.objects.entry(key.namespace.clone()).or_default().insert(key.name.clone(), Stored { object: obj.clone(), bytes });
         p.count += 1;
-        self.record(key.resource, EventType::Added, obj.clone());
+        self.record(key.resource, EventType::Added, obj.clone(), None);
         Ok(obj)
     }
 
@@ -271,12 +275,13 @@ impl Store {
         let obj = with_rv(obj, self.revision + 1);
         let bytes = self.admit(&obj)?;
         self.revision += 1;
+        let mut prev = None;
         if let Some(slot) = self.partitions[key.resource].objects.get_mut(&key.namespace).and_then(|m| m.get_mut(&key.name)) {
             self.bytes = self.bytes - slot.bytes + bytes;
-            *slot = Stored { object: obj.clone(), bytes };
+            prev = Some(std::mem::replace(slot, Stored { object: obj.clone(), bytes }).object);
         }
         self.supersede(self.revision, old);
-        self.record(key.resource, EventType::Modified, obj.clone());
+        self.record(key.resource, EventType::Modified, obj.clone(), prev);
         Ok(obj)
     }
 
@@ -298,8 +303,8 @@ impl Store {
         self.bytes -= old.bytes;
         self.revision += 1;
         self.supersede(self.revision, old.bytes + TOMBSTONE_BYTES);
-        let obj = with_rv(old.object, self.revision);
-        self.record(key.resource, EventType::Deleted, obj.clone());
+        let obj = with_rv(old.object.clone(), self.revision);
+        self.record(key.resource, EventType::Deleted, obj.clone(), Some(old.object));
         Ok(obj)
     }
 
@@ -366,6 +371,9 @@ mod tests {
         assert_eq!(resource_version(&d), "4");
         let kinds: Vec<_> = s.events_since(rid::CONFIGMAP, 0).unwrap().map(|e| e.kind).collect();
         assert_eq!(kinds, vec![EventType::Added, EventType::Modified, EventType::Deleted]);
+        // Each event carries the version it replaced: none for the create, then rv 2, then rv 3.
+        let prevs: Vec<_> = s.events_since(rid::CONFIGMAP, 0).unwrap().map(|e| e.prev.as_deref().map(resource_version)).collect();
+        assert_eq!(prevs, vec![None, Some("2"), Some("3")]);
         s.compact(3);
         assert_eq!(s.events_since(rid::CONFIGMAP, 1).err(), Some(StoreError::Expired(1, 3)));
         assert_eq!(s.events_since(rid::CONFIGMAP, 3).unwrap().count(), 1);
