@@ -533,3 +533,26 @@ fn the_data_plane_keeps_running_while_the_control_plane_is_down() {
     assert_eq!(out(&c, "get pods")[3].iter().filter(|l| l.contains(" Running ")).count(), 4);
     golden("control-plane-outage", &c);
 }
+
+#[test]
+fn a_full_etcd_refuses_every_write_until_compacted_defragmented_and_disarmed() {
+    let (_, mut c) = load("etcd-quota.yaml");
+    c.run_until(250_000);
+    let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == cmd).map(|o| o.output.clone()).collect::<Vec<_>>();
+    let status = out(&c, "etcdctl endpoint status");
+    assert!(status[0][0].ends_with(", 2, 151, 151, "), "{status:?}");
+    assert!(status[1][0].ends_with("memberID:10276657743932975437 alarm:NOSPACE "), "{status:?}");
+    assert_eq!(out(&c, "kubectl scale deployment web --replicas=2")[0], ["Error from server: etcdserver: mvcc: database space exceeded"]);
+    assert!(c
+        .api
+        .trace
+        .records
+        .iter()
+        .any(|r| r.component == "kubelet" && r.object.ends_with("/status") && r.message == "etcdserver: mvcc: database space exceeded"));
+    assert_eq!(out(&c, "etcdctl compact 814"), [vec!["compacted revision 814".to_string()]], "the revision the JSON status printed");
+    // The file shrank, the alarm is gone, and writes go through again.
+    assert!(status[2][0].ends_with(", 815, 815, ") && !status[2][0].contains("1.0 MB"), "{status:?}");
+    assert_eq!(out(&c, "kubectl scale deployment web --replicas=2")[1], ["deployment.apps/web scaled"]);
+    assert!(out(&c, "kubectl get deployment web")[1][1].starts_with("web    2/2 "));
+    golden("etcd-quota", &c);
+}

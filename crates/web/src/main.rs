@@ -74,6 +74,8 @@ enum Msg {
     SetTab(Tab),
     Fault(&'static str, String),
     ScaleBy(i64),
+    /// etcd's maintenance: compact, defragment, disarm.
+    FreeEtcd,
     SetFaultNode(String),
     Share,
     CelLoaded(Result<(), String>),
@@ -425,6 +427,11 @@ impl Component for App {
                     }
                     None => "no ReplicaSet with replicas in namespace default to scale".into(),
                 });
+                self.absorb();
+            }
+            Msg::FreeEtcd => {
+                self.apply();
+                self.notice = Some(format!("etcdctl: {}", self.sb.free_etcd().join("; ")));
                 self.absorb();
             }
             Msg::SetFaultNode(n) => self.fault_node = n,
@@ -891,6 +898,11 @@ impl App {
                     html! { <button class="down" onclick={link.callback(|_| Msg::Fault("etcdUp", String::new()))}>{ "Bring etcd back" }</button> }
                 } else {
                     html! { <button onclick={link.callback(|_| Msg::Fault("etcdDown", String::new()))} title="the API server is up, but reads and writes time out">{ "etcd down" }</button> }
+                } }
+                { if self.sb.cluster.api.store.space.alarm {
+                    html! { <button class="down" onclick={link.callback(|_| Msg::FreeEtcd)} title="etcdctl compact, defrag, alarm disarm">{ "etcd is full: compact and defragment it" }</button> }
+                } else {
+                    html! { <button onclick={link.callback(|_| Msg::FreeEtcd)} title="etcdctl compact, defrag, alarm disarm">{ "Compact and defragment etcd" }</button> }
                 } }
                 <button onclick={link.callback(|_| Msg::Fault("controllerManagerDown", String::new()))} title="all of kube-controller-manager's controllers stop at once">{ "Stop controller manager" }</button>
                 <button onclick={link.callback(|_| Msg::Fault("controllerManagerUp", String::new()))}>{ "Start it" }</button>

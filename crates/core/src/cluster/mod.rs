@@ -9,6 +9,7 @@
 //! them. A run is quiet when no work is left: only periodic tasks (heartbeats, retries of
 //! things that cannot progress) remain and no loop says it is busy.
 
+pub mod etcdctl;
 pub mod scenario;
 
 pub use crate::loops::kubelet::node::NodeSpec;
@@ -69,6 +70,8 @@ pub enum Action {
     /// A kubectl command line (without `kubectl`).
     Kubectl(String),
     Fault(Fault),
+    /// An `etcdctl` command line (without `etcdctl`): etcd's maintenance.
+    Etcdctl(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -446,8 +449,10 @@ impl Cluster {
                 self.next_step = self.next_step.max(i + 1);
                 self.execute(&s);
             }
-            Task::Compact if self.api.down_since.is_some() || self.api.etcd_down_since.is_some() => {
-                // The API server's compaction request reaches no etcd; tried next interval.
+            Task::Compact if self.api.down_since.is_some() || self.api.etcd_down_since.is_some() || self.api.store.space.alarm => {
+                // The API server's compaction request reaches no etcd, or (under the NOSPACE
+                // alarm) its compare-and-put of the compaction key is refused; tried next
+                // interval. A full database needs `etcdctl compact`.
                 self.push(self.now + COMPACTION_INTERVAL, Task::Compact, true);
             }
             Task::Compact => {
@@ -532,6 +537,7 @@ impl Cluster {
             }),
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("exec") => (format!("kubectl {cmd}"), self.exec(&s.credentials, cmd)),
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
+            Action::Etcdctl(line) => (format!("etcdctl {line}"), etcdctl::run(&mut self.api.store, line)),
             Action::Fault(f) => {
                 let msg = self.fault(f);
                 let out = if msg == f.describe() { vec![] } else { vec![msg] };
@@ -545,7 +551,7 @@ impl Cluster {
                     t: self.now,
                     flow: Flow::Request,
                     stage: "client",
-                    component: "kubectl".into(),
+                    component: if matches!(s.action, Action::Etcdctl(_)) { "etcdctl".into() } else { "kubectl".into() },
                     user: user.clone(),
                     verb: String::new(),
                     object: String::new(),

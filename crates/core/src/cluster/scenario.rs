@@ -61,6 +61,8 @@ pub struct Scenario {
     pub node_groups: Vec<NodeGroup>,
     /// `storageDrivers`, when the document declares them.
     pub storage_drivers: Option<Vec<CsiDriverSpec>>,
+    /// `etcd: {quotaBytes: 8Mi}`: etcd's `--quota-backend-bytes`, when declared.
+    pub etcd_quota: Option<u64>,
     pub steps: Vec<Step>,
     /// Problems found while reading, as `file:line: message`.
     pub errors: Vec<String>,
@@ -75,6 +77,7 @@ impl Scenario {
             registry: self.registry.clone(),
             node_groups: self.node_groups.clone(),
             storage_drivers: self.storage_drivers.clone().unwrap_or_else(|| Config::default().storage_drivers),
+            quota_bytes: self.etcd_quota.unwrap_or(crate::apiserver::store::DEFAULT_QUOTA_BYTES),
             trace,
             ..Config::default()
         }
@@ -306,6 +309,11 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
     if let Some(drivers) = get(spec, &["storageDrivers"]) {
         sc.storage_drivers = Some(parse_storage_drivers(drivers)?);
     }
+    if let Some(q) = get(spec, &["etcd", "quotaBytes"]).filter(|q| !q.is_null()) {
+        let bytes = crate::foundation::quantity::value_milli(q).map(|m| m / 1000).filter(|b| *b > 0);
+        sc.etcd_quota =
+            Some(bytes.ok_or_else(|| format!("spec.etcd.quotaBytes: Invalid value: {q}: must be a positive quantity of bytes such as 8Mi"))? as u64);
+    }
     for (i, u) in get_array(spec, &["users"]).iter().enumerate() {
         let name = get_str(u, &["name"]).ok_or_else(|| format!("spec.users[{i}].name is required"))?;
         let token = get_str(u, &["token"]).map(str::to_string).unwrap_or_else(|| format!("{name}-token"));
@@ -358,10 +366,12 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             Action::Apply { text: text.to_string(), file: format!("{file}#steps[{i}]") }
         } else if let Some(cmd) = get_str(s, &["kubectl"]) {
             Action::Kubectl(cmd.to_string())
+        } else if let Some(cmd) = get_str(s, &["etcdctl"]) {
+            Action::Etcdctl(cmd.to_string())
         } else if let Some(f) = get(s, &["fault"]) {
             Action::Fault(parse_fault(f).map_err(|e| format!("spec.steps[{i}].fault: {e}"))?)
         } else {
-            return Err(format!("spec.steps[{i}] needs one of apply, kubectl or fault"));
+            return Err(format!("spec.steps[{i}] needs one of apply, kubectl, etcdctl or fault"));
         };
         sc.steps.push(Step { at, credentials, action });
     }

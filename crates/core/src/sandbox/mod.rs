@@ -59,6 +59,8 @@ pub enum Did {
     /// A fault: `nodeDown`, `nodeUp`, `controllerDown`, `controllerUp`, `webhookDown`,
     /// `webhookUp`, with the name it applies to.
     Fault(String, String),
+    /// An etcdctl command line (without `etcdctl`).
+    Etcdctl(String),
 }
 
 pub struct Sandbox {
@@ -91,8 +93,8 @@ impl Sandbox {
         // Scenario's own timed steps.
         sc.steps.retain(|s| !(s.at == 0 && matches!(&s.action, Action::Apply { file, .. } if file == "editor")));
         let mut config = sc.config(seed, true);
-        // A browser tab holds far less than a server.
-        config.quota_bytes = crate::apiserver::store::PAGE_QUOTA_BYTES;
+        // A browser tab holds far less than a server (unless the scenario asks for less).
+        config.quota_bytes = sc.etcd_quota.unwrap_or(crate::apiserver::store::PAGE_QUOTA_BYTES).min(crate::apiserver::store::PAGE_QUOTA_BYTES);
         let seed = config.seed;
         let mut users = vec![("admin".to_string(), "admin-token".to_string())];
         users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
@@ -253,6 +255,22 @@ impl Sandbox {
         Ok(out.output.first().cloned().unwrap_or_else(|| f.describe()))
     }
 
+    /// Run an etcdctl command line against the cluster's etcd (its maintenance).
+    pub fn etcdctl(&mut self, line: &str) -> Vec<String> {
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Etcdctl(line.to_string()) });
+        self.cluster.act(self.credentials(), Action::Etcdctl(line.to_string())).output
+    }
+
+    /// The etcd maintenance that frees a full database: compact to the current revision,
+    /// defragment, disarm the NOSPACE alarm. What each step printed.
+    pub fn free_etcd(&mut self) -> Vec<String> {
+        let rev = self.cluster.api.store.revision();
+        let mut out = self.etcdctl(&format!("compact {rev}"));
+        out.extend(self.etcdctl("defrag"));
+        out.extend(self.etcdctl("alarm disarm"));
+        out
+    }
+
     /// Advance the simulated clock by `ms`, running everything due.
     pub fn advance(&mut self, ms: Millis) {
         let until = self.cluster.now.saturating_add(ms);
@@ -314,6 +332,7 @@ impl Sandbox {
                     }
                     Did::Kubectl(line) => Wire::Kubectl(line.clone()),
                     Did::Fault(kind, name) => Wire::Fault(kind.clone(), name.clone()),
+                    Did::Etcdctl(line) => Wire::Etcdctl(line.clone()),
                 };
                 WireDone { t: d.t, user: d.user.clone(), what }
             })
@@ -352,6 +371,9 @@ impl Sandbox {
                 }
                 Wire::Fault(kind, name) => {
                     sb.fault(kind, name)?;
+                }
+                Wire::Etcdctl(line) => {
+                    sb.etcdctl(line);
                 }
             }
         }
@@ -400,6 +422,7 @@ enum Wire {
     Apply(Edit),
     Kubectl(String),
     Fault(String, String),
+    Etcdctl(String),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -821,5 +844,22 @@ mod tests {
             let data: Vec<u8> = (0..n).map(|i| i.wrapping_mul(37)).collect();
             assert_eq!(unbase64url(&base64url(&data)).unwrap(), data);
         }
+    }
+
+    #[test]
+    fn a_full_etcd_is_freed_from_the_page_and_the_link_replays_it() {
+        let text = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  etcd: {quotaBytes: 200Ki}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 20\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: c, image: nginx:1.27}]\n";
+        let mut sb = Sandbox::new(text, Some(1));
+        assert_eq!(sb.cluster.api.store.quota, 200 << 10);
+        sb.advance(60_000);
+        assert!(sb.cluster.api.store.space.alarm, "20 pods do not fit in 200 KiB");
+        assert_eq!(sb.kubectl("scale deployment web --replicas=1"), ["Error from server: etcdserver: mvcc: database space exceeded"]);
+        let out = sb.free_etcd();
+        assert!(out[0].starts_with("compacted revision ") && out[1].starts_with("Finished defragmenting") && out[2].ends_with("alarm:NOSPACE "), "{out:?}");
+        assert!(!sb.cluster.api.store.space.alarm);
+        assert_eq!(sb.kubectl("scale deployment web --replicas=1"), ["deployment.apps/web scaled"]);
+        let again = Sandbox::open(&sb.share()).expect("link opens");
+        assert!(!again.cluster.api.store.space.alarm);
+        assert_eq!(again.cluster.api.store.space.db_size, sb.cluster.api.store.space.db_size);
     }
 }
