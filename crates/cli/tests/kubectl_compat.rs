@@ -721,7 +721,7 @@ fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
     // An age that crosses a digit boundary between the two commands (9s, 10s) widens its
     // column: cells are compared, each table's alignment by the printers' own tests.
     let cells = |text: &str| -> Vec<Vec<String>> { without_ages(text).lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect() };
-    for cmd in ["get pv", "get pvc", "get sc", "get pv,pvc,sc", "get pvc -o wide", "get volumeattachments", "get csidrivers", "get ns"] {
+    for cmd in ["get pv", "get pvc", "get sc", "get pv,pvc,sc", "get pvc -o wide", "get volumeattachments", "get csidrivers", "get ns", "get apiservices"] {
         let args: Vec<&str> = cmd.split(' ').collect();
         assert_eq!(cells(&s.ok(&args)), cells(&s.terminal(cmd)), "{cmd}");
     }

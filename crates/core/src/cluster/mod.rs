@@ -159,7 +159,8 @@ pub const LEADER_RENEW_DEADLINE: Millis = 10_000;
 
 /// The loops that are not kube-controller-manager's: the scheduler, the kubelets, the CSI
 /// drivers' sidecars and the cluster autoscaler run as their own processes.
-const OUTSIDE_CONTROLLER_MANAGER: &[&str] = &["default-scheduler", "kubelet", "csi-provisioner", "csi-attacher", "csi-resizer", "cluster-autoscaler"];
+const OUTSIDE_CONTROLLER_MANAGER: &[&str] =
+    &["default-scheduler", "kubelet", "csi-provisioner", "csi-attacher", "csi-resizer", "cluster-autoscaler", "apiservice-availability-controller"];
 
 /// Whether a loop runs inside kube-controller-manager (`controllerManagerDown` stops it).
 pub fn in_controller_manager(name: &str) -> bool {
@@ -230,6 +231,7 @@ impl Cluster {
             Box::new(crate::loops::controllers::provisioner::CsiProvisioner::new(&config.storage_drivers)),
             Box::new(crate::loops::controllers::expand::ExpandController::new()),
             Box::new(crate::loops::controllers::resizer::CsiResizer::new(&config.storage_drivers)),
+            Box::new(crate::loops::controllers::apiservice::ApiServiceAvailability::new()),
         ];
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {
@@ -731,6 +733,9 @@ impl Cluster {
 /// driver), the nodes and their leases.
 fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec], drivers: &[crate::loops::csi::CsiDriverSpec]) {
     for o in crate::apiserver::rbac::bootstrap_policy() {
+        api.bootstrap_object(o);
+    }
+    for o in crate::loops::controllers::apiservice::local_apiservices() {
         api.bootstrap_object(o);
     }
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {

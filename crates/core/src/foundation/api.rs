@@ -168,6 +168,8 @@ pub static RESOURCES: &[ResourceInfo] = &[
     // server builds from its scrapes of the kubelets, stored nowhere and with no schema.
     res!("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", "", true, []),
     res!("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", false, []),
+    // schema: "apiregistration.k8s.io/v1/APIService"
+    res!("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice", false, []),
 ];
 
 /// Whether a resource is one of the resource metrics API's views (served from scrapes,
@@ -220,6 +222,7 @@ pub mod rid {
     pub const CSINODE: ResourceId = 41;
     pub const PODMETRICS: ResourceId = 42;
     pub const NODEMETRICS: ResourceId = 43;
+    pub const APISERVICE: ResourceId = 44;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.
@@ -424,6 +427,7 @@ mod tests {
             (rid::REPLICATIONCONTROLLER, "ReplicationController"),
             (rid::LEASE, "Lease"),
             (rid::PRIORITYCLASS, "PriorityClass"),
+            (rid::APISERVICE, "APIService"),
         ];
         for (id, kind) in pairs {
             assert_eq!(RESOURCES[id].kind, kind);

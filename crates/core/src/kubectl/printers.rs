@@ -383,6 +383,26 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        // kube-aggregator's table convertor (`pkg/registry/apiservice/rest`).
+        "APIService" => (
+            strs(vec!["NAME", "SERVICE", "AVAILABLE", "AGE"]),
+            objects
+                .iter()
+                .map(|a| {
+                    let service = match get(a, &["spec", "service"]).filter(|s| !s.is_null()) {
+                        Some(s) => format!("{}/{}", get_str(s, &["namespace"]).unwrap_or(""), get_str(s, &["name"]).unwrap_or("")),
+                        None => "Local".into(),
+                    };
+                    let cond = crate::foundation::api::get_array(a, &["status", "conditions"]).iter().find(|c| get_str(c, &["type"]) == Some("Available"));
+                    let available = match cond {
+                        None => "Unknown".to_string(),
+                        Some(c) if get_str(c, &["status"]) == Some("True") => "True".into(),
+                        Some(c) => format!("{} ({})", get_str(c, &["status"]).unwrap_or(""), get_str(c, &["reason"]).unwrap_or("")),
+                    };
+                    vec![name(a), service, available, age(a)]
+                })
+                .collect(),
+        ),
         "CSINode" => (
             strs(vec!["NAME", "DRIVERS", "AGE"]),
             objects.iter().map(|n| vec![name(n), crate::foundation::api::get_array(n, &["spec", "drivers"]).len().to_string(), age(n)]).collect(),

@@ -1,5 +1,6 @@
 //! The kube-controller-manager loops kubeloop simulates, one file per controller.
 
+pub mod apiservice;
 pub mod attachdetach;
 pub mod autoscaler;
 pub mod cronjob;
