@@ -366,9 +366,29 @@ fn typed_clients_apply_and_maintenance() {
         conflict.contains("Apply failed with 1 conflict: conflict with \"kubectl\" with subresource \"scale\" using apps/v1: .spec.replicas"),
         "{conflict}"
     );
+    assert_eq!(s.terminal(&format!("apply --server-side -f - <<EOF\n{manifest}EOF")).trim_end(), conflict.trim_end(), "the terminal's conflict");
     let out = s.run(&["apply", "--server-side", "--force-conflicts", "-f", "-"], Some(manifest));
     assert!(out.status.success());
     assert_eq!(s.ok(&["get", "deployment", "ssa", "-o", "jsonpath={.spec.replicas}"]), "2");
+    // Client-side apply, then server-side apply of a changed value: kubectl's server-side
+    // apply takes over the fields its client-side apply held, with no conflict, and keeps
+    // the last-applied annotation in step.
+    let csa = manifest.replace("name: ssa}", "name: csa, annotations: {note: a}}").replace("app: ssa", "app: csa").replace("replicas: 2", "replicas: 0");
+    let out = s.run(&["apply", "-f", "-"], Some(&csa));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "deployment.apps/csa created\n");
+    let changed = csa.replace("note: a", "note: b");
+    let out = s.run(&["apply", "--server-side", "-f", "-"], Some(&changed));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "deployment.apps/csa serverside-applied\n", "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(s.ok(&["get", "deployment", "csa", "-o", "jsonpath={.metadata.annotations.note}"]), "b");
+    let managers = s.ok(&["get", "deployment", "csa", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}"]);
+    assert!(managers.split(' ').any(|m| m == "kubectl"), "{managers}");
+    let last = s.ok(&["get", "deployment", "csa", "-o", "jsonpath={.metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration}"]);
+    assert!(last.contains("\"note\":\"b\""), "{last}");
+    // And the terminal does the same.
+    let ours = s.terminal(&format!("apply -f - <<EOF\n{}EOF", csa.replace("name: csa,", "name: csa2,").replace("app: csa", "app: csa2")));
+    assert_eq!(ours.trim(), "deployment.apps/csa2 created");
+    let ours = s.terminal(&format!("apply --server-side -f - <<EOF\n{}EOF", changed.replace("name: csa,", "name: csa2,").replace("app: csa", "app: csa2")));
+    assert_eq!(ours.trim(), "deployment.apps/csa2 serverside-applied");
     // diff: a server-side dry run, exit code 1 when something would change.
     let changed = manifest.replace("nginx:1.25", "nginx:1.26");
     let out = s.run(&["diff", "-f", "-"], Some(&changed));

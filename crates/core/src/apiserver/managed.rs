@@ -457,6 +457,15 @@ pub fn apply(
             }
         }
     }
+    // `lastAppliedManager`: kubectl's server-side apply takes over, without conflict, the
+    // fields its client-side apply last set and still holds (those of the
+    // `last-applied-configuration` annotation whose live values are unchanged).
+    if manager == "kubectl" && !conflicts.is_empty() && !force {
+        if let Some(last) = last_applied(base) {
+            let held = field_set(&last, api_version, kind, subresource);
+            conflicts.retain(|(_, p)| !(held.contains(p) && get_at(&last, p) == get_at(base, p)));
+        }
+    }
     if !conflicts.is_empty() && !force {
         let mut by_manager: Vec<(String, Vec<String>)> = Vec::new();
         let who_of = |e: &Entry| {
@@ -538,8 +547,32 @@ pub fn apply(
     if obj.get("metadata").is_none() {
         obj["metadata"] = json!({});
     }
+    // `lastAppliedUpdater`: kubectl's server-side apply keeps the client-side annotation in
+    // step with what it applied, so that a later client-side apply prunes the right fields.
+    if manager == "kubectl" && last_applied(base).is_some() {
+        let mut cfg = config.clone();
+        if let Some(a) = cfg.get_mut("metadata").and_then(|m| m.get_mut("annotations")).and_then(Value::as_object_mut) {
+            a.remove(LAST_APPLIED);
+            if a.is_empty() {
+                if let Some(m) = cfg.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("annotations");
+                }
+            }
+        }
+        let text = serde_json::to_string(&cfg).unwrap_or_default() + "\n";
+        crate::foundation::api::set(&mut obj, &["metadata", "annotations", LAST_APPLIED], json!(text));
+    }
     write_entries(&mut obj, list);
     Ok(obj)
+}
+
+/// kubectl's client-side apply record of what it last applied.
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// An object's `last-applied-configuration`, parsed.
+fn last_applied(obj: &Value) -> Option<Value> {
+    let text = crate::foundation::api::annotation(obj, LAST_APPLIED)?;
+    serde_json::from_str(text).ok()
 }
 
 /// Whether an applied path is a value (not a struct or list that only holds others).

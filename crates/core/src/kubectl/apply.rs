@@ -43,6 +43,47 @@ pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &s
     each_document(text, file, |obj| vec![apply_object(api, creds, obj, file)])
 }
 
+/// The field manager of kubectl's client-side apply.
+const CLIENT_SIDE_MANAGER: &str = "kubectl-client-side-apply";
+
+/// `kubectl apply --server-side`: each document is sent as an apply patch under `manager`
+/// (`kubectl` unless `--field-manager` says otherwise); the API server merges it and
+/// tracks the fields, and refuses fields other managers own unless `force`.
+pub fn apply_server_side(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, manager: &str, force: bool) -> Vec<String> {
+    each_document(text, file, |obj| {
+        let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
+        let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
+        let name = api::name(&obj).to_string();
+        let Some(r) = resource_for_kind(&av, &kind) else {
+            let ns = api::namespace(&obj);
+            return vec![format!(
+                "error: resource mapping not found for name: {name:?} namespace: {ns:?} from {file:?}: no matches for kind {kind:?} in version {av:?}\nensure CRDs are installed first"
+            )];
+        };
+        let ns = if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+        let mut req = Request::patch(r, &ns, &name, PatchType::Apply { force }, obj, creds.clone());
+        req.field_manager = manager.to_string();
+        match api.handle(req) {
+            Ok(_) => vec![with_warnings(api, format!("{}/{name} serverside-applied", kind_prefix(r)))],
+            Err(s) if s.code == 409 && s.reason == "Conflict" => vec![format!("error: {}\n{SSA_CONFLICT_ADVICE}", s.message)],
+            Err(s) => vec![s.kubectl_message(Some(file), "patching")],
+        }
+    })
+}
+
+/// What kubectl adds to a server-side apply conflict (`cmd/apply` `fieldManagerConflictErrorFormat`).
+const SSA_CONFLICT_ADVICE: &str = "Please review the fields above--they currently have other managers. Here
+are the ways you can resolve this warning:
+* If you intend to manage all of these fields, please re-run the apply
+  command with the `--force-conflicts` flag.
+* If you do not intend to manage all of the fields, please edit your
+  manifest to remove references to the fields that should keep their
+  current managers.
+* You may co-own fields by updating your manifest to match the existing
+  value; in this case, you'll become the manager if the other manager(s)
+  stop managing the field (remove it from their configuration).
+See https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts";
+
 /// Apply one object; returns kubectl's line for it.
 pub fn apply_object(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> String {
     apply_with(api, creds, obj, file, false).0
@@ -112,6 +153,7 @@ pub(super) fn apply_with(api: &mut ApiServer, creds: &Credentials, mut obj: Valu
             }
             let mut req = Request::create(r, &ns, body, creds.clone());
             req.dry_run = dry;
+            req.field_manager = CLIENT_SIDE_MANAGER.into();
             match api.handle(req) {
                 Ok(o) => (with_warnings(api, format!("{prefix} created")), Some(o)),
                 Err(s) => (s.kubectl_message(Some(file), "creating"), None),
@@ -134,6 +176,7 @@ pub(super) fn apply_with(api: &mut ApiServer, creds: &Credentials, mut obj: Valu
             let before = api::resource_version(&live).to_string();
             let mut req = Request::patch(r, &ns, &name, PatchType::Strategic, patch.clone(), creds.clone());
             req.dry_run = dry;
+            req.field_manager = CLIENT_SIDE_MANAGER.into();
             match api.handle(req) {
                 Ok(after) if api::resource_version(&after) == before && after == live => (with_warnings(api, format!("{prefix} unchanged")), Some(after)),
                 Ok(after) => (with_warnings(api, format!("{prefix} configured")), Some(after)),

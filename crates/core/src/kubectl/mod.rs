@@ -166,6 +166,13 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         return unreachable_server(&verb, &f, stdin.as_deref());
     }
     match verb.as_str() {
+        "apply" if f.get("--server-side").is_some_and(|v| v != "false") => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => {
+                let force = f.get("--force-conflicts").is_some_and(|v| v != "false");
+                crate::kubectl::apply::apply_server_side(api, creds, &text, file, f.get("--field-manager").unwrap_or("kubectl"), force)
+            }
+            Err(e) => vec![e],
+        },
         "apply" => match manifest_input(&f, stdin.as_deref()) {
             Ok((text, file)) => apply_text(api, creds, &text, file),
             Err(e) => vec![e],
