@@ -741,7 +741,19 @@ fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
     // An age that crosses a digit boundary between the two commands (9s, 10s) widens its
     // column: cells are compared, each table's alignment by the printers' own tests.
     let cells = |text: &str| -> Vec<Vec<String>> { without_ages(text).lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect() };
-    for cmd in ["get pv", "get pvc", "get sc", "get pv,pvc,sc", "get pvc -o wide", "get volumeattachments", "get csidrivers", "get ns", "get apiservices"] {
+    for cmd in [
+        "get pv",
+        "get pvc",
+        "get sc",
+        "get pv,pvc,sc",
+        "get pvc -o wide",
+        "get volumeattachments",
+        "get csidrivers",
+        "get ns",
+        "get apiservices",
+        "get flowschemas",
+        "get prioritylevelconfigurations",
+    ] {
         let args: Vec<&str> = cmd.split(' ').collect();
         assert_eq!(cells(&s.ok(&args)), cells(&s.terminal(cmd)), "{cmd}");
     }
@@ -763,6 +775,11 @@ fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
         let args: Vec<&str> = std::iter::once("describe").chain(what.split(' ')).collect();
         assert_eq!(normal(&s.ok(&args)), normal(&s.terminal(&format!("describe {what}"))), "describe {what}");
     }
+    // API Priority and Fairness's dump, through the real kubectl's --raw and the terminal's.
+    let first = |text: &str| -> Vec<String> { text.lines().map(|l| l.split(',').next().unwrap_or("").trim().to_string()).collect() };
+    let path = "/debug/api_priority_and_fairness/dump_priority_levels";
+    assert_eq!(first(&s.ok(&["get", "--raw", path])), first(&s.terminal(&format!("get --raw {path}"))));
+    assert!(s.ok(&["get", "--raw", path]).contains("workload-low,"));
     // A claim grown while no pod mounts it: the disk is larger, the claim waits for a
     // node to grow its file system, with its resize conditions.
     s.until(&["get", "pvc", "grow", "-o", "jsonpath={.status.phase}"], 90, |o| o == "Bound");

@@ -81,6 +81,13 @@ fn non_zero_exit(message: impl Into<String>, code: i64) -> Status {
 }
 
 pub fn status_response(s: &Status) -> http::Response {
+    if s.is_apf_rejection() {
+        // API Priority and Fairness answers in plain text, with when to try again.
+        let mut r = http::Response::new(429, "text/plain; charset=utf-8", kubeloop_core::foundation::status::APF_REJECTION.as_bytes().to_vec());
+        r.headers.push(("Retry-After".into(), "1".into()));
+        r.headers.push(("X-Content-Type-Options".into(), "nosniff".into()));
+        return r;
+    }
     http::Response::new(s.code, "application/json", s.to_wire())
 }
 
@@ -197,6 +204,13 @@ fn handle(sh: &Shared, req: &http::Request) -> Result<Reply, Status> {
         ["api", v] if get => whole(200, &discovery::resource_list("", v).ok_or_else(not_found)?),
         ["apis", g] if get => whole(200, &discovery::group(g).ok_or_else(not_found)?),
         ["apis", g, v] if get => whole(200, &discovery::resource_list(g, v).ok_or_else(not_found)?),
+        ["debug", "api_priority_and_fairness", "dump_priority_levels"] if get => {
+            if !user.groups.iter().any(|g| g == "system:masters") {
+                return Err(Status::new(403, "Forbidden", format!("forbidden: User {:?} cannot get path {:?}", user.name, req.path)));
+            }
+            let text = sh.with(|c| c.api.flowcontrol.dump(&c.api.store, c.api.now)).map_err(|_| Status::internal("the cluster is gone"))?;
+            Ok(Reply::Whole(http::Response::new(200, "text/plain; charset=utf-8", kubeloop_core::kubectl::describe::tabwrite(&text).into_bytes())))
+        }
         ["openapi", "v3"] if get => whole(200, discovery::openapi_root()),
         ["openapi", "v3", rest @ ..] if get => whole(200, discovery::openapi_doc(&rest.join("/")).ok_or_else(not_found)?),
         ["kubeloop", "v1", "kubectl"] if req.method == "POST" => terminal(sh, req, user),

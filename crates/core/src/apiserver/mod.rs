@@ -12,6 +12,7 @@ pub mod admission;
 pub mod cel;
 pub mod defaults;
 pub mod fields;
+pub mod flowcontrol;
 pub mod managed;
 pub mod metrics;
 pub mod patch;
@@ -110,6 +111,10 @@ pub struct Request {
     /// components), rather than JSON or YAML.
     pub protobuf: bool,
     pub field_validation: FieldValidation,
+    /// Sent by one of kubeloop's own loops, which fire their requests in instant bursts
+    /// where real components spread them out (client-side QPS limits): API Priority and
+    /// Fairness counts them but neither queues nor refuses them.
+    pub internal: bool,
 }
 
 impl Request {
@@ -128,6 +133,7 @@ impl Request {
             grace_period: None,
             component: "kubectl".into(),
             protobuf: false,
+            internal: false,
             field_validation: FieldValidation::Strict,
         }
     }
@@ -265,6 +271,8 @@ pub struct ApiServer {
     pub unsimulated: BTreeSet<ResourceId>,
     /// metrics-server's last scrapes of the kubelets (`metrics.k8s.io`).
     pub metrics: metrics::MetricsServer,
+    /// API Priority and Fairness: the priority levels' seats and queues.
+    pub flowcontrol: flowcontrol::FlowControl,
     rng: Rng,
     cel: CelCache,
     allocated_ips: BTreeSet<u32>,
@@ -297,6 +305,7 @@ impl ApiServer {
             warnings: vec![],
             unsimulated: BTreeSet::new(),
             metrics: metrics::MetricsServer::default(),
+            flowcontrol: flowcontrol::FlowControl::default(),
             rng: Rng::new(seed, Stream::ApiServer),
             cel: CelCache::default(),
             allocated_ips: BTreeSet::new(),
@@ -446,6 +455,62 @@ impl ApiServer {
         }
         if writes {
             record!(self, &c, Flow::AuthnAuthz, "authentication", "ok", "", format!("user {:?} groups {:?}", user.name, user.groups));
+        }
+
+        // API Priority and Fairness, between authentication and authorization.
+        if !api::is_metrics(req.resource) {
+            let verb = req.verb.as_str();
+            let (listed, listed_bytes) =
+                if matches!(req.verb, Verb::List) { self.store.size_of_list(req.resource, Some(ns.as_str()).filter(|n| !n.is_empty())) } else { (0, 0) };
+            let attrs = flowcontrol::Attrs { user: &user, verb, res, subresource: &req.subresource, namespace: &ns };
+            let client = if req.component.is_empty() { user.name.as_str() } else { req.component.as_str() };
+            let client = format!("{}|{client}", user.name);
+            match self.flowcontrol.admit(
+                &self.store,
+                &attrs,
+                &client,
+                self.now,
+                flowcontrol::seats(verb, listed_bytes),
+                flowcontrol::duration(listed),
+                !req.internal,
+            ) {
+                flowcontrol::Admit::Rejected { flow_schema, level, why } => {
+                    let method = match req.verb {
+                        Verb::Get | Verb::List => "get",
+                        Verb::Create => "post",
+                        Verb::Update => "put",
+                        Verb::Patch(_) => "patch",
+                        Verb::Delete => "delete",
+                    };
+                    let s = Status::too_many_requests(method, &res.qualified_resource(), &req.name);
+                    record!(
+                        self,
+                        &c,
+                        Flow::Denied,
+                        "priority-and-fairness",
+                        "denied",
+                        "",
+                        format!("429 Too many requests: priority level {level:?} (FlowSchema {flow_schema:?}) refused it: {why}")
+                    );
+                    self.log(&c, s.code, Some(&s));
+                    return Err(s);
+                }
+                flowcontrol::Admit::Dispatched { flow_schema, level, waited, seats } if waited > 0 => {
+                    record!(
+                        self,
+                        &c,
+                        Flow::AuthnAuthz,
+                        "priority-and-fairness",
+                        "ok",
+                        "",
+                        format!(
+                            "waited {} in priority level {level:?}'s queues (FlowSchema {flow_schema:?}, {seats} seat(s))",
+                            crate::foundation::sim::go_duration(waited)
+                        )
+                    );
+                }
+                _ => {}
+            }
         }
 
         // Authorization.

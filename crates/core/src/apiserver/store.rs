@@ -224,6 +224,16 @@ impl Store {
         }
     }
 
+    /// How many objects a list returns and their JSON size together.
+    pub fn size_of_list(&self, resource: ResourceId, namespace: Option<&str>) -> (usize, u64) {
+        let p = &self.partitions[resource].objects;
+        let sized = |m: &BTreeMap<String, Stored>| m.values().fold((0, 0), |(n, b), s| (n + 1, b + s.bytes));
+        match namespace {
+            Some(ns) => p.get(ns).map(sized).unwrap_or((0, 0)),
+            None => p.values().map(sized).fold((0, 0), |(n, b), (m, c)| (n + m, b + c)),
+        }
+    }
+
     pub fn count(&self, resource: ResourceId) -> usize {
         self.partitions[resource].count
     }

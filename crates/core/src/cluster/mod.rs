@@ -108,6 +108,8 @@ pub struct Config {
     pub node_groups: Vec<NodeGroup>,
     /// The CSI drivers under the cluster (the default: one zonal disk driver).
     pub storage_drivers: Vec<crate::loops::csi::CsiDriverSpec>,
+    /// Clients that misbehave on purpose (a Scenario's `actors`).
+    pub actors: Vec<crate::loops::actor::ActorSpec>,
 }
 
 impl Default for Config {
@@ -121,6 +123,7 @@ impl Default for Config {
             quota_bytes: crate::apiserver::store::DEFAULT_QUOTA_BYTES,
             admin_token: "admin-token".into(),
             node_groups: vec![],
+            actors: vec![],
             storage_drivers: vec![crate::loops::csi::CsiDriverSpec::default()],
         }
     }
@@ -233,6 +236,9 @@ impl Cluster {
             Box::new(crate::loops::controllers::resizer::CsiResizer::new(&config.storage_drivers)),
             Box::new(crate::loops::controllers::apiservice::ApiServiceAvailability::new()),
         ];
+        for a in &config.actors {
+            controllers.push(Box::new(crate::loops::actor::Actor::new(a)));
+        }
         // As a real cluster, one without node groups has no autoscaler.
         if !config.node_groups.is_empty() {
             controllers.push(Box::new(crate::loops::controllers::autoscaler::ClusterAutoscaler::new(&config.node_groups)));
@@ -736,6 +742,9 @@ fn bootstrap(api: &mut ApiServer, nodes: &[NodeSpec], drivers: &[crate::loops::c
         api.bootstrap_object(o);
     }
     for o in crate::loops::controllers::apiservice::local_apiservices() {
+        api.bootstrap_object(o);
+    }
+    for o in crate::apiserver::flowcontrol::bootstrap_objects() {
         api.bootstrap_object(o);
     }
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {

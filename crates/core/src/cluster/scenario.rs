@@ -63,6 +63,8 @@ pub struct Scenario {
     pub storage_drivers: Option<Vec<CsiDriverSpec>>,
     /// `etcd: {quotaBytes: 8Mi}`: etcd's `--quota-backend-bytes`, when declared.
     pub etcd_quota: Option<u64>,
+    /// `actors`: clients that misbehave on purpose.
+    pub actors: Vec<crate::loops::actor::ActorSpec>,
     pub steps: Vec<Step>,
     /// Problems found while reading, as `file:line: message`.
     pub errors: Vec<String>,
@@ -78,6 +80,7 @@ impl Scenario {
             node_groups: self.node_groups.clone(),
             storage_drivers: self.storage_drivers.clone().unwrap_or_else(|| Config::default().storage_drivers),
             quota_bytes: self.etcd_quota.unwrap_or(crate::apiserver::store::DEFAULT_QUOTA_BYTES),
+            actors: self.actors.clone(),
             trace,
             ..Config::default()
         }
@@ -258,6 +261,49 @@ fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> 
     Ok(out)
 }
 
+/// An actor: `{name, serviceAccount: NS/NAME | user: NAME, replicas, list: RESOURCE,
+/// namespace, every, start}`.
+fn parse_actor(sc: &Scenario, a: &Value, i: usize) -> Result<crate::loops::actor::ActorSpec, String> {
+    let at = format!("spec.actors[{i}]");
+    let name = get_str(a, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
+    if !crate::apiserver::validation::is_dns1123_subdomain(name) {
+        return Err(format!("{at}.name: Invalid value: {name:?}: must be a lowercase RFC 1123 subdomain"));
+    }
+    let user = match (get_str(a, &["serviceAccount"]), get_str(a, &["user"])) {
+        (Some(sa), None) => {
+            let (ns, n) = sa.split_once('/').ok_or_else(|| format!("{at}.serviceAccount: Invalid value: {sa:?}: must be NAMESPACE/NAME"))?;
+            let group = format!("system:serviceaccounts:{ns}");
+            UserInfo::new(&format!("system:serviceaccount:{ns}:{n}"), &["system:serviceaccounts", &group, "system:authenticated"])
+        }
+        (None, Some(u)) => {
+            let (_, _, groups) = sc.users.iter().find(|(n, _, _)| n == u).ok_or_else(|| format!("{at}.user: {u:?} is not one of spec.users"))?;
+            let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
+            g.push("system:authenticated");
+            UserInfo::new(u, &g)
+        }
+        _ => return Err(format!("{at} needs one of serviceAccount (NAMESPACE/NAME) or user")),
+    };
+    let list = get_str(a, &["list"]).ok_or_else(|| format!("{at}.list is required (the resource it lists, such as pods)"))?;
+    let resource = crate::foundation::api::resource_for_name(list).ok_or_else(|| format!("{at}.list: the server doesn't have a resource type {list:?}"))?;
+    let replicas = match a.get("replicas") {
+        None | Some(Value::Null) => 1,
+        Some(v) => {
+            v.as_u64().filter(|n| (1..=1000).contains(n)).ok_or_else(|| format!("{at}.replicas: Invalid value: {v}: must be between 1 and 1000"))? as u32
+        }
+    };
+    let every = duration_field(a, "every").map_err(|e| format!("{at}.{e}"))?.unwrap_or(1000).max(1);
+    let start = duration_field(a, "start").map_err(|e| format!("{at}.{e}"))?.unwrap_or(0);
+    Ok(crate::loops::actor::ActorSpec {
+        name: name.to_string(),
+        user,
+        replicas,
+        resource,
+        namespace: get_str(a, &["namespace"]).unwrap_or("").to_string(),
+        every,
+        start,
+    })
+}
+
 fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String> {
     if let Some(s) = get(spec, &["seed"]) {
         sc.seed = Some(s.as_u64().ok_or("spec.seed must be a non-negative integer")?);
@@ -346,6 +392,9 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
         b.ignores_sigterm = img.get("ignoresSigterm").and_then(Value::as_bool).unwrap_or(false);
         b.logs = get_array(img, &["logs"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
         sc.registry.declare(name, b);
+    }
+    for (i, a) in get_array(spec, &["actors"]).iter().enumerate() {
+        sc.actors.push(parse_actor(sc, a, i)?);
     }
     for (i, s) in get_array(spec, &["steps"]).iter().enumerate() {
         let at = duration_field(s, "at")?.unwrap_or(0);

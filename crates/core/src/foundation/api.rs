@@ -170,6 +170,10 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", "", false, []),
     // schema: "apiregistration.k8s.io/v1/APIService"
     res!("apiregistration.k8s.io", "v1", "APIService", "apiservices", "apiservice", false, []),
+    // schema: "flowcontrol.apiserver.k8s.io/v1/FlowSchema"
+    res!("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", "flowschema", false, []),
+    // schema: "flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration"
+    res!("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", "prioritylevelconfiguration", false, []),
 ];
 
 /// Whether a resource is one of the resource metrics API's views (served from scrapes,
@@ -223,6 +227,8 @@ pub mod rid {
     pub const PODMETRICS: ResourceId = 42;
     pub const NODEMETRICS: ResourceId = 43;
     pub const APISERVICE: ResourceId = 44;
+    pub const FLOWSCHEMA: ResourceId = 45;
+    pub const PRIORITYLEVEL: ResourceId = 46;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.
@@ -428,6 +434,8 @@ mod tests {
             (rid::LEASE, "Lease"),
             (rid::PRIORITYCLASS, "PriorityClass"),
             (rid::APISERVICE, "APIService"),
+            (rid::FLOWSCHEMA, "FlowSchema"),
+            (rid::PRIORITYLEVEL, "PriorityLevelConfiguration"),
         ];
         for (id, kind) in pairs {
             assert_eq!(RESOURCES[id].kind, kind);

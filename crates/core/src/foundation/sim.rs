@@ -233,6 +233,32 @@ impl<T> Queue<T> {
     }
 }
 
+/// Go's `time.Duration.String()` for milliseconds (`1.234s`, `512ms`, `1m2.5s`).
+pub fn go_duration(ms: Millis) -> String {
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let trim = |s: String| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    let secs = ms / 1000;
+    let frac = ms % 1000;
+    if secs < 60 {
+        return format!("{}s", trim(format!("{secs}.{frac:03}")));
+    }
+    let (h, m, s) = (secs / 3600, (secs / 60) % 60, secs % 60);
+    let sec = format!("{}s", trim(format!("{s}.{frac:03}")));
+    if h > 0 {
+        format!("{h}h{m}m{sec}")
+    } else {
+        format!("{m}m{sec}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

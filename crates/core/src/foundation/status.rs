@@ -175,6 +175,19 @@ impl Status {
     pub fn expired(message: impl Into<String>) -> Self {
         Status::new(410, "Expired", message)
     }
+    /// API Priority and Fairness refused the request. The server answers in plain text
+    /// (`Too many requests, please try again later.`, [`APF_REJECTION`]); this is what
+    /// client-go makes of it (`NewGenericServerResponse`) for a request of `method` (get,
+    /// post, put, patch, delete) on `resource`.
+    pub fn too_many_requests(method: &str, resource: &str, name: &str) -> Self {
+        let what = if name.is_empty() { format!("{method} {resource}") } else { format!("{method} {resource} {name}") };
+        Status::new(429, "TooManyRequests", format!("the server has received too many requests and has asked us to try again later ({what})"))
+            .with_details(json!({"retryAfterSeconds": 1}))
+    }
+    /// Whether this is API Priority and Fairness's refusal (see [`Status::too_many_requests`]).
+    pub fn is_apf_rejection(&self) -> bool {
+        self.code == 429 && self.message.starts_with("the server has received too many requests")
+    }
     /// No API server answers: the client's dial fails (`code` 0, no HTTP response).
     pub fn connection_refused() -> Self {
         Status::new(0, "", format!("dial tcp {API_SERVER}: connect: connection refused"))
@@ -292,6 +305,9 @@ impl Status {
         }
     }
 }
+
+/// The body of API Priority and Fairness's 429 (`http.Error`, text/plain).
+pub const APF_REJECTION: &str = "Too many requests, please try again later.\n";
 
 /// The address the terminal's kubectl talks to (kubeadm's and kind's API server port).
 pub const API_SERVER: &str = "127.0.0.1:6443";

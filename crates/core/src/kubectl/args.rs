@@ -88,6 +88,7 @@ pub(super) const VALUE_FLAGS: &[&str] = &[
     "--cpu-percent",
     "--cpu",
     "--memory",
+    "--raw",
 ];
 
 pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {

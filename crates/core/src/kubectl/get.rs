@@ -19,6 +19,9 @@ const ALL_CATEGORY: [&str; 10] = [
 
 /// `kubectl get TYPE[,TYPE...] [NAME...] [-n NS | -A] [-l SELECTOR] [-o wide|yaml|json|name] [--show-labels]`.
 pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    if let Some(path) = f.get("--raw") {
+        return raw(api, creds, path);
+    }
     let Some(ty) = f.positional.first() else {
         return vec!["error: You must specify the type of resource to get. Use \"kubectl api-resources\" for a complete list of supported resources.".into()];
     };
@@ -304,4 +307,23 @@ impl Watch {
             })
             .collect()
     }
+}
+
+/// `kubectl get --raw PATH` for the API server's debugging endpoints: API Priority and
+/// Fairness's `dump_priority_levels` (for `system:masters`, as its RBAC allows).
+fn raw(api: &mut ApiServer, creds: &Credentials, path: &str) -> Vec<String> {
+    const DUMP: &str = "/debug/api_priority_and_fairness/dump_priority_levels";
+    let user = match creds {
+        Credentials::User(u) => Some(u.clone()),
+        Credentials::Token(t) => api.tokens.get(t).cloned(),
+    };
+    let Some(user) = user else { return vec!["error: You must be logged in to the server (Unauthorized)".into()] };
+    if path != DUMP {
+        return vec![format!("error: kubeloop's terminal serves --raw only for {DUMP} (got {path:?})")];
+    }
+    if !user.groups.iter().any(|g| g == "system:masters") {
+        return vec![format!("Error from server (Forbidden): forbidden: User {:?} cannot get path {DUMP:?}", user.name)];
+    }
+    let text = api.flowcontrol.dump(&api.store, api.now);
+    crate::kubectl::describe::tabwrite(&text).lines().map(str::to_string).collect()
 }

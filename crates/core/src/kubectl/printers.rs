@@ -383,6 +383,49 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        // `pkg/printers/internalversion` `printFlowSchema`, `printPriorityLevelConfiguration`.
+        "FlowSchema" => (
+            strs(vec!["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"]),
+            objects
+                .iter()
+                .map(|f| {
+                    let missing = crate::foundation::api::get_array(f, &["status", "conditions"])
+                        .iter()
+                        .find(|c| get_str(c, &["type"]) == Some("Dangling"))
+                        .and_then(|c| get_str(c, &["status"]))
+                        .unwrap_or("Unknown")
+                        .to_string();
+                    vec![
+                        name(f),
+                        get_str(f, &["spec", "priorityLevelConfiguration", "name"]).unwrap_or("").to_string(),
+                        crate::foundation::api::get_i64(f, &["spec", "matchingPrecedence"]).unwrap_or(0).to_string(),
+                        get_str(f, &["spec", "distinguisherMethod", "type"]).unwrap_or("<none>").to_string(),
+                        age(f),
+                        missing,
+                    ]
+                })
+                .collect(),
+        ),
+        "PriorityLevelConfiguration" => (
+            strs(vec!["NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT", "AGE"]),
+            objects
+                .iter()
+                .map(|p| {
+                    let limited = get(p, &["spec", "limited"]);
+                    let q = limited.and_then(|l| get(l, &["limitResponse", "queuing"]));
+                    let n = |v: Option<i64>| v.map(|n| n.to_string()).unwrap_or_else(|| "<none>".into());
+                    vec![
+                        name(p),
+                        get_str(p, &["spec", "type"]).unwrap_or("").to_string(),
+                        n(limited.and_then(|l| crate::foundation::api::get_i64(l, &["nominalConcurrencyShares"]))),
+                        n(q.and_then(|q| crate::foundation::api::get_i64(q, &["queues"]))),
+                        n(q.and_then(|q| crate::foundation::api::get_i64(q, &["handSize"]))),
+                        n(q.and_then(|q| crate::foundation::api::get_i64(q, &["queueLengthLimit"]))),
+                        age(p),
+                    ]
+                })
+                .collect(),
+        ),
         // kube-aggregator's table convertor (`pkg/registry/apiservice/rest`).
         "APIService" => (
             strs(vec!["NAME", "SERVICE", "AVAILABLE", "AGE"]),

@@ -61,6 +61,7 @@ impl Recorder {
             let patch = json!({"count": count + 1, "lastTimestamp": rfc3339(now)});
             let mut req = Request::patch(rid::EVENT, &ens, &ename, PatchType::Merge, patch, creds.clone()).by(src.component);
             req.protobuf = true;
+            req.internal = true;
             let r = api.handle(req);
             if r.is_ok() {
                 self.seen.insert(key, (ens, ename, count + 1));
@@ -108,6 +109,7 @@ impl Recorder {
         }
         let mut req = Request::create(rid::EVENT, &ns, ev, creds).by(src.component);
         req.protobuf = true;
+        req.internal = true;
         let r = api.handle(req);
         if r.is_ok() {
             self.seen.insert(key, (ns, name, 1));

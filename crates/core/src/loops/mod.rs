@@ -7,6 +7,7 @@
 //! changes it only through [`ApiServer::handle`], as any client would. Loops know nothing
 //! of kubectl, the cluster that composes them, or the page.
 
+pub mod actor;
 pub mod controllers;
 pub mod csi;
 pub mod events;
@@ -213,5 +214,6 @@ pub fn req_as(mut r: Request, component: &str, user: &UserInfo) -> Request {
     r.credentials = Credentials::User(user.clone());
     r.component = component.to_string();
     r.protobuf = true;
+    r.internal = true;
     r
 }
