@@ -466,6 +466,24 @@ impl Cluster {
             Task::Compact => {
                 // Compact to the revision seen one interval ago, as the API server does.
                 let mark = self.api.store.revision();
+                if self.compact_mark > self.api.store.compacted_revision() && self.api.trace.enabled {
+                    self.api.trace.push(Record {
+                        t: self.now,
+                        flow: Flow::Etcd,
+                        stage: "compact",
+                        component: "kube-apiserver".into(),
+                        user: String::new(),
+                        verb: String::new(),
+                        object: "etcd".into(),
+                        resource_version: self.compact_mark.to_string(),
+                        result: "ok",
+                        message: format!(
+                            "compacted etcd to revision {} (every 5m): watches from older resourceVersions get 410 Gone and relist",
+                            self.compact_mark
+                        ),
+                        request: None,
+                    });
+                }
                 self.api.store.compact(self.compact_mark);
                 self.compact_mark = mark;
                 self.push(self.now + COMPACTION_INTERVAL, Task::Compact, true);

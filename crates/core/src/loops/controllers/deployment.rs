@@ -369,7 +369,7 @@ impl DeploymentController {
     fn sync_informers(&mut self, cx: &mut Cx) {
         let r = self.deployments.sync(&cx.api.store);
         if let Some(m) = r.relisted {
-            cx.trace(Flow::DeploymentController, "watch", "Deployment".into(), "relist", "", format!("watch expired ({m}); relisted Deployments"));
+            cx.trace(Flow::Etcd, "watch", "Deployment".into(), "relist", "", format!("410 Gone from the watch cache ({m}): relisted Deployments"));
         }
         for d in r.deltas {
             if d.kind != EventType::Deleted {

@@ -714,7 +714,7 @@ impl JobController {
         let fresh = self.jobs.state == WatchState::Empty;
         let r = self.jobs.sync(&cx.api.store);
         if let Some(m) = r.relisted {
-            cx.trace(Flow::ReplicaSetController, "watch", "Job".into(), "relist", "", format!("watch expired ({m}); relisted Jobs"));
+            cx.trace(Flow::Etcd, "watch", "Job".into(), "relist", "", format!("410 Gone from the watch cache ({m}): relisted Jobs"));
         }
         // With no Job, and no Job deleted since the last look whose pods may still carry the
         // tracking finalizer, a cluster keeps no copy of its pods for this loop: they are
@@ -762,7 +762,7 @@ impl JobController {
         }
         let r = self.pods.sync(&cx.api.store);
         if let Some(m) = r.relisted {
-            cx.trace(Flow::ReplicaSetController, "watch", "Pod".into(), "relist", "", format!("watch expired ({m}); relisted Pods"));
+            cx.trace(Flow::Etcd, "watch", "Pod".into(), "relist", "", format!("410 Gone from the watch cache ({m}): relisted Pods"));
         }
         for d in r.deltas {
             let pkey = api::queue_key(&d.object);

@@ -307,7 +307,7 @@ impl ReplicaSetController {
         let r = self.rs.sync(&cx.api.store);
         if let Some(m) = r.relisted {
             let kind = self.kind.kind;
-            cx.trace(Flow::ReplicaSetController, "watch", kind.into(), "relist", "", format!("watch expired ({m}); relisted {kind}s"));
+            cx.trace(Flow::Etcd, "watch", kind.into(), "relist", "", format!("410 Gone from the watch cache ({m}): relisted {kind}s"));
         }
         for d in r.deltas {
             let key = (api::namespace(&d.object).to_string(), api::name(&d.object).to_string());
@@ -328,7 +328,7 @@ impl ReplicaSetController {
         }
         let r = self.pods.sync(&cx.api.store);
         if let Some(m) = r.relisted {
-            cx.trace(Flow::ReplicaSetController, "watch", "Pod".into(), "relist", "", format!("watch expired ({m}); relisted Pods"));
+            cx.trace(Flow::Etcd, "watch", "Pod".into(), "relist", "", format!("410 Gone from the watch cache ({m}): relisted Pods"));
         }
         if fresh {
             let (n_rs, n_pods) = (self.rs.len(), self.pods.len());
