@@ -466,23 +466,10 @@ impl Cluster {
             Task::Compact => {
                 // Compact to the revision seen one interval ago, as the API server does.
                 let mark = self.api.store.revision();
-                if self.compact_mark > self.api.store.compacted_revision() && self.api.trace.enabled {
-                    self.api.trace.push(Record {
-                        t: self.now,
-                        flow: Flow::Etcd,
-                        stage: "compact",
-                        component: "kube-apiserver".into(),
-                        user: String::new(),
-                        verb: String::new(),
-                        object: "etcd".into(),
-                        resource_version: self.compact_mark.to_string(),
-                        result: "ok",
-                        message: format!(
-                            "compacted etcd to revision {} (every 5m): watches from older resourceVersions get 410 Gone and relist",
-                            self.compact_mark
-                        ),
-                        request: None,
-                    });
+                if self.compact_mark > self.api.store.compacted_revision() {
+                    let message =
+                        format!("compacted etcd to revision {} (every 5m): watches from older resourceVersions get 410 Gone and relist", self.compact_mark);
+                    self.trace_component(Flow::Etcd, "compact", "kube-apiserver", "etcd", &self.compact_mark.to_string(), "ok", message);
                 }
                 self.api.store.compact(self.compact_mark);
                 self.compact_mark = mark;
@@ -678,24 +665,30 @@ impl Cluster {
 
     /// A control-plane outage begins or ends (step 1 for the API server, 5 for etcd).
     fn control_plane_trace(&mut self, f: &Fault, result: &'static str) {
-        if !self.api.trace.enabled {
-            return;
-        }
         let (flow, object) = match f {
             Fault::ApiServerDown | Fault::ApiServerUp => (Flow::Request, "kube-apiserver"),
             _ => (Flow::Etcd, "etcd"),
         };
-        self.api.trace.push(crate::apiserver::trace::Record {
+        self.trace_component(flow, "fault", object, object, "", result, f.describe());
+    }
+
+    /// A trace record from a part of the control plane that is not a loop.
+    #[allow(clippy::too_many_arguments)]
+    fn trace_component(&mut self, flow: Flow, stage: &'static str, component: &str, object: &str, rv: &str, result: &'static str, message: String) {
+        if !self.api.trace.enabled {
+            return;
+        }
+        self.api.trace.push(Record {
             t: self.now,
             flow,
-            stage: "fault",
-            component: object.to_string(),
+            stage,
+            component: component.to_string(),
             user: String::new(),
             verb: String::new(),
             object: object.to_string(),
-            resource_version: String::new(),
+            resource_version: rv.to_string(),
             result,
-            message: f.describe(),
+            message,
             request: None,
         });
     }
@@ -723,25 +716,21 @@ impl Cluster {
             self.wake_pending[i] = Some(false);
             self.push(self.now, Task::Wake(i), false);
         }
-        if lost && self.api.trace.enabled {
+        if lost {
             let message = format!(
                 "kube-controller-manager and kube-scheduler could not renew their leader leases for {}s (renew deadline {}s): leader election lost, they restart and relist",
                 outage / 1000,
                 LEADER_RENEW_DEADLINE / 1000
             );
-            self.api.trace.push(crate::apiserver::trace::Record {
-                t: self.now,
-                flow: Flow::DeploymentController,
-                stage: "leader-election",
-                component: "kube-controller-manager".into(),
-                user: String::new(),
-                verb: String::new(),
-                object: "Lease/kube-system/kube-controller-manager".into(),
-                resource_version: String::new(),
-                result: "error",
+            self.trace_component(
+                Flow::DeploymentController,
+                "leader-election",
+                "kube-controller-manager",
+                "Lease/kube-system/kube-controller-manager",
+                "",
+                "error",
                 message,
-                request: None,
-            });
+            );
         }
     }
 

@@ -182,6 +182,32 @@ fn sha256(data: &[u8]) -> [u8; 32] {
     out
 }
 
+/// Which of a sidecar's drivers are down (`Fault::StorageDriverDown` until
+/// `StorageDriverUp`); it outlives the sidecar's restarts, as the driver's state does.
+#[derive(Debug, Default, Clone)]
+pub struct DownDrivers(std::collections::BTreeSet<String>);
+
+impl DownDrivers {
+    pub fn contains(&self, driver: &str) -> bool {
+        self.0.contains(driver)
+    }
+    /// Take a storage driver fault naming one of `drivers`; whether it did.
+    pub fn take(&mut self, drivers: &[CsiDriverSpec], fault: &crate::loops::Fault) -> bool {
+        use crate::loops::Fault;
+        match fault {
+            Fault::StorageDriverDown(d) | Fault::StorageDriverUp(d) if drivers.iter().any(|x| &x.name == d) => {
+                if matches!(fault, Fault::StorageDriverDown(_)) {
+                    self.0.insert(d.clone());
+                } else {
+                    self.0.remove(d);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// A PersistentVolume's CSI source: its driver and volume handle.
 pub fn csi_source(pv: &Value) -> Option<(&str, &str)> {
     Some((get_str(pv, &["spec", "csi", "driver"])?, get_str(pv, &["spec", "csi", "volumeHandle"])?))

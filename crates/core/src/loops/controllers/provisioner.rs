@@ -114,7 +114,7 @@ pub struct CsiProvisioner {
     volumes: Informer,
     classes: Informer,
     nodes: Informer,
-    down: BTreeSet<String>,
+    down: crate::loops::csi::DownDrivers,
     /// CreateVolume calls in flight: claim uid -> claim key.
     creating: BTreeMap<String, (String, String)>,
     /// DeleteVolume calls in flight, by volume name.
@@ -144,7 +144,7 @@ impl CsiProvisioner {
             volumes: Informer::new(rid::PV),
             classes: Informer::new(rid::STORAGECLASS),
             nodes: Informer::new(rid::NODE),
-            down: BTreeSet::new(),
+            down: Default::default(),
             creating: BTreeMap::new(),
             deleting: BTreeSet::new(),
             failures: BTreeMap::new(),
@@ -364,17 +364,7 @@ impl Controller for CsiProvisioner {
         !self.claim_queue.is_empty() || !self.volume_queue.is_empty()
     }
     fn fault(&mut self, _cx: &mut Cx, fault: &Fault) -> bool {
-        match fault {
-            Fault::StorageDriverDown(d) if self.driver(d).is_some() => {
-                self.down.insert(d.clone());
-                true
-            }
-            Fault::StorageDriverUp(d) if self.driver(d).is_some() => {
-                self.down.remove(d);
-                true
-            }
-            _ => false,
-        }
+        self.down.take(&self.drivers, fault)
     }
     fn restart(&mut self) {
         let down = std::mem::take(&mut self.down);

@@ -44,7 +44,7 @@ pub struct CsiResizer {
     sources: BTreeMap<String, Source>,
     claims: Informer,
     volumes: Informer,
-    down: BTreeSet<String>,
+    down: crate::loops::csi::DownDrivers,
     /// ControllerExpandVolume calls in flight: claim → the size asked for.
     expanding: BTreeMap<Key, i64>,
     /// Failures so far and the time of the next attempt, by claim.
@@ -69,7 +69,7 @@ impl CsiResizer {
             sources,
             claims: Informer::new(rid::PVC),
             volumes: Informer::new(rid::PV),
-            down: BTreeSet::new(),
+            down: Default::default(),
             expanding: BTreeMap::new(),
             failures: BTreeMap::new(),
             queue: BTreeSet::new(),
@@ -289,17 +289,7 @@ impl Controller for CsiResizer {
         !self.queue.is_empty()
     }
     fn fault(&mut self, _cx: &mut Cx, fault: &Fault) -> bool {
-        match fault {
-            Fault::StorageDriverDown(d) if self.driver(d).is_some() => {
-                self.down.insert(d.clone());
-                true
-            }
-            Fault::StorageDriverUp(d) if self.driver(d).is_some() => {
-                self.down.remove(d);
-                true
-            }
-            _ => false,
-        }
+        self.down.take(&self.drivers, fault)
     }
     fn restart(&mut self) {
         let down = std::mem::take(&mut self.down);
