@@ -587,15 +587,7 @@ impl Cluster {
                 let Some(i) = self.controllers.iter().position(|c| c.name() == name || c.name().trim_end_matches("-controller") == name) else {
                     return format!("error: no controller named {name:?} (known: {})", self.controller_names().join(", "));
                 };
-                if up && !self.running[i] {
-                    self.running[i] = true;
-                    self.controllers[i].restart();
-                    self.wake_pending[i] = Some(false);
-                    self.push(self.now, Task::Wake(i), false);
-                } else if !up {
-                    self.running[i] = false;
-                    self.wake_pending[i] = None;
-                }
+                self.set_running(i, up);
                 f.describe()
             }
             Fault::WebhookDown(w) => {
@@ -631,15 +623,7 @@ impl Cluster {
                     if !in_controller_manager(self.controllers[i].name()) {
                         continue;
                     }
-                    if up && !self.running[i] {
-                        self.running[i] = true;
-                        self.controllers[i].restart();
-                        self.wake_pending[i] = Some(false);
-                        self.push(self.now, Task::Wake(i), false);
-                    } else if !up {
-                        self.running[i] = false;
-                        self.wake_pending[i] = None;
-                    }
+                    self.set_running(i, up);
                 }
                 f.describe()
             }
@@ -660,6 +644,19 @@ impl Cluster {
                     }
                 }
             }
+        }
+    }
+
+    /// Stop a loop, or start a stopped one again with its in-memory state lost.
+    fn set_running(&mut self, i: usize, up: bool) {
+        if up && !self.running[i] {
+            self.running[i] = true;
+            self.controllers[i].restart();
+            self.wake_pending[i] = Some(false);
+            self.push(self.now, Task::Wake(i), false);
+        } else if !up {
+            self.running[i] = false;
+            self.wake_pending[i] = None;
         }
     }
 

@@ -182,6 +182,23 @@ fn sha256(data: &[u8]) -> [u8; 32] {
     out
 }
 
+/// A sidecar's event source per driver: `component` names it from the driver's name
+/// (`<driver>_csi-controller-0`, `external-resizer <driver>`).
+pub fn sidecar_sources(
+    drivers: &[CsiDriverSpec],
+    user: &crate::apiserver::rbac::UserInfo,
+    component: impl Fn(&str) -> String,
+) -> std::collections::BTreeMap<String, crate::loops::events::Source> {
+    drivers
+        .iter()
+        .map(|d| {
+            // Source components are static; there are few drivers and one cluster each.
+            let c: &'static str = Box::leak(component(&d.name).into_boxed_str());
+            (d.name.clone(), crate::loops::events::Source { component: c, host: String::new(), user: user.clone() })
+        })
+        .collect()
+}
+
 /// Which of a sidecar's drivers are down (`Fault::StorageDriverDown` until
 /// `StorageDriverUp`); it outlives the sidecar's restarts, as the driver's state does.
 #[derive(Debug, Default, Clone)]

@@ -128,14 +128,7 @@ pub struct CsiProvisioner {
 impl CsiProvisioner {
     pub fn new(drivers: &[CsiDriverSpec]) -> Self {
         let user = UserInfo::controller(crate::apiserver::rbac::CSI_PROVISIONER_ACCOUNT);
-        let sources = drivers
-            .iter()
-            .map(|d| {
-                // Source components are static; there are few drivers and one cluster each.
-                let component: &'static str = Box::leak(format!("{}_csi-controller-0", d.name).into_boxed_str());
-                (d.name.clone(), Source { component, host: String::new(), user: user.clone() })
-            })
-            .collect();
+        let sources = crate::loops::csi::sidecar_sources(drivers, &user, |d| format!("{d}_csi-controller-0"));
         CsiProvisioner {
             user,
             drivers: drivers.to_vec(),

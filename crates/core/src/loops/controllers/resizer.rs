@@ -55,14 +55,7 @@ pub struct CsiResizer {
 impl CsiResizer {
     pub fn new(drivers: &[CsiDriverSpec]) -> Self {
         let user = UserInfo::controller(crate::apiserver::rbac::CSI_PROVISIONER_ACCOUNT);
-        let sources = drivers
-            .iter()
-            .map(|d| {
-                // Source components are static; there are few drivers and one cluster each.
-                let component: &'static str = Box::leak(format!("external-resizer {}", d.name).into_boxed_str());
-                (d.name.clone(), Source { component, host: String::new(), user: user.clone() })
-            })
-            .collect();
+        let sources = crate::loops::csi::sidecar_sources(drivers, &user, |d| format!("external-resizer {d}"));
         CsiResizer {
             user,
             drivers: drivers.to_vec(),
