@@ -47,3 +47,23 @@ fn a_short_etcd_outage_ends_watches_and_the_controllers_relist() {
     c.run_until(700_000);
     assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Etcd && r.stage == "compact" && r.t == 600_000));
 }
+
+#[test]
+fn what_the_flow_control_model_leaves_out_is_said_when_it_is_written() {
+    let mut c = Cluster::new(Config::default());
+    let pl = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata: {name: batch}\nspec:\n  type: Limited\n  limited:\n    nominalConcurrencyShares: 10\n    lendablePercent: 50\n    limitResponse: {type: Reject}\n";
+    let out = act(&mut c, Action::Apply { text: pl.into(), file: "pl.yaml".into() });
+    assert!(
+        out.iter().any(|l| l.starts_with("Warning: kubeloop does not simulate borrowing between priority levels: prioritylevelconfiguration \"batch\"")),
+        "{out:?}"
+    );
+    let fs = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata: {name: health}\nspec:\n  priorityLevelConfiguration: {name: batch}\n  rules:\n  - subjects: [{kind: Group, group: {name: system:authenticated}}]\n    nonResourceRules: [{verbs: [get], nonResourceURLs: [/healthz]}]\n";
+    let out = act(&mut c, Action::Apply { text: fs.into(), file: "fs.yaml".into() });
+    assert!(
+        out.iter().any(|l| l.contains("kubeloop does not classify non-resource requests: the nonResourceRules of flowschema \"health\" match nothing")),
+        "{out:?}"
+    );
+    // A level without borrowing says nothing.
+    let out = act(&mut c, Action::Apply { text: pl.replace("lendablePercent: 50", "lendablePercent: 0").replace("batch", "quiet"), file: "pl2.yaml".into() });
+    assert!(!out.iter().any(|l| l.starts_with("Warning")), "{out:?}");
+}

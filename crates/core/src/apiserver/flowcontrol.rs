@@ -159,6 +159,27 @@ pub fn classify(store: &Store, a: &Attrs) -> (String, String) {
     ("catch-all".into(), "catch-all".into())
 }
 
+/// What kubeloop's model leaves out of a FlowSchema or PriorityLevelConfiguration being
+/// written, said as a warning: borrowing between levels, and rules for non-resource URLs
+/// (kubeloop's API server classifies resource requests only).
+pub fn unsimulated_fields(obj: &Value) -> Option<String> {
+    let name = crate::foundation::api::name(obj);
+    match get_str(obj, &["kind"]) {
+        Some("PriorityLevelConfiguration") => {
+            let lends = get_i64(obj, &["spec", "limited", "lendablePercent"]).is_some_and(|p| p > 0);
+            let borrows = get(obj, &["spec", "limited", "borrowingLimitPercent"]).is_some_and(|b| !b.is_null());
+            (lends || borrows).then(|| {
+                format!("kubeloop does not simulate borrowing between priority levels: prioritylevelconfiguration {name:?} keeps its nominal seats (lendablePercent and borrowingLimitPercent are stored only)")
+            })
+        }
+        Some("FlowSchema") => get_array(obj, &["spec", "rules"])
+            .iter()
+            .any(|r| !get_array(r, &["nonResourceRules"]).is_empty())
+            .then(|| format!("kubeloop does not classify non-resource requests: the nonResourceRules of flowschema {name:?} match nothing")),
+        _ => None,
+    }
+}
+
 /// A request's width in seats (`WorkEstimator`; `SizeBasedListCostEstimate`, on since
 /// 1.34): a LIST takes one seat per 100 kB of the objects it returns, at most 10.
 pub fn seats(verb: &str, listed_bytes: u64) -> i64 {

@@ -727,6 +727,9 @@ impl ApiServer {
     ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
         admission::persistent_volume_claim_resize(&self.store, &req)?;
+        if let Some(w) = req.object.and_then(flowcontrol::unsimulated_fields) {
+            self.warnings.push(w);
+        }
         let mut v = Verdict::default();
         // The plugins' order of `AllOrderedPlugins`: LimitRanger, the policies and
         // webhooks, then ResourceQuota, which charges what was admitted.
