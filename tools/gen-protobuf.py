@@ -10,6 +10,9 @@ number, its JSON name and its type. Field numbers come from the prost bindings o
 1.36 JSON schemas of `kubernetes-validate` (the proto names are the JSON names, which
 prost turns into snake_case).
 
+The same table gives each message's fields in Go struct order, in which `serve` writes
+JSON bodies as the real API server does.
+
 Usage: python3 tools/gen-protobuf.py   (fetches k8s-pb with cargo and
 kubernetes-validate with pip if they are not already at hand)
 """
@@ -65,7 +68,7 @@ def main():
     defs = definitions()
     # prost renames some types (`PodIP` becomes `PodIp`): find definitions case-blind.
     defs_ci = {n.lower(): d for n, d in defs.items()}
-    messages = {}
+    messages, schemas = {}, {}
     for path in glob.glob(os.path.join(base, "**", "mod.rs"), recursive=True):
         module = os.path.relpath(os.path.dirname(path), base).split(os.sep)
         text = open(path).read()
@@ -90,6 +93,36 @@ def main():
                     t = [kind.split("=")[0].strip()]
                 fields[tag] = [json_name, repeated] + t
             messages[full] = fields
+            schemas[full] = set(props)
+    # A Go struct embedded `json:",inline"` (Volume's VolumeSource, Probe's ProbeHandler) is a
+    # message field in protobuf but its fields are the parent's in JSON: a message field the
+    # parent's schema does not name, whose own fields (and theirs, if inline in turn) the
+    # parent's schema all names, case-blind. An embedded struct has no schema of its own, so
+    # its JSON names are taken from the parent's (`downwardAPI`, not `downwardApi`).
+    def flat(name, seen=()):
+        out = []
+        for f in messages.get(name, {}).values():
+            if f[2] == "inline" and f[3] not in seen:
+                out += flat(f[3], seen + (f[3],))
+            else:
+                out.append(f)
+        return out
+
+    changed = True
+    while changed:
+        changed = False
+        for full, fields in messages.items():
+            props = {p.lower(): p for p in schemas.get(full, ())}
+            for f in fields.values():
+                if f[2] != "message" or not props or f[0] in props.values():
+                    continue
+                inner = flat(f[3])
+                if inner and all(g[0].lower() in props for g in inner):
+                    f[2] = "inline"
+                    for g in inner:
+                        g[0] = props[g[0].lower()]
+                    changed = True
+
     # Keep what is reachable from the served kinds, the reviews and the eviction.
     openapi = json.load(open(os.path.join(here, "..", "crates", "cli", "data", "openapi.json")))["schemas"]
     roots = [n for n, s in openapi.items() if "x-kubernetes-group-version-kind" in s]
@@ -102,7 +135,7 @@ def main():
             continue
         keep[n] = messages[n]
         for f in messages[n].values():
-            if f[2] in ("message", "map") and f[3].startswith("io.k8s."):
+            if f[2] in ("message", "map", "inline") and f[3].startswith("io.k8s."):
                 todo.append(f[3])
     kinds = {}
     for n in keep:
@@ -110,8 +143,12 @@ def main():
             gv = gvk["version"] if not gvk["group"] else gvk["group"] + "/" + gvk["version"]
             kinds[gv + "/" + gvk["kind"]] = n
     out = os.path.join(here, "..", "crates", "cli", "data", "protobuf.json")
+    # The order in which prost declares a message's fields is generated.proto's, which
+    # go-to-protobuf writes in the Go struct's field order: the order encoding/json writes
+    # them in, and so the order of the real API server's JSON bodies.
+    order = {n: [int(t) for t in fields] for n, fields in keep.items()}
     with open(out, "w") as f:
-        json.dump({"k8s-pb": K8S_PB, "kinds": kinds, "messages": keep}, f, separators=(",", ":"), sort_keys=True)
+        json.dump({"k8s-pb": K8S_PB, "kinds": kinds, "messages": keep, "order": order}, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")
     print(f"wrote {out}: {len(keep)} messages, {len(kinds)} kinds")
 

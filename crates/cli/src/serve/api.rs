@@ -35,11 +35,9 @@ pub enum Reply {
     },
 }
 
-/// An object as the API server's JSON encoder writes it: the object, then a newline.
+/// An object as the API server's JSON encoder writes it (Go field order), then a newline.
 fn json_body(v: &Value) -> Vec<u8> {
-    let mut b = serde_json::to_vec(v).unwrap_or_default();
-    b.push(b'\n');
-    b
+    super::gojson::encode(v)
 }
 
 fn json_response(code: u16, v: &Value) -> http::Response {
@@ -997,7 +995,7 @@ mod tests {
         let sh = super::super::standing_cluster();
         let out = streamed(&sh, request("GET", &format!("{CMS}?watch=1&fieldSelector=metadata.name%3Dkube-root-ca.crt&timeoutSeconds=1"), "", ""));
         let text = String::from_utf8(out).unwrap();
-        assert!(text.starts_with("{\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\","), "{text}");
+        assert!(text.starts_with("{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\","), "{text}");
         assert!(text.ends_with("}}\n") && text.lines().count() == 1, "{text}");
 
         let rev = sh.with(|c| {

@@ -10,6 +10,7 @@
 mod api;
 mod discovery;
 mod front;
+mod gojson;
 mod http;
 mod protobuf;
 mod watch;

@@ -15,6 +15,8 @@ enum Ty {
     Scalar(&'static str),
     Message(String),
     Map(String),
+    /// A Go struct embedded `json:",inline"`: its fields are the parent's in JSON.
+    Inline(String),
 }
 
 struct Field {
@@ -26,6 +28,16 @@ struct Field {
 struct Table {
     kinds: HashMap<String, String>,
     messages: HashMap<String, HashMap<u64, Field>>,
+    /// Each message's fields in Go struct order (see [`go_order`]).
+    order: HashMap<String, Vec<GoField>>,
+}
+
+/// One field of a message as `encoding/json` writes it: its JSON name, and the message its
+/// value (each element of a list, each value of a map) is.
+pub(super) struct GoField {
+    pub name: String,
+    pub map: bool,
+    pub message: Option<String>,
 }
 
 fn table() -> &'static Table {
@@ -42,6 +54,7 @@ fn table() -> &'static Table {
                 let s = |i: usize| a.get(i).and_then(Value::as_str).unwrap_or("");
                 let ty = match s(2) {
                     "message" => Ty::Message(s(3).to_string()),
+                    "inline" => Ty::Inline(s(3).to_string()),
                     "map" => Ty::Map(s(3).to_string()),
                     "string" => Ty::Scalar("string"),
                     "bool" => Ty::Scalar("bool"),
@@ -55,8 +68,50 @@ fn table() -> &'static Table {
             }
             messages.insert(name.to_string(), m);
         }
-        Table { kinds, messages }
+        let mut order = HashMap::new();
+        for name in messages.keys() {
+            let mut go = Vec::new();
+            flatten(&messages, &raw["order"], name, &mut go, 0);
+            order.insert(name.clone(), go);
+        }
+        Table { kinds, messages, order }
     })
+}
+
+/// A message's JSON fields in declaration order, an inline struct's in its place.
+fn flatten(messages: &HashMap<String, HashMap<u64, Field>>, order: &Value, name: &str, out: &mut Vec<GoField>, depth: usize) {
+    let Some(fields) = messages.get(name) else { return };
+    for tag in order.get(name).and_then(Value::as_array).into_iter().flatten() {
+        let Some(f) = tag.as_u64().and_then(|t| fields.get(&t)) else { continue };
+        match &f.ty {
+            Ty::Inline(inner) if depth < 8 => flatten(messages, order, inner, out, depth + 1),
+            ty => out.push(GoField {
+                name: f.name.clone(),
+                map: matches!(ty, Ty::Map(_)),
+                message: match ty {
+                    Ty::Message(m) | Ty::Map(m) => Some(m.clone()),
+                    _ => None,
+                },
+            }),
+        }
+    }
+}
+
+/// The message of a kind (`apps/v1`, `Deployment`), if the table has it.
+pub(super) fn kind_message(api_version: &str, kind: &str) -> Option<&'static str> {
+    table().kinds.get(&format!("{api_version}/{kind}")).map(String::as_str)
+}
+
+/// Whether a message is a kind's, so that its JSON starts with the embedded `TypeMeta`.
+pub(super) fn is_kind(message: &str) -> bool {
+    static ROOTS: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    ROOTS.get_or_init(|| table().kinds.values().map(String::as_str).collect()).contains(message)
+}
+
+/// A message's fields in the order the Go struct declares them, which is the order of
+/// `generated.proto` and of the real API server's JSON.
+pub(super) fn go_order(message: &str) -> Option<&'static [GoField]> {
+    table().order.get(message).map(Vec::as_slice)
 }
 
 struct Reader<'a> {
@@ -264,6 +319,15 @@ fn message(name: &str, b: &[u8], depth: usize) -> Result<Value, String> {
                 Raw::Bytes(b) => message(m, b, depth + 1)?,
                 _ => return Err(format!("field {} has the wrong wire type", f.name)),
             },
+            Ty::Inline(m) => {
+                let Raw::Bytes(b) = raw else { return Err(format!("field {} has the wrong wire type", f.name)) };
+                if let Value::Object(inner) = message(m, b, depth + 1)? {
+                    for (k, v) in inner.iter() {
+                        out.insert(k.clone(), v.clone());
+                    }
+                }
+                continue;
+            }
             Ty::Map(value_ty) => {
                 let Raw::Bytes(entry) = raw else { return Err(format!("field {} has the wrong wire type", f.name)) };
                 let mut er = Reader { b: entry, i: 0 };
@@ -393,6 +457,15 @@ mod tests {
         varint(1, &mut ios);
         bytes_field(3, b"http", &mut ios);
         assert_eq!(message("io.k8s.apimachinery.pkg.util.intstr.IntOrString", &ios, 0).unwrap(), json!("http"));
+        // Volume{name: "cm", VolumeSource{configMap: {LocalObjectReference{name: "c"}}}}: the
+        // embedded structs' fields are the parent's.
+        let (mut lor, mut cm, mut src, mut vol) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        bytes_field(1, b"c", &mut lor);
+        bytes_field(1, &lor, &mut cm);
+        bytes_field(19, &cm, &mut src);
+        bytes_field(1, b"cm", &mut vol);
+        bytes_field(2, &src, &mut vol);
+        assert_eq!(message("io.k8s.api.core.v1.Volume", &vol, 0).unwrap(), json!({"name": "cm", "configMap": {"name": "c"}}));
         assert!(decode(b"not protobuf").is_err());
         assert!(decode(b"k8s\0\x0a\xff").is_err());
     }
