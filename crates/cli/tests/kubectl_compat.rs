@@ -803,3 +803,46 @@ fn storage_and_namespace_deletion_print_as_the_real_kubectl_does() {
         assert_eq!(s.fails(&["get", "ns", ns], None).trim(), s.terminal(&format!("get ns {ns}")).trim());
     }
 }
+
+/// An outage of the API server in a scenario closes `serve`'s port: the real kubectl's
+/// connection is refused, with its own words, and a watch open at the time ends; when the
+/// API server is back the same address answers again.
+#[test]
+fn an_api_server_outage_refuses_the_real_kubectls_connection() {
+    let dir = std::env::temp_dir().join(format!("kubeloop-outage-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scenario = dir.join("outage.yaml");
+    let text = "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nmetadata:\n  name: outage\nspec:\n  steps:\n  - at: 4s\n    fault: apiserverDown\n  - at: 12s\n    fault: apiserverUp\n";
+    std::fs::write(&scenario, text).unwrap();
+    let s = Server::start("outage", &[scenario.to_str().unwrap()]);
+    assert!(s.ok(&["get", "nodes"]).contains("control-plane"));
+    let mut watch = Command::new(&s.kubectl)
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", &s.dir)
+        .args(["get", "nodes", "--watch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let refused = loop {
+        let out = s.run(&["get", "nodes"], None);
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the API server never went down");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let address = std::fs::read_to_string(&s.kubeconfig).unwrap().lines().find_map(|l| l.trim().strip_prefix("server: https://").map(str::to_string)).unwrap();
+    assert_eq!(refused.trim(), format!("The connection to the server {address} was refused - did you specify the right host or port?"));
+    let ended = loop {
+        if let Some(status) = watch.try_wait().unwrap() {
+            break status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the watch outlived the API server");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(ended.code().is_some());
+    s.until(&["get", "nodes"], 30, |o| o.contains("control-plane"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

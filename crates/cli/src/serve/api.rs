@@ -33,6 +33,20 @@ pub enum Reply {
         protocol: String,
         messages: Vec<Vec<u8>>,
     },
+    /// A WebSocket that stays open for as long as the session wants (`pods/portforward`).
+    Session {
+        protocol: String,
+        session: Box<dyn Session>,
+    },
+}
+
+/// Both ends of a WebSocket the server keeps open: the messages it sends first, then an
+/// answer to each binary message the client sends. Runs on a blocking thread, so it may
+/// wait for the cluster thread.
+pub trait Session: Send {
+    fn open(&mut self, sh: &Shared) -> Vec<Vec<u8>>;
+    /// The messages answering one from the client, and whether the session is over.
+    fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool);
 }
 
 /// An object as the API server's JSON encoder writes it (Go field order), then a newline.
@@ -456,7 +470,10 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
     if sub == "exec" && res.kind == "Pod" && !name.is_empty() && matches!(req.method.as_str(), "GET" | "POST") {
         return exec(sh, req, creds, ns, name);
     }
-    if matches!(sub, "attach" | "portforward" | "proxy") {
+    if sub == "portforward" && res.kind == "Pod" && !name.is_empty() && matches!(req.method.as_str(), "GET" | "POST") {
+        return super::portforward::start(sh, req, creds, ns, name);
+    }
+    if matches!(sub, "attach" | "proxy") {
         return Err(Status::bad_request(format!(
             "kubeloop runs no network listeners for pods, so {sub} is not available; kubectl exec and kubectl logs reach the simulated containers"
         )));

@@ -30,19 +30,47 @@ const STREAM_BACKLOG: usize = 64;
 
 type ResponseBody = BoxBody<Bytes, Infallible>;
 
-/// Serve connections from `listener` until the process ends.
+/// How often the accept loop looks whether the simulated API server went down or came back.
+const OUTAGE_CHECK: Duration = Duration::from_millis(50);
+
+/// Serve connections from `listener` until the process ends. While the simulated API
+/// server is down the port is closed and every connection dropped, as when the real
+/// process stops: clients meet `connection refused`, and watches end. When it is back, the
+/// same address is listened on again.
 pub fn run(listener: std::net::TcpListener, tls: Arc<rustls::ServerConfig>, shared: Arc<Shared>) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
+        let address = listener.local_addr()?;
         listener.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let mut listener = Some(tokio::net::TcpListener::from_std(listener)?);
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        // Bumped at each outage; every connection ends when it changes.
+        let (outage, _) = tokio::sync::watch::channel(0u64);
         loop {
-            let Ok((tcp, _)) = listener.accept().await else { continue };
+            if shared.api_down() {
+                if listener.take().is_some() {
+                    outage.send_modify(|n| *n += 1);
+                }
+                tokio::time::sleep(OUTAGE_CHECK).await;
+                continue;
+            }
+            let Some(l) = &listener else {
+                match tokio::net::TcpListener::bind(address).await {
+                    Ok(l) => listener = Some(l),
+                    Err(_) => tokio::time::sleep(OUTAGE_CHECK).await,
+                }
+                continue;
+            };
+            let accepted = tokio::select! {
+                a = l.accept() => a,
+                _ = tokio::time::sleep(OUTAGE_CHECK) => continue,
+            };
+            let Ok((tcp, _)) = accepted else { continue };
             let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else { continue };
             let _ = tcp.set_nodelay(true);
             let (acceptor, shared) = (acceptor.clone(), Arc::clone(&shared));
+            let mut ended = outage.subscribe();
             tokio::spawn(async move {
                 let _slot = slot;
                 let Ok(Ok(tls)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await else { return };
@@ -65,10 +93,12 @@ pub fn run(listener: std::net::TcpListener, tls: Arc<rustls::ServerConfig>, shar
                         }
                     }
                 };
-                // Whichever ends first: the connection, or its idleness (which closes it).
+                // Whichever ends first: the connection, its idleness (which closes it), or
+                // an outage of the API server.
                 tokio::select! {
                     _ = connection => {}
                     _ = idle => {}
+                    _ = ended.changed() => {}
                 }
             });
         }
@@ -128,14 +158,23 @@ async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Reques
                     let _ = websocket_send(&mut io, &messages).await;
                 }
             });
-            hyper::Response::builder()
-                .status(101)
-                .header("Upgrade", "websocket")
-                .header("Connection", "Upgrade")
-                .header("Sec-WebSocket-Accept", websocket_accept(&key))
-                .header("Sec-WebSocket-Protocol", protocol)
-                .body(Full::new(Bytes::new()).boxed())
-                .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+            switching(&key, &protocol)
+        }
+        api::Reply::Session { protocol, session } => {
+            let key = parts.headers.get("sec-websocket-key").map(|v| v.as_bytes().to_vec());
+            let (Some(key), Some(upgrade)) = (key, upgrade) else {
+                return Ok(status(&Status::bad_request(
+                    "this request needs an HTTP/1.1 WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Key)",
+                )));
+            };
+            tokio::spawn(async move {
+                let _busy = busy;
+                if let Ok(io) = upgrade.await {
+                    let mut io = TokioIo::new(io);
+                    let _ = websocket_session(&mut io, shared, session).await;
+                }
+            });
+            switching(&key, &protocol)
         }
         api::Reply::Stream(content_type, send) => {
             let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BACKLOG);
@@ -152,6 +191,130 @@ async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Reques
                 .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
         }
     })
+}
+
+/// The `101 Switching Protocols` that accepts a WebSocket upgrade.
+fn switching(key: &[u8], protocol: &str) -> hyper::Response<ResponseBody> {
+    hyper::Response::builder()
+        .status(101)
+        .header("Upgrade", "websocket")
+        .header("Connection", "Upgrade")
+        .header("Sec-WebSocket-Accept", websocket_accept(key))
+        .header("Sec-WebSocket-Protocol", protocol)
+        .body(Full::new(Bytes::new()).boxed())
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+/// The largest message a client may send on a session.
+const MAX_MESSAGE: usize = 4 << 20;
+
+/// One whole message from the client (continuation frames joined, the mask removed):
+/// its opcode and payload, or `None` when the connection ends.
+async fn websocket_read<T: tokio::io::AsyncRead + Unpin>(io: &mut T, buf: &mut Vec<u8>) -> std::io::Result<Option<(u8, Vec<u8>)>> {
+    use tokio::io::AsyncReadExt;
+    let mut message: Option<(u8, Vec<u8>)> = None;
+    loop {
+        // One frame: header, extended length, mask, payload.
+        let frame = loop {
+            if buf.len() >= 2 {
+                let (fin, opcode, masked, len7) = (buf[0] & 0x80 != 0, buf[0] & 0x0f, buf[1] & 0x80 != 0, (buf[1] & 0x7f) as usize);
+                let (len, mut at) = match len7 {
+                    126 if buf.len() >= 4 => (u16::from_be_bytes([buf[2], buf[3]]) as usize, 4),
+                    127 if buf.len() >= 10 => (u64::from_be_bytes(buf[2..10].try_into().unwrap_or([0; 8])) as usize, 10),
+                    126 | 127 => (usize::MAX, 0),
+                    n => (n, 2),
+                };
+                if len > MAX_MESSAGE && len != usize::MAX {
+                    return Err(std::io::Error::other("a WebSocket message over the limit"));
+                }
+                let mask_len = if masked { 4 } else { 0 };
+                if len != usize::MAX && buf.len() >= at + mask_len + len {
+                    let mask: Vec<u8> = buf[at..at + mask_len].to_vec();
+                    at += mask_len;
+                    let mut payload = buf[at..at + len].to_vec();
+                    if masked {
+                        for (i, b) in payload.iter_mut().enumerate() {
+                            *b ^= mask[i % 4];
+                        }
+                    }
+                    buf.drain(..at + len);
+                    break (fin, opcode, payload);
+                }
+            }
+            let mut chunk = [0u8; 16 * 1024];
+            let n = io.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(None);
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let (fin, opcode, payload) = frame;
+        match (opcode, &mut message) {
+            // Control frames come whole, between the fragments of a message.
+            (0x8..=0xf, _) => return Ok(Some((opcode, payload))),
+            (0x0, Some((_, m))) => m.extend(payload),
+            (0x0, None) => return Err(std::io::Error::other("a continuation frame with no message")),
+            (op, _) => message = Some((op, payload)),
+        }
+        if fin {
+            return Ok(message);
+        }
+        if message.as_ref().is_some_and(|(_, m)| m.len() > MAX_MESSAGE) {
+            return Err(std::io::Error::other("a WebSocket message over the limit"));
+        }
+    }
+}
+
+/// A session over an accepted WebSocket: its first messages, then its answer to each
+/// binary message, until it or the client ends it; pings are answered.
+async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: &mut T, shared: Arc<Shared>, session: Box<dyn api::Session>) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let sh = Arc::clone(&shared);
+    let (mut session, first) = tokio::task::spawn_blocking(move || {
+        let mut session = session;
+        let m = session.open(&sh);
+        (session, m)
+    })
+    .await
+    .map_err(std::io::Error::other)?;
+    for m in &first {
+        io.write_all(&websocket_frame(0x2, m)).await?;
+    }
+    io.flush().await?;
+    let mut buf = Vec::new();
+    loop {
+        let Some((opcode, payload)) = websocket_read(io, &mut buf).await? else { break };
+        match opcode {
+            0x8 => {
+                io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
+                break;
+            }
+            0x9 => io.write_all(&websocket_frame(0xA, &payload)).await?,
+            0x1 | 0x2 => {
+                let sh = Arc::clone(&shared);
+                let (s, (out, done)) = tokio::task::spawn_blocking(move || {
+                    let mut session = session;
+                    let r = session.receive(&sh, &payload);
+                    (session, r)
+                })
+                .await
+                .map_err(std::io::Error::other)?;
+                session = s;
+                for m in &out {
+                    io.write_all(&websocket_frame(0x2, m)).await?;
+                }
+                if done {
+                    io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
+                    io.flush().await?;
+                    break;
+                }
+            }
+            _ => {}
+        }
+        io.flush().await?;
+    }
+    io.flush().await?;
+    io.shutdown().await
 }
 
 /// `Sec-WebSocket-Accept` for a key (RFC 6455 section 4.2.2).

@@ -12,6 +12,7 @@ mod discovery;
 mod front;
 mod gojson;
 mod http;
+mod portforward;
 mod protobuf;
 mod watch;
 
@@ -22,6 +23,7 @@ use kubeloop_core::foundation::status::Status;
 use std::io::Write;
 use std::net::TcpListener;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -43,6 +45,9 @@ pub struct Shared {
     changed: Condvar,
     /// `host:port` clients reach the server at.
     address: String,
+    /// Whether the simulated API server is down (a scenario's `apiserverDown`): the port
+    /// is then closed, so that clients meet a refused connection as they would.
+    down: AtomicBool,
 }
 
 impl Shared {
@@ -65,6 +70,10 @@ impl Shared {
         let g = self.revision.lock().unwrap_or_else(|e| e.into_inner());
         let (g, _) = self.changed.wait_timeout_while(g, timeout, |r| *r <= seen).unwrap_or_else(|e| e.into_inner());
         *g
+    }
+
+    pub fn api_down(&self) -> bool {
+        self.down.load(Ordering::SeqCst)
     }
 
     fn publish(&self, revision: u64) {
@@ -117,6 +126,7 @@ fn cluster_thread(config: Config, steps: Vec<Step>, jobs: mpsc::Receiver<Job>, s
             next_tick = Instant::now() + tick;
         }
         shared.publish(cluster.api.store.revision());
+        shared.down.store(cluster.api.down_since.is_some(), Ordering::SeqCst);
     }
 }
 
@@ -263,7 +273,7 @@ pub fn serve(args: &[String]) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let (tx, rx) = mpsc::channel();
-    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: address.clone() });
+    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: address.clone(), down: AtomicBool::new(false) });
     // Nothing here may fail the server: whoever started it may have stopped reading.
     let mut out = std::io::stdout();
     let _ = writeln!(out, "kubeloop is serving the Kubernetes API on https://{address} (speed {speed}x)");
@@ -289,7 +299,7 @@ pub fn serve(args: &[String]) -> ExitCode {
 #[cfg(test)]
 pub(crate) fn standing_cluster() -> Arc<Shared> {
     let (tx, rx) = mpsc::channel::<Job>();
-    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into() });
+    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into(), down: AtomicBool::new(false) });
     let weak = Arc::downgrade(&shared);
     std::thread::spawn(move || {
         let mut cluster = Cluster::new(Config::default());

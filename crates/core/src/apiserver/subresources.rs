@@ -191,6 +191,9 @@ pub trait KubeletClient {
     /// What every reachable node's `/metrics/resource` endpoint reports now: its running
     /// containers' cumulative CPU time and working set (metrics-server's scrape).
     fn resource_stats(&self, now: Millis) -> Vec<super::metrics::NodeStats>;
+    /// `pods/portforward`: what the pod's container listening on `port` answers to an HTTP
+    /// `GET path` (status, body), or the kubelet's error for the port's error stream.
+    fn port_forward(&self, now: Millis, namespace: &str, pod: &str, port: u16, path: &str) -> Result<(u16, String), String>;
 }
 
 impl ApiServer {

@@ -356,6 +356,33 @@ impl Cluster {
         Ok(container)
     }
 
+    /// The API server's part of `pods/NAME/portforward`: authorize `create pods/portforward`
+    /// and find the pod's node (`PortForwardLocation`).
+    pub fn port_forward_check(&mut self, credentials: Credentials, namespace: &str, pod: &str) -> Result<(), Status> {
+        self.api.now = self.now;
+        let obj = self.api.handle(Request::new(crate::apiserver::Verb::Create, rid::POD, namespace, pod, credentials).with_sub("portforward"))?;
+        if api::get_str(&obj, &["spec", "nodeName"]).is_none_or(str::is_empty) {
+            return Err(Status::bad_request(format!("pod {pod} does not have a host assigned")));
+        }
+        Ok(())
+    }
+
+    /// An HTTP `GET path` forwarded to a pod's `port` by its node's kubelet (after
+    /// [`Cluster::port_forward_check`]): the answer of the simulated server listening
+    /// there, or the error the kubelet writes on the port's error stream.
+    pub fn port_forward(&mut self, namespace: &str, pod: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        let Some(kubelet) = self.controllers.iter().enumerate().find_map(|(i, c)| c.kubelet_client().filter(|_| self.running[i])) else {
+            return Err("error dialing backend: the kubelet is not running".to_string());
+        };
+        let out = kubelet.port_forward(self.now, namespace, pod, port, path);
+        let what = match &out {
+            Ok((code, _)) => format!("kubelet forwards GET {path} to port {port} of the pod: {code}"),
+            Err(e) => format!("kubelet forwards a connection to port {port} of the pod: {e}"),
+        };
+        self.trace_component(Flow::Runtime, "portforward", "kubelet", &format!("Pod/{namespace}/{pod}"), "", if out.is_ok() { "ok" } else { "error" }, what);
+        out
+    }
+
     /// Run a command through the node's kubelet (after [`Cluster::exec_check`]).
     pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
         self.api.now = self.now;

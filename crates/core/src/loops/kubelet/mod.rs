@@ -2296,6 +2296,32 @@ impl KubeletClient for Kubelets {
     fn resource_stats(&self, now: Millis) -> Vec<crate::apiserver::metrics::NodeStats> {
         self.resource_stats_at(now)
     }
+    fn port_forward(&self, now: Millis, namespace: &str, pod: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        let key = (namespace.to_string(), pod.to_string());
+        let Some(node) = self.nodes.iter().find(|n| n.pods.contains_key(&key)) else {
+            return Err(format!("pod {pod} not found"));
+        };
+        if node.down {
+            return Err(format!("error dialing backend: dial tcp {}:10250: connect: no route to host", node.name));
+        }
+        let rt = &node.pods[&key];
+        // containerd's words when nothing in the pod's network namespace listens on the
+        // port; the sandbox's ID is made up from the pod's identity.
+        let sandbox = {
+            let h = |seed: u64| format!("{:016x}", namespace.bytes().chain(pod.bytes()).fold(seed ^ rt.epoch as u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)));
+            format!("{}{}{}{}", h(1), h(2), h(3), h(4))
+        };
+        let refused = || {
+            format!(
+                "error forwarding port {port} to pod {sandbox}, uid : failed to execute portforward in network namespace \"/var/run/netns/cni-{}-{}-{}-{}-{}\": failed to connect to localhost:{port} inside namespace \"{sandbox}\", IPv4: dial tcp4 127.0.0.1:{port}: connect: connection refused IPv6 dial tcp6 [::1]:{port}: connect: connection refused ",
+                &sandbox[0..8], &sandbox[8..12], &sandbox[12..16], &sandbox[16..20], &sandbox[20..32]
+            )
+        };
+        match &rt.ip {
+            Some(ip) => self.backend(now, ip, port, path).map_err(|e| if e == "Connection refused" { refused() } else { e }),
+            None => Err(refused()),
+        }
+    }
 }
 
 impl Controller for Kubelets {

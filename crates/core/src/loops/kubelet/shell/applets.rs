@@ -1262,7 +1262,7 @@ enum FetchError {
     Connect(String, String, u16, String),
 }
 
-fn reason_phrase(code: u16) -> &'static str {
+pub fn reason_phrase(code: u16) -> &'static str {
     match code {
         200 => "OK",
         301 => "Moved Permanently",
