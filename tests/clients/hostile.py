@@ -179,7 +179,10 @@ try:
     big = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"}, "data": {"k": "x" * (3 * 1024 * 1024)}})
     case("a 3 MiB body", lambda: request("POST", "/api/v1/namespaces/default/configmaps", big, "admin"), 413, "Request entity too large: limit is 3145728")
     large = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "large"}, "data": {"k": "x" * (1600 * 1024)}})
-    case("a 1.6 MiB ConfigMap", lambda: request("POST", "/api/v1/namespaces/default/configmaps", large, "admin"), 500, "etcdserver: request is too large")
+    case("a 1.6 MiB ConfigMap", lambda: request("POST", "/api/v1/namespaces/default/configmaps", large, "admin"), 422, "[]: Too long: may not be more than 1048576 bytes")
+    big_pod = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "large"},
+                          "spec": {"containers": [{"name": "c", "image": "nginx", "env": [{"name": "BLOB", "value": "x" * (1600 * 1024)}]}]}})
+    case("a 1.6 MiB Pod", lambda: request("POST", "/api/v1/namespaces/default/pods", big_pod, "admin"), 500, "etcdserver: request is too large")
     chunked = (f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {tokens['admin']}\r\n"
                "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{}  \r\nffffffffffffffff\r\n").encode() + b"x" * (3 * 1024 * 1024 + 10)
     case("a chunk size of 2^64-1 and more than 3 MiB of it", lambda: raw_request(chunked), 413, "Request entity too large: limit is 3145728")

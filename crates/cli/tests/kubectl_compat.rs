@@ -846,3 +846,26 @@ fn an_api_server_outage_refuses_the_real_kubectls_connection() {
     s.until(&["get", "nodes"], 30, |o| o.contains("control-plane"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Objects over the size limits, refused with the same words by the real kubectl and the
+/// terminal: a client-side apply's annotation over 256 KiB, a ConfigMap over 1 MiB, and
+/// (server-side, so no annotation) an object over etcd's 1.5 MiB.
+#[test]
+fn size_limits_print_as_the_real_kubectl_does() {
+    let s = Server::start("limits", &[]);
+    let cm = |name: &str, kib: usize| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  blob: {}\n", "x".repeat(kib * 1024));
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: big\nspec:\n  containers:\n  - name: c\n    image: nginx\n    env:\n    - name: BLOB\n      value: {}\n",
+        "x".repeat(1600 * 1024)
+    );
+    for (name, text, flags) in [("annotations", cm("dashboards", 300), ""), ("data", cm("large", 1100), "--server-side "), ("etcd", pod, "--server-side ")] {
+        let file = s.dir.join(format!("{name}.yaml"));
+        std::fs::write(&file, &text).unwrap();
+        let mut args = vec!["apply"];
+        args.extend(flags.split_whitespace());
+        args.extend(["-f", file.to_str().unwrap()]);
+        let theirs = s.fails(&args, None);
+        let ours = s.terminal(&format!("apply {flags}-f - <<EOF\n{text}EOF"));
+        assert_eq!(theirs.trim(), ours.trim(), "{name}");
+    }
+}

@@ -39,10 +39,10 @@ fn policy_parameters_come_from_the_bound_configmap() {
     apply(&mut c, "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: replica-limit-binding}\nspec:\n  policyName: replica-limit\n  validationActions: [Deny]\n  paramRef: {name: limits, namespace: default, parameterNotFoundAction: Deny}\n");
     // No params yet: the binding denies.
     let out = apply(&mut c, &deployment(3));
-    assert_eq!(out, vec!["error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"]);
+    assert_eq!(out, vec!["The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"]);
     apply(&mut c, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits}\ndata: {maxReplicas: \"2\"}\n");
     let out = apply(&mut c, &deployment(3));
-    assert_eq!(out, vec!["error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: at most 2 replicas, got 3"]);
+    assert_eq!(out, vec!["The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: at most 2 replicas, got 3"]);
     assert_eq!(apply(&mut c, &deployment(2)), vec!["deployment.apps/web created"]);
 }
 
@@ -56,7 +56,7 @@ fn a_policy_whose_param_kind_is_not_served_fails_closed() {
     assert_eq!(apply(&mut c, &binding), vec!["validatingadmissionpolicybinding.admissionregistration.k8s.io/replicalimit-binding-test.example.com created"]);
     apply(&mut c, "apiVersion: v1\nkind: Namespace\nmetadata: {name: test, labels: {environment: test}}\n");
     let out = apply(&mut c, &deployment(1).replace("name: web}", "name: web, namespace: test}"));
-    assert_eq!(out, vec!["error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replicalimit-policy.example.com' with binding 'replicalimit-binding-test.example.com' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'rules.example.com/v1, Kind=ReplicaLimit'"]);
+    assert_eq!(out, vec!["The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'replicalimit-policy.example.com' with binding 'replicalimit-binding-test.example.com' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'rules.example.com/v1, Kind=ReplicaLimit'"]);
     // Namespaces the binding does not select are not affected.
     assert_eq!(apply(&mut c, &deployment(1)), vec!["deployment.apps/web created"]);
 }
@@ -114,7 +114,7 @@ fn cel_stops_at_the_per_expression_limit_and_the_binding_budget() {
     let out = apply(&mut c, &deployment(1));
     assert_eq!(
         out,
-        vec![format!("error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: expression '{six}' resulted in error: operation cancelled: actual cost limit exceeded")]
+        vec![format!("The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: expression '{six}' resulted in error: operation cancelled: actual cost limit exceeded")]
     );
     // Three nested over 40 stay under the per-call limit, but fourteen of them pass the
     // binding's budget of 10,000,000: one decision for the policy.
@@ -127,6 +127,6 @@ fn cel_stops_at_the_per_expression_limit_and_the_binding_budget() {
     let out = apply(&mut c, &deployment(1));
     assert_eq!(
         out,
-        vec!["error when creating \"t.yaml\": The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: validation failed due to running out of cost budget, no further validation rules will be run"]
+        vec!["The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'costly' with binding 'costly' denied request: validation failed due to running out of cost budget, no further validation rules will be run"]
     );
 }

@@ -108,7 +108,7 @@ fn checkout_reaches_two_ready_pods_and_the_latest_tag_is_denied() {
     let denial = c.outputs.iter().flat_map(|o| o.output.iter()).find(|l| l.contains("checkout-canary")).expect("kubectl output");
     assert_eq!(
         denial,
-        "error when creating \"examples/checkout.yaml#steps[2]\": The deployments \"checkout-canary\" is invalid: : ValidatingAdmissionPolicy 'no-latest-tag' with binding 'no-latest-tag-binding' denied request: images must not use the mutable :latest tag"
+        "The deployments \"checkout-canary\" is invalid: : ValidatingAdmissionPolicy 'no-latest-tag' with binding 'no-latest-tag-binding' denied request: images must not use the mutable :latest tag"
     );
     assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Denied && r.stage == "validating-admission"));
     // Events read like a real cluster's.
@@ -589,4 +589,47 @@ fn a_noisy_client_fills_its_priority_level_and_no_other() {
     assert!(out(&c, "get flowschemas")
         .iter()
         .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["service-accounts", "workload-low", "9000", "ByUser", "31s", "False"]));
+}
+
+/// The size limits, each with upstream's words (the objects are made in the test, to keep
+/// megabytes out of the repository): a ConfigMap's 1 MiB, the 256 KiB of annotations
+/// that a client-side apply's last-applied copy fills first, etcd's 1.5 MiB per object
+/// (a server-side apply, which keeps no copy, gets that far), and the 3 MiB of body the
+/// API server reads.
+#[test]
+fn size_limits_refuse_with_upstreams_words() {
+    let cm = |name: &str, kib: usize| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  blob: {}\n", "x".repeat(kib * 1024));
+    let deploy = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: big\nspec:\n  selector:\n    matchLabels: {{app: big}}\n  template:\n    metadata:\n      labels: {{app: big}}\n    spec:\n      containers:\n      - name: app\n        image: nginx\n        env:\n        - name: BLOB\n          value: {}\n",
+        "x".repeat(1600 * 1024)
+    );
+    let indent = |t: &str| t.lines().map(|l| format!("      {l}\n")).collect::<String>();
+    let scenario = format!(
+        "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nmetadata:\n  name: size-limits\nspec:\n  steps:\n  - at: 0s\n    apply: |\n{}  - at: 1s\n    apply: |\n{}  - at: 2s\n    serverSide: true\n    apply: |\n{}  - at: 3s\n    serverSide: true\n    apply: |\n{}  - at: 4s\n    serverSide: true\n    apply: |\n{}  - at: 5s\n    serverSide: true\n    apply: |\n{}",
+        indent(&cm("dashboards", 300)),
+        indent(&cm("large", 1100)),
+        indent(&cm("dashboards", 300)),
+        indent(&cm("large", 1100)),
+        indent(&deploy),
+        indent(&cm("huge", 3200)),
+    );
+    let mut sc = Scenario::default();
+    add_file(&mut sc, "size-limits.yaml", &scenario);
+    assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+    let mut c = Cluster::new(sc.config(None, true));
+    c.add_steps(sc.steps.clone());
+    c.run_until(10_000);
+    let out: Vec<Vec<String>> = c.outputs.iter().map(|o| o.output.clone()).collect();
+    let at = |n: usize| &out[n];
+    assert_eq!(at(0), &["The ConfigMap \"dashboards\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes".to_string()]);
+    assert_eq!(
+        at(1),
+        &["The ConfigMap \"large\" is invalid: \n* metadata.annotations: Too long: may not be more than 262144 bytes\n* []: Too long: may not be more than 1048576 bytes".to_string()]
+    );
+    assert_eq!(at(2), &["configmap/dashboards serverside-applied".to_string()]);
+    assert_eq!(at(3), &["The ConfigMap \"large\" is invalid: []: Too long: may not be more than 1048576 bytes".to_string()]);
+    assert_eq!(at(4), &["Error from server: etcdserver: request is too large".to_string()]);
+    assert_eq!(at(5), &["Error from server (RequestEntityTooLarge): Request entity too large: limit is 3145728".to_string()]);
+    assert!(c.api.store.get_by(rid::CONFIGMAP, "default", "dashboards").is_some());
+    golden("size-limits", &c);
 }

@@ -361,7 +361,7 @@ fn a_replication_controller_whose_selector_misses_its_template_is_refused() {
     let out = apply(&mut c, &RC.replace("  replicas: 3\n", "  replicas: 3\n  selector: {app: web}\n"));
     assert_eq!(
         out,
-        vec!["error when creating \"test.yaml\": The ReplicationController \"nginx\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"nginx\"}: selector does not match template labels"]
+        vec!["The ReplicationController \"nginx\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"nginx\"}: selector does not match template labels"]
     );
 }
 

@@ -267,7 +267,11 @@ async fn websocket_read<T: tokio::io::AsyncRead + Unpin>(io: &mut T, buf: &mut V
 
 /// A session over an accepted WebSocket: its first messages, then its answer to each
 /// binary message, until it or the client ends it; pings are answered.
-async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: &mut T, shared: Arc<Shared>, session: Box<dyn api::Session>) -> std::io::Result<()> {
+async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    io: &mut T,
+    shared: Arc<Shared>,
+    session: Box<dyn api::Session>,
+) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
     let sh = Arc::clone(&shared);
     let (mut session, first) = tokio::task::spawn_blocking(move || {

@@ -35,7 +35,8 @@ enum Child {
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-const LIST_META: &[(&str, Child)] = &[("selfLink", Child::Plain), ("resourceVersion", Child::Plain), ("continue", Child::Plain), ("remainingItemCount", Child::Plain)];
+const LIST_META: &[(&str, Child)] =
+    &[("selfLink", Child::Plain), ("resourceVersion", Child::Plain), ("continue", Child::Plain), ("remainingItemCount", Child::Plain)];
 const STATUS_CAUSE: &[(&str, Child)] = &[("reason", Child::Plain), ("message", Child::Plain), ("field", Child::Plain)];
 const STATUS_DETAILS: &[(&str, Child)] = &[
     ("name", Child::Plain),
@@ -78,7 +79,8 @@ const API_RESOURCE: &[(&str, Child)] = &[
     ("categories", Child::Plain),
     ("storageVersionHash", Child::Plain),
 ];
-const API_RESOURCE_LIST: &[(&str, Child)] = &[("kind", Child::Plain), ("apiVersion", Child::Plain), ("groupVersion", Child::Plain), ("resources", Child::Struct(API_RESOURCE))];
+const API_RESOURCE_LIST: &[(&str, Child)] =
+    &[("kind", Child::Plain), ("apiVersion", Child::Plain), ("groupVersion", Child::Plain), ("resources", Child::Struct(API_RESOURCE))];
 const GROUP_VERSION: &[(&str, Child)] = &[("groupVersion", Child::Plain), ("version", Child::Plain)];
 const SERVER_ADDRESS: &[(&str, Child)] = &[("clientCIDR", Child::Plain), ("serverAddress", Child::Plain)];
 const API_GROUP: &[(&str, Child)] = &[

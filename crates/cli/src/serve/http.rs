@@ -7,7 +7,7 @@ use bytes::Bytes;
 use std::io;
 
 /// The API server's `MaxRequestBodyBytes`, 3 MiB.
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
+pub const MAX_BODY: usize = kubeloop_core::apiserver::MAX_REQUEST_BODY_BYTES;
 
 #[derive(Debug, Default)]
 pub struct Request {

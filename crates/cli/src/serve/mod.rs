@@ -299,7 +299,8 @@ pub fn serve(args: &[String]) -> ExitCode {
 #[cfg(test)]
 pub(crate) fn standing_cluster() -> Arc<Shared> {
     let (tx, rx) = mpsc::channel::<Job>();
-    let shared = Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into(), down: AtomicBool::new(false) });
+    let shared =
+        Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into(), down: AtomicBool::new(false) });
     let weak = Arc::downgrade(&shared);
     std::thread::spawn(move || {
         let mut cluster = Cluster::new(Config::default());

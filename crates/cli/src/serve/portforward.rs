@@ -92,13 +92,19 @@ impl Session for PortForward {
                 Parsed::NotHttp => {
                     out.push(error(
                         channel,
-                        format!("kubeloop: the simulated server on port {port} of pod {} speaks HTTP only, and what was sent is not an HTTP request", self.name),
+                        format!(
+                            "kubeloop: the simulated server on port {port} of pod {} speaks HTTP only, and what was sent is not an HTTP request",
+                            self.name
+                        ),
                     ));
                     self.pending[i].clear();
                     break;
                 }
                 Parsed::Request { method, .. } if method != "GET" && method != "HEAD" => {
-                    out.push(error(channel, format!("kubeloop: the simulated servers answer GET and HEAD only; a {method} request to port {port} is not simulated")));
+                    out.push(error(
+                        channel,
+                        format!("kubeloop: the simulated servers answer GET and HEAD only; a {method} request to port {port} is not simulated"),
+                    ));
                     self.pending[i].clear();
                     break;
                 }
@@ -129,7 +135,10 @@ fn error(data_channel: u8, message: String) -> Vec<u8> {
 /// The simulated server's answer as it writes it on the connection.
 fn response(channel: u8, method: &str, code: u16, body: &str) -> Vec<u8> {
     let mut m = vec![channel];
-    m.extend(format!("HTTP/1.1 {code} {}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", reason_phrase(code), body.len()).into_bytes());
+    m.extend(
+        format!("HTTP/1.1 {code} {}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", reason_phrase(code), body.len())
+            .into_bytes(),
+    );
     if method != "HEAD" {
         m.extend_from_slice(body.as_bytes());
     }
@@ -145,7 +154,11 @@ enum Parsed {
 /// The first whole HTTP/1.x request in `b`: its method, its path and its length in bytes.
 fn next_request(b: &[u8]) -> Parsed {
     let Some(line_end) = b.windows(2).position(|w| w == b"\r\n") else {
-        return if b.len() > 8 && !b.starts_with(b"GET ") && !b.starts_with(b"HEAD ") && !b.iter().all(u8::is_ascii_uppercase) { Parsed::NotHttp } else { Parsed::Incomplete };
+        return if b.len() > 8 && !b.starts_with(b"GET ") && !b.starts_with(b"HEAD ") && !b.iter().all(u8::is_ascii_uppercase) {
+            Parsed::NotHttp
+        } else {
+            Parsed::Incomplete
+        };
     };
     let line = String::from_utf8_lossy(&b[..line_end]);
     let parts: Vec<&str> = line.split(' ').collect();

@@ -280,6 +280,9 @@ pub struct ApiServer {
 }
 
 /// 10.96.0.0/16, kind's service range.
+/// The most body the API server reads of a request: 3 MiB (`--max-request-body-bytes`'s
+/// default, `MaxRequestBodyBytes`).
+pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 const SERVICE_NET: u32 = (10 << 24) | (96 << 16);
 const SERVICE_SIZE: u32 = 1 << 16;
 
@@ -528,6 +531,11 @@ impl ApiServer {
             record!(self, &c, Flow::AuthnAuthz, "authorization", "ok", "", format!("RBAC allows {} to {} {}", user.name, verb_str, res.qualified_resource()));
         }
 
+        // The REST handler reads at most 3 MiB of body (`MaxRequestBodyBytes`).
+        if req.body.as_ref().is_some_and(|b| b.json_len_within(MAX_REQUEST_BODY_BYTES).is_none()) {
+            let s = Status::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}"));
+            return self.fail(&c, "decode", s);
+        }
         if self.etcd_down_since.is_some() && !api::is_metrics(req.resource) {
             // The API server's etcd client retries until the request's deadline; kubeloop
             // answers at once with what the client finally gets. (Admission does not run:

@@ -103,11 +103,46 @@ fn validate_meta(obj: &Value, namespaced: bool, name_kind: NameKind, errs: &mut 
         errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
     }
     validate_labels("metadata.labels", get(obj, &["metadata", "labels"]).and_then(Value::as_object), errs);
-    // ValidateAnnotations: "QualifiedName except that case doesn't matter".
-    for k in get(obj, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten().map(|(k, _)| k) {
+    // ValidateAnnotations: "QualifiedName except that case doesn't matter", and at most
+    // 256 KiB of keys and values in all (kubectl apply's last-applied copy counts).
+    let mut size = 0;
+    for (k, v) in get(obj, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
         for msg in label_key_errors(&k.to_lowercase()) {
             errs.push(FieldError::invalid("metadata.annotations", &json!(k), msg));
         }
+        size += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errs.push(FieldError::too_long("metadata.annotations", TOTAL_ANNOTATION_SIZE_LIMIT));
+    }
+}
+
+/// `TotalAnnotationSizeLimitB`: 256 KiB.
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+/// `core.MaxSecretSize`, which also bounds a ConfigMap: 1 MiB.
+pub const MAX_SECRET_SIZE: usize = 1024 * 1024;
+
+/// The bytes a base64 value of `data`/`binaryData` stands for.
+fn decoded_len(v: &Value) -> usize {
+    let s = v.as_str().unwrap_or("");
+    let pad = s.bytes().rev().take_while(|b| *b == b'=').count();
+    (s.len() / 4 * 3).saturating_sub(pad)
+        + match s.len() % 4 {
+            2 => 1,
+            3 => 2,
+            _ => 0,
+        }
+}
+
+/// `ValidateConfigMap` and `ValidateSecret`: the values together within 1 MiB.
+fn validate_data_size(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
+    let values = |field: &str| get(obj, &[field]).and_then(Value::as_object).into_iter().flatten().map(|(_, v)| v);
+    let size: usize = match kind {
+        "ConfigMap" => values("data").map(|v| v.as_str().map_or(0, str::len)).sum::<usize>() + values("binaryData").map(decoded_len).sum::<usize>(),
+        _ => values("data").map(decoded_len).sum(),
+    };
+    if size > MAX_SECRET_SIZE {
+        errs.push(FieldError::too_long(if kind == "ConfigMap" { "[]" } else { "data" }, MAX_SECRET_SIZE));
     }
 }
 
@@ -753,6 +788,7 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
             }
         }
         "LimitRange" => validate_limit_range(obj, &mut errs),
+        "ConfigMap" | "Secret" => validate_data_size(kind, obj, &mut errs),
         "Service" => validate_service(obj, &mut errs),
         "PersistentVolume" => validate_pv_spec(obj, &mut errs),
         "PersistentVolumeClaim" => validate_pvc_spec("spec", get(obj, &["spec"]).unwrap_or(&Value::Null), &mut errs),

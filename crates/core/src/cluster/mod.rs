@@ -67,6 +67,12 @@ pub enum Action {
         text: String,
         file: String,
     },
+    /// Apply manifests the way `kubectl apply --server-side -f` would (field manager
+    /// `kubectl`, no last-applied annotation).
+    ApplyServerSide {
+        text: String,
+        file: String,
+    },
     /// A kubectl command line (without `kubectl`).
     Kubectl(String),
     Fault(Fault),
@@ -570,6 +576,10 @@ impl Cluster {
         };
         let (command, output) = match &s.action {
             Action::Apply { text, file } => (format!("kubectl apply -f {file}"), crate::kubectl::apply_text(&mut self.api, &s.credentials, text, file)),
+            Action::ApplyServerSide { text, file } => (
+                format!("kubectl apply --server-side -f {file}"),
+                crate::kubectl::apply_server_side(&mut self.api, &s.credentials, text, file, "kubectl", false),
+            ),
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("logs") => (format!("kubectl {cmd}"), {
                 self.api.now = self.now;
                 let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());

@@ -412,7 +412,12 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
             Credentials::User(UserInfo::admin())
         };
         let action = if let Some(text) = get_str(s, &["apply"]) {
-            Action::Apply { text: text.to_string(), file: format!("{file}#steps[{i}]") }
+            let file = format!("{file}#steps[{i}]");
+            match get(s, &["serverSide"]) {
+                None | Some(Value::Bool(false)) => Action::Apply { text: text.to_string(), file },
+                Some(Value::Bool(true)) => Action::ApplyServerSide { text: text.to_string(), file },
+                Some(_) => return Err(format!("spec.steps[{i}].serverSide: must be true or false")),
+            }
         } else if let Some(cmd) = get_str(s, &["kubectl"]) {
             Action::Kubectl(cmd.to_string())
         } else if let Some(cmd) = get_str(s, &["etcdctl"]) {

@@ -82,6 +82,10 @@ impl FieldError {
         let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
         Self::new(FieldErrorKind::NotSupported, field, Some(render_value(value)), format!("supported values: {}", list.join(", ")))
     }
+    /// `field.TooLong`: the value is omitted, the limit said in bytes.
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        Self::new(FieldErrorKind::TooLong, field, None, format!("may not be more than {max} {}", if max == 1 { "byte" } else { "bytes" }))
+    }
     pub fn duplicate(field: impl Into<String>, value: &Value) -> Self {
         Self::new(FieldErrorKind::Duplicate, field, Some(render_value(value)), "")
     }
@@ -273,6 +277,9 @@ impl Status {
             return format!("error: You must be logged in to the server ({})", self.message);
         }
         if self.reason == "Invalid" {
+            // kubectl's `checkErr` prints an Invalid error from its details, without the
+            // source it added to the message (`AddSourceToErr`).
+            let prefix = "";
             if let Some(d) = &self.details {
                 let causes = crate::foundation::api::get_array(d, &["causes"]);
                 let kind = crate::foundation::api::get_str(d, &["kind"]).unwrap_or("");

@@ -66,7 +66,8 @@ pub fn apply_server_side(api: &mut ApiServer, creds: &Credentials, text: &str, f
         match api.handle(req) {
             Ok(_) => vec![with_warnings(api, format!("{}/{name} serverside-applied", kind_prefix(r)))],
             Err(s) if s.code == 409 && s.reason == "Conflict" => vec![format!("error: {}\n{SSA_CONFLICT_ADVICE}", s.message)],
-            Err(s) => vec![s.kubectl_message(Some(file), "patching")],
+            // Unlike a client-side apply, kubectl adds no source to a server-side apply's error.
+            Err(s) => vec![s.kubectl_message(None, "")],
         }
     })
 }

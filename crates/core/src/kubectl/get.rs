@@ -241,7 +241,7 @@ pub fn run_watching(api: &mut ApiServer, creds: &Credentials, line: &str) -> (Ve
     let since = api.store.revision();
     let out = get(api, creds, &f, f.namespace.as_deref().unwrap_or("default"));
     let Some(r) = f.positional.first().and_then(|t| resource_for_name(t)) else { return (out, None) };
-    if out.iter().any(|l| l.starts_with("error") || l.starts_with("Error")) || !matches!(f.get("--output"), None | Some("wide")) {
+    if out.iter().any(|l| super::is_error_line(l)) || !matches!(f.get("--output"), None | Some("wide")) {
         return (out, None);
     }
     let widths =

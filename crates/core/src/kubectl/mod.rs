@@ -35,7 +35,7 @@ mod set;
 mod taint;
 mod top;
 
-pub use apply::{apply_object, apply_object_dry, apply_text, three_way};
+pub use apply::{apply_object, apply_object_dry, apply_server_side, apply_text, three_way};
 use args::*;
 pub use args::{heredoc, heredoc_open, split_args, verb_of};
 use auth::*;
@@ -84,6 +84,12 @@ fn with_warnings(api: &ApiServer, line: String) -> String {
 
 /// The lines for each document of a `-f` file: kubectl's parse error for a broken one,
 /// `each`'s lines for an object.
+/// Whether a line kubectl printed reports a failure: its `error:` and `Error from server`
+/// lines, and the `The KIND "NAME" is invalid: …` of a refused object.
+pub fn is_error_line(l: &str) -> bool {
+    l.starts_with("error") || l.starts_with("Error") || l.starts_with("The request is invalid") || (l.starts_with("The ") && l.contains(" is invalid: "))
+}
+
 pub fn each_document(text: &str, file: &str, mut each: impl FnMut(Value) -> Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     for doc in crate::foundation::manifest::parse(text) {
@@ -201,7 +207,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "create" => create(api, creds, &f, &ns),
         "drain" => {
             let mut out = run(api, creds, &format!("cordon {}", f.positional.join(" ")));
-            if out.iter().any(|l| l.starts_with("Error") || l.starts_with("error")) {
+            if out.iter().any(|l| is_error_line(l)) {
                 return out;
             }
             out.extend(drain(api, creds, &f));

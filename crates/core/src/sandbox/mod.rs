@@ -181,13 +181,13 @@ impl Sandbox {
             let end = d.end_line.min(lines.len());
             let out = self.cluster.act(creds.clone(), Action::Apply { text: lines[start..end].join("\n"), file: "editor".into() });
             st.result = out.output.join("\n");
-            let ok = out.output.iter().all(|l| !l.starts_with("error") && !l.starts_with("Error"));
+            let ok = !out.output.iter().any(|l| crate::kubectl::is_error_line(l));
             if ok {
                 if let Some(k) = key {
                     self.applied.insert(k, obj);
                 }
             } else {
-                let msg = out.output.iter().filter(|l| l.starts_with("error") || l.starts_with("Error")).cloned().collect::<Vec<_>>().join("\n");
+                let msg = out.output.iter().filter(|l| crate::kubectl::is_error_line(l)).cloned().collect::<Vec<_>>().join("\n");
                 st.diagnostics.push(Diagnostic { line: d.start_line, column: 1, message: msg });
                 if let Some(k) = key {
                     // A rejected change leaves whatever was stored before.
@@ -206,7 +206,7 @@ impl Sandbox {
             }
             let out = self.cluster.act(creds.clone(), Action::Kubectl(cmd)).output;
             let result = out.join("\n");
-            let failed = result.starts_with("error") || result.starts_with("Error");
+            let failed = crate::kubectl::is_error_line(&result);
             let mut st =
                 DocStatus { start_line: 0, end_line: 0, object: format!("{}/{name}", res.kind), result: format!("pruned: {result}"), diagnostics: vec![] };
             if failed && !result.contains("(NotFound)") {

@@ -2308,7 +2308,8 @@ impl KubeletClient for Kubelets {
         // containerd's words when nothing in the pod's network namespace listens on the
         // port; the sandbox's ID is made up from the pod's identity.
         let sandbox = {
-            let h = |seed: u64| format!("{:016x}", namespace.bytes().chain(pod.bytes()).fold(seed ^ rt.epoch, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)));
+            let h =
+                |seed: u64| format!("{:016x}", namespace.bytes().chain(pod.bytes()).fold(seed ^ rt.epoch, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3)));
             format!("{}{}{}{}", h(1), h(2), h(3), h(4))
         };
         let refused = || {
