@@ -514,10 +514,16 @@ fn exec_and_logs_through_the_real_kubectl() {
         ),
         "{missing}"
     );
-    // An interactive shell is not simulated: said plainly, in both.
-    let out = s.run(&["exec", "-i", "box", "--", "sh"], Some("ls /\n"));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("kubeloop does not simulate interactive sessions"), "{}", String::from_utf8_lossy(&out.stderr));
+    // With stdin, a shell runs each command line it reads, keeping its variables; its
+    // `exit` is the command's exit code. Other commands read stdin as a stream.
+    let out = s.run(&["exec", "-i", "box", "--", "sh"], Some("echo hello\nx=3; echo $x\nexit 4\n"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello\n3\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "command terminated with exit code 4\n");
+    assert_eq!(out.status.code(), Some(4));
+    let out = s.run(&["exec", "-i", "box", "--", "wc", "-l"], Some("a\nb\n"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    assert!(out.status.success());
+    // The page's terminal has no stdin to stream: it says so.
     assert!(s.terminal("exec -it box -- sh").starts_with("kubeloop does not simulate interactive sessions"));
     // kubectl logs reads what the program wrote, as the terminal does.
     let logs = s.until(&["logs", "box"], 30, |o| o.contains("tick 3\n"));

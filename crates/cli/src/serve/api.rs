@@ -44,9 +44,12 @@ pub enum Reply {
 /// answer to each binary message the client sends. Runs on a blocking thread, so it may
 /// wait for the cluster thread.
 pub trait Session: Send {
-    fn open(&mut self, sh: &Shared) -> Vec<Vec<u8>>;
+    /// The first messages, and whether the session is already over.
+    fn open(&mut self, sh: &Shared) -> (Vec<Vec<u8>>, bool);
     /// The messages answering one from the client, and whether the session is over.
     fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool);
+    /// The connection has ended (either side).
+    fn closed(&mut self, _sh: &Shared) {}
 }
 
 /// An object as the API server's JSON encoder writes it (Go field order), then a newline.
@@ -702,15 +705,11 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             "Upgrade request required: kubeloop serves exec over WebSockets (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY".to_string()
         }));
     };
-    if req.flag("stdin") && kubeloop_core::kubectl::interactive_shell(&argv) {
-        // Said on stderr and as the result, rather than a shell that exits at once.
-        let mut err = vec![2u8];
-        err.extend(format!("{}\n", kubeloop_core::kubectl::NO_INTERACTIVE).into_bytes());
-        let result = exec_result(Some(non_zero_exit(kubeloop_core::kubectl::NO_INTERACTIVE, 1)));
-        return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err, result] });
+    if req.flag("stdin") {
+        let session = ExecSession { ns, name, container, argv, id: 0, v5: *protocol == "v5.channel.k8s.io", done: false };
+        return Ok(Reply::Session { protocol: protocol.to_string(), session: Box::new(session) });
     }
     let result = sh.with(move |c| c.exec_run(&ns, &name, &container, &argv)).and_then(|r| r);
-    let mut messages: Vec<Vec<u8>> = Vec::new();
     let (lines, code) = match result {
         Ok(r) => r,
         Err(s) => {
@@ -719,8 +718,15 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             return Ok(Reply::WebSocket { protocol: protocol.to_string(), messages: vec![err] });
         }
     };
-    // One message per run of lines on the same stream, in order.
-    for (stream, l) in &lines {
+    let mut messages = stream_messages(&lines);
+    messages.push(exit_result(code));
+    Ok(Reply::WebSocket { protocol: protocol.to_string(), messages })
+}
+
+/// One run of lines on the same stream per message, in order.
+fn stream_messages(lines: &[(u8, String)]) -> Vec<Vec<u8>> {
+    let mut messages: Vec<Vec<u8>> = Vec::new();
+    for (stream, l) in lines {
         match messages.last_mut() {
             Some(m) if m.first() == Some(stream) => {}
             _ => messages.push(vec![*stream]),
@@ -730,10 +736,85 @@ fn exec(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &s
             m.push(b'\n');
         }
     }
-    messages.push(exec_result(
+    messages
+}
+
+/// The exit of an exec's command as channel 3 says it.
+fn exit_result(code: i32) -> Vec<u8> {
+    exec_result(
         (code != 0).then(|| non_zero_exit(format!("command terminated with non-zero exit code: error executing command, exit code {code}"), code.into())),
-    ));
-    Ok(Reply::WebSocket { protocol: protocol.to_string(), messages })
+    )
+}
+
+/// `pods/exec` with `stdin=true`: the kubelet runs the command as stdin comes (channel
+/// 0); output goes back on channels 1 and 2 as it is written, then the result on 3.
+/// `v5.channel.k8s.io` closes stdin with a message on channel 255; otherwise stdin ends
+/// with the connection.
+struct ExecSession {
+    ns: String,
+    name: String,
+    container: String,
+    argv: Vec<String>,
+    id: u64,
+    v5: bool,
+    done: bool,
+}
+
+impl ExecSession {
+    fn step(&mut self, sh: &Shared, input: Option<Option<String>>) -> (Vec<Vec<u8>>, bool) {
+        let (ns, name, id) = (self.ns.clone(), self.name.clone(), self.id);
+        let r = match input {
+            Some(Some(text)) => sh.with(move |c| c.exec_session(&ns, &name, id, kubeloop_core::apiserver::ExecInput::Stdin(&text))),
+            Some(None) => sh.with(move |c| c.exec_session(&ns, &name, id, kubeloop_core::apiserver::ExecInput::Eof)),
+            None => {
+                let (container, argv) = (self.container.clone(), self.argv.clone());
+                sh.with(move |c| {
+                    let id = c.next_session_id();
+                    (id, c.exec_session(&ns, &name, id, kubeloop_core::apiserver::ExecInput::Start { container: &container, argv: &argv }))
+                })
+                .map(|(id, r)| {
+                    self.id = id;
+                    r
+                })
+            }
+        };
+        match r.and_then(|r| r) {
+            Ok(p) => {
+                let mut messages = stream_messages(&p.lines);
+                if let Some(code) = p.exit {
+                    messages.push(exit_result(code));
+                    self.done = true;
+                }
+                (messages, self.done)
+            }
+            Err(s) => {
+                let mut err = vec![3u8];
+                err.extend(s.to_wire());
+                self.done = true;
+                (vec![err], true)
+            }
+        }
+    }
+}
+
+impl Session for ExecSession {
+    fn open(&mut self, sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        self.step(sh, None)
+    }
+    fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
+        match message.split_first() {
+            Some((0, data)) => self.step(sh, Some(Some(String::from_utf8_lossy(data).into_owned()))),
+            // v5's close of a stream: channel 255, then the stream's number.
+            Some((255, [0])) if self.v5 => self.step(sh, Some(None)),
+            _ => (Vec::new(), false),
+        }
+    }
+    fn closed(&mut self, sh: &Shared) {
+        if !self.done {
+            let (ns, name, id) = (self.ns.clone(), self.name.clone(), self.id);
+            let _ = sh.with(move |c| c.exec_session(&ns, &name, id, kubeloop_core::apiserver::ExecInput::End));
+        }
+    }
 }
 
 fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {

@@ -273,52 +273,54 @@ async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unp
     session: Box<dyn api::Session>,
 ) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
-    let sh = Arc::clone(&shared);
-    let (mut session, first) = tokio::task::spawn_blocking(move || {
-        let mut session = session;
-        let m = session.open(&sh);
-        (session, m)
-    })
-    .await
-    .map_err(std::io::Error::other)?;
-    for m in &first {
-        io.write_all(&websocket_frame(0x2, m)).await?;
-    }
-    io.flush().await?;
-    let mut buf = Vec::new();
-    loop {
-        let Some((opcode, payload)) = websocket_read(io, &mut buf).await? else { break };
-        match opcode {
-            0x8 => {
-                io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
-                break;
-            }
-            0x9 => io.write_all(&websocket_frame(0xA, &payload)).await?,
-            0x1 | 0x2 => {
-                let sh = Arc::clone(&shared);
-                let (s, (out, done)) = tokio::task::spawn_blocking(move || {
-                    let mut session = session;
-                    let r = session.receive(&sh, &payload);
-                    (session, r)
-                })
-                .await
-                .map_err(std::io::Error::other)?;
-                session = s;
-                for m in &out {
-                    io.write_all(&websocket_frame(0x2, m)).await?;
-                }
-                if done {
-                    io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
-                    io.flush().await?;
-                    break;
-                }
-            }
-            _ => {}
+    // The session runs on blocking threads (it waits for the cluster thread), so it is
+    // handed over for each step and back.
+    let mut holder = Some(session);
+    let result: std::io::Result<()> = async {
+        let step = |holder: &mut Option<Box<dyn api::Session>>, payload: Option<Vec<u8>>| {
+            let mut session = holder.take();
+            let sh = Arc::clone(&shared);
+            tokio::task::spawn_blocking(move || {
+                let r = session.as_mut().map(|s| match &payload {
+                    None => s.open(&sh),
+                    Some(p) => s.receive(&sh, p),
+                });
+                (session, r.unwrap_or((Vec::new(), true)))
+            })
+        };
+        let (s, (first, mut over)) = step(&mut holder, None).await.map_err(std::io::Error::other)?;
+        holder = s;
+        for m in &first {
+            io.write_all(&websocket_frame(0x2, m)).await?;
         }
         io.flush().await?;
+        let mut buf = Vec::new();
+        while !over {
+            let Some((opcode, payload)) = websocket_read(io, &mut buf).await? else { return Ok(()) };
+            match opcode {
+                0x8 => break,
+                0x9 => io.write_all(&websocket_frame(0xA, &payload)).await?,
+                0x1 | 0x2 => {
+                    let (s, (out, done)) = step(&mut holder, Some(payload)).await.map_err(std::io::Error::other)?;
+                    holder = s;
+                    for m in &out {
+                        io.write_all(&websocket_frame(0x2, m)).await?;
+                    }
+                    over = done;
+                }
+                _ => {}
+            }
+            io.flush().await?;
+        }
+        io.write_all(&websocket_frame(0x8, &1000u16.to_be_bytes())).await?;
+        io.flush().await
     }
-    io.flush().await?;
-    io.shutdown().await
+    .await;
+    if let Some(mut session) = holder {
+        let _ = tokio::task::spawn_blocking(move || session.closed(&shared)).await;
+    }
+    let _ = io.shutdown().await;
+    result
 }
 
 /// `Sec-WebSocket-Accept` for a key (RFC 6455 section 4.2.2).

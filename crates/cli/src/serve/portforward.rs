@@ -62,14 +62,14 @@ struct PortForward {
 }
 
 impl Session for PortForward {
-    fn open(&mut self, _sh: &Shared) -> Vec<Vec<u8>> {
+    fn open(&mut self, _sh: &Shared) -> (Vec<Vec<u8>>, bool) {
         let mut out = Vec::new();
         for (i, p) in self.ports.iter().enumerate() {
             let [lo, hi] = p.to_le_bytes();
             out.push(vec![(2 * i) as u8, lo, hi]);
             out.push(vec![(2 * i + 1) as u8, lo, hi]);
         }
-        out
+        (out, false)
     }
 
     fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
@@ -236,7 +236,7 @@ mod session_tests {
         nginx_pod(&sh);
         let Ok(Reply::Session { protocol, mut session }) = forward(&sh, "web", "80,81", "v5.channel.k8s.io, v4.channel.k8s.io") else { panic!("no session") };
         assert_eq!(protocol, "v4.channel.k8s.io");
-        assert_eq!(session.open(&sh), vec![vec![0, 80, 0], vec![1, 80, 0], vec![2, 81, 0], vec![3, 81, 0]]);
+        assert_eq!(session.open(&sh), (vec![vec![0, 80, 0], vec![1, 80, 0], vec![2, 81, 0], vec![3, 81, 0]], false));
         // A request split over two messages is answered once it is whole.
         assert_eq!(session.receive(&sh, b"\x00GET / HTTP/1.1\r\nHost: web\r\n"), (vec![], false));
         let (out, done) = session.receive(&sh, b"\x00\r\n");

@@ -186,6 +186,27 @@ pub fn pod_container(obj: &Value, container: Option<&str>) -> Result<String, Sta
 /// the command's exit code.
 pub type ExecOutput = (Vec<(u8, String)>, i32);
 
+/// One step of an exec session with stdin (`pods/exec?stdin=true`), as the kubelet's
+/// streaming server sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum ExecInput<'a> {
+    /// Start the command in the container.
+    Start { container: &'a str, argv: &'a [String] },
+    /// Bytes the client wrote to stdin.
+    Stdin(&'a str),
+    /// The client closed stdin.
+    Eof,
+    /// The client went away: the command is killed.
+    End,
+}
+
+/// What a session's command wrote since the last step, and its exit code once it ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExecProgress {
+    pub lines: Vec<(u8, String)>,
+    pub exit: Option<i32>,
+}
+
 pub trait KubeletClient {
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status>;
     /// What every reachable node's `/metrics/resource` endpoint reports now: its running

@@ -142,6 +142,8 @@ pub struct Cluster {
     pub outputs: Vec<StepOutput>,
     queue: Queue<(Task, bool)>,
     work_tasks: usize,
+    /// Exec sessions given an id so far.
+    sessions: u64,
     controllers: Vec<Box<dyn Controller>>,
     running: Vec<bool>,
     wake_pending: Vec<Option<bool>>,
@@ -263,6 +265,7 @@ impl Cluster {
             outputs: vec![],
             queue: Queue::default(),
             work_tasks: 0,
+            sessions: 0,
             controllers,
             running: vec![true; n],
             wake_pending: vec![None; n],
@@ -393,6 +396,28 @@ impl Cluster {
     pub fn exec_run(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
         self.api.now = self.now;
         self.kubelet_exec(namespace, pod, container, argv)
+    }
+
+    /// A step of an exec session with stdin (after [`Cluster::exec_check`] for its start):
+    /// the node's kubelet runs the command as stdin comes. `id` names the session; the
+    /// caller picks it ([`Cluster::next_session_id`]).
+    pub fn exec_session(&mut self, namespace: &str, pod: &str, id: u64, input: crate::apiserver::ExecInput) -> Result<crate::apiserver::ExecProgress, Status> {
+        self.api.now = self.now;
+        let mut result = None;
+        for i in 0..self.controllers.len() {
+            if result.is_some() || !self.running[i] {
+                continue;
+            }
+            self.with_controller(i, |c, cx| result = c.exec_session(cx, namespace, pod, id, input));
+        }
+        self.dispatch();
+        result.unwrap_or_else(|| Err(Status::bad_request("unable to upgrade connection: the kubelet is not running".to_string())))
+    }
+
+    /// A fresh id for an exec session.
+    pub fn next_session_id(&mut self) -> u64 {
+        self.sessions += 1;
+        self.sessions
     }
 
     fn kubelet_exec(&mut self, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {

@@ -6,6 +6,13 @@ use crate::foundation::sim::{parse_rfc3339, Millis};
 use crate::foundation::value::Value;
 
 /// Not finished and not being deleted (`controller.IsPodActive`).
+/// Whether a command is a shell that reads its commands from stdin (`sh`, `bash` without
+/// `-c` or a script).
+pub fn interactive_shell(argv: &[String]) -> bool {
+    let base = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a)).unwrap_or("");
+    matches!(base, "sh" | "bash" | "ash" | "dash" | "zsh") && !argv.iter().skip(1).any(|a| !a.starts_with('-') || a == "-c")
+}
+
 pub fn pod_is_active(p: &Value) -> bool {
     let phase = get_str(p, &["status", "phase"]).unwrap_or("");
     phase != "Succeeded" && phase != "Failed" && !api::is_deleting(p)

@@ -23,11 +23,7 @@ pub struct ExecTarget {
 pub const NO_INTERACTIVE: &str =
     "kubeloop does not simulate interactive sessions: run one command at a time, for example kubectl exec POD -- sh -c 'ls /; env'";
 
-/// Whether a command is a shell that would read its commands from stdin.
-pub fn interactive_shell(argv: &[String]) -> bool {
-    let base = argv.first().map(|a| a.rsplit('/').next().unwrap_or(a)).unwrap_or("");
-    matches!(base, "sh" | "bash" | "ash" | "dash" | "zsh") && !argv.iter().any(|a| a == "-c")
-}
+pub use crate::foundation::pod::interactive_shell;
 
 /// Parse `kubectl exec [-it] POD|TYPE/NAME [-c C] -- COMMAND [ARGS...]`, look the pod up
 /// and send the `pods/exec` request. Errors are kubectl's lines.

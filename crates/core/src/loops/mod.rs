@@ -17,8 +17,8 @@ pub mod scheduler;
 
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::trace::{Flow, Record};
-use crate::apiserver::ExecOutput;
 use crate::apiserver::{ApiServer, Credentials, KubeletClient, Request};
+use crate::apiserver::{ExecInput, ExecOutput, ExecProgress};
 use crate::foundation::api::ResourceId;
 use crate::foundation::sim::Millis;
 use crate::foundation::status::Status;
@@ -149,6 +149,11 @@ pub trait Controller {
     /// lines with their stream (1 stdout, 2 stderr) and its exit code. `None` from loops
     /// that run no containers.
     fn exec(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _argv: &[String]) -> Option<Result<ExecOutput, Status>> {
+        None
+    }
+    /// A step of exec session `id` in a pod's container (a command with stdin). `None`
+    /// from loops that run no containers.
+    fn exec_session(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _id: u64, _input: ExecInput) -> Option<Result<ExecProgress, Status>> {
         None
     }
 }

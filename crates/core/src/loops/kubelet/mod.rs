@@ -11,13 +11,14 @@
 //! readiness probes, and graceful termination ending in the final delete. Each node renews
 //! its Lease every 10s; a node that is down stops doing anything at all.
 
-use crate::apiserver::ExecOutput;
 use crate::apiserver::{Credentials, Request};
+use crate::apiserver::{ExecInput, ExecOutput, ExecProgress};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 mod expand;
 pub mod node;
 pub mod registry;
 pub mod runtime;
+mod session;
 pub mod shell;
 pub mod usage;
 
@@ -290,6 +291,8 @@ pub struct Kubelets {
     user: UserInfo,
     started: bool,
     epoch: u64,
+    /// Exec sessions with stdin, by the id the API server gave them.
+    sessions: BTreeMap<u64, session::Session>,
 }
 
 impl Kubelets {
@@ -343,6 +346,7 @@ impl Kubelets {
             user: UserInfo::new("system:node:*", &["system:nodes"]),
             started: false,
             epoch: 0,
+            sessions: BTreeMap::new(),
         }
     }
 
@@ -1411,6 +1415,8 @@ impl Kubelets {
             }
             Outcome::OomKilled => self.exited(cx, ni, key, i, 137, "OOMKilled", None),
             Outcome::Sleep(ms) => cx.after(ms.max(1), Self::timer_key(&node_name, key, epoch, &format!("run:{i}:{instance}"))),
+            // A container's own process has no stdin stream, so it never waits on one.
+            Outcome::Wait => {}
             Outcome::Serve(d) => {
                 c.alive.insert(d.name.clone());
                 let memory = c.proc.as_ref().map(|p| p.memory).unwrap_or(0).max(d.memory);
@@ -1473,7 +1479,7 @@ impl Kubelets {
         let code = match outcome {
             Outcome::Exit(c) => c,
             Outcome::OomKilled => 137,
-            Outcome::Sleep(_) | Outcome::Serve(_) => 0,
+            Outcome::Sleep(_) | Outcome::Serve(_) | Outcome::Wait => 0,
         };
         self.after_exec(cx, ni, key, i);
         let lines = out.into_iter().zip(streams.into_iter().chain(std::iter::repeat(1))).map(|(l, s)| (s, l)).collect();
@@ -2246,7 +2252,9 @@ impl Kubelets {
 
 impl Kubelets {
     /// `kubectl exec`: run a command in a running container (`pkg/kubelet/server` `getExec`).
-    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
+    /// The running container an exec reaches: its node, its pod and its index, or the
+    /// kubelet's refusal.
+    fn exec_target(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str) -> Result<(usize, Key, usize), Status> {
         self.sync_informers(cx);
         let key = (namespace.to_string(), pod.to_string());
         let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
@@ -2264,6 +2272,16 @@ impl Kubelets {
             return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
         }
         cx.user = self.nodes[ni].user.name.clone();
+        Ok((ni, key, i))
+    }
+
+    /// The 64 hex digits containerd names an exec by.
+    fn exec_id(&mut self) -> String {
+        format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64())
+    }
+
+    fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
+        let (ni, key, i) = self.exec_target(cx, namespace, pod, container)?;
         cx.trace(
             Flow::Runtime,
             "exec",
@@ -2275,7 +2293,7 @@ impl Kubelets {
         let (code, out, _) = self.exec_in(cx, ni, &key, i, argv);
         if code == 126 && out.len() == 1 && out[0].1.starts_with("OCI runtime exec failed") {
             // containerd reports a missing program as an error of the exec, not an exit code.
-            let id = format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64());
+            let id = self.exec_id();
             return Err(Status::new(
                 500,
                 "InternalError",
@@ -2331,6 +2349,9 @@ impl Controller for Kubelets {
     }
     fn exec(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Option<Result<ExecOutput, Status>> {
         Some(self.exec_command(cx, namespace, pod, container, argv))
+    }
+    fn exec_session(&mut self, cx: &mut Cx, namespace: &str, pod: &str, id: u64, input: ExecInput) -> Option<Result<ExecProgress, Status>> {
+        Some(self.session_step(cx, namespace, pod, id, input))
     }
     fn name(&self) -> &'static str {
         "kubelet"

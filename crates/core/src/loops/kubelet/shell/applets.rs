@@ -153,7 +153,18 @@ pub fn builtin(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Option<
         }
         "read" => {
             let names: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-            let Some(input) = p.take_stdin() else { return Some(Flow::Status(1)) };
+            // From an exec session's stream: one whole line, waiting for it if need be.
+            let input = if p.stdin_blocked() {
+                match p.take_line() {
+                    Some(l) => l,
+                    None => return Some(Flow::Wait),
+                }
+            } else {
+                match p.take_stdin() {
+                    Some(i) => i,
+                    None => return Some(Flow::Status(1)),
+                }
+            };
             let (line, rest) = match input.split_once('\n') {
                 Some((l, r)) => (l.to_string(), Some(r.to_string())),
                 None => (input.clone(), None),
@@ -623,6 +634,8 @@ pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String])
                             return Some(Flow::Status(if gnu { 127 } else { 2 }));
                         }
                     },
+                    // Commands from stdin: the whole stream, once it has ended.
+                    None if p.stdin_blocked() => return Some(Flow::Wait),
                     None => (p.take_stdin().unwrap_or_default(), argv[0].clone(), vec![]),
                 },
             };
@@ -696,6 +709,9 @@ pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String])
         "cat" | "rev" | "head" | "tail" | "wc" | "grep" | "sort" | "tac" => text_tool(p, host, name, args),
         "tee" => {
             let (f, files) = flags(args);
+            if p.stdin_blocked() {
+                return Some(Flow::Wait);
+            }
             let input = p.take_stdin().unwrap_or_default();
             for file in &files {
                 let _ = host.write(&p.abs(file), &input, f.contains('a'));
@@ -1119,6 +1135,15 @@ fn text_tool(p: &mut Process, host: &mut dyn Host, name: &str, args: &[String]) 
     }
     let mut inputs: Vec<(String, String)> = Vec::new();
     let mut status = 0;
+    if (files.is_empty() || files.iter().any(|f| f == "-")) && p.stdin_blocked() {
+        // An exec session's stream: `cat` copies what has come as it comes; the others
+        // need all of it, so they wait for its end.
+        if name == "cat" && opts.is_empty() && files.len() <= 1 {
+            let text = p.take_available();
+            p.out(&text, host);
+        }
+        return Flow::Wait;
+    }
     if files.is_empty() {
         inputs.push(("-".into(), p.take_stdin().unwrap_or_default()));
     }

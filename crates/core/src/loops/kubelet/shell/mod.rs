@@ -52,6 +52,9 @@ pub enum Outcome {
     Serve(Daemon),
     /// Used more memory than its limit.
     OomKilled,
+    /// Waiting for more of its stdin (an exec session's): resume it when more arrives or
+    /// the stream ends.
+    Wait,
 }
 
 /// What the kubelet gives a process: files, names, the network, the log.
@@ -399,6 +402,8 @@ pub enum Flow {
     Exit(i32),
     /// Run again after this long from the same place (`tail -f`).
     Again(Millis),
+    /// Run again from the same place once more stdin has come or it has ended.
+    Wait,
     Serve(Daemon),
     Return(i32),
     /// Run this script in a new frame with these positional parameters.
@@ -418,6 +423,12 @@ pub struct Process {
     fds: [Sink; 3],
     saved: Vec<([Sink; 3], Option<String>)>,
     stdin: Option<String>,
+    /// The stream an exec session feeds: what has come and not been read, and whether more
+    /// may come. Read where no pipe or redirection gives stdin.
+    session: Option<(String, bool)>,
+    /// A shell reading command lines one by one ([`Process::run_next`]): the end of one
+    /// is not the end of the process.
+    interactive: bool,
     captures: Vec<String>,
     partial: String,
     partial_err: String,
@@ -460,6 +471,8 @@ impl Process {
             fds: [Sink::Null, Sink::Log(1), Sink::Log(2)],
             saved: vec![],
             stdin: None,
+            session: None,
+            interactive: false,
             captures: vec![],
             partial: String::new(),
             partial_err: String::new(),
@@ -609,7 +622,48 @@ impl Process {
         self.write_fd(2, text, host);
     }
     pub fn take_stdin(&mut self) -> Option<String> {
-        self.stdin.take()
+        match (self.stdin.take(), &mut self.session) {
+            (Some(s), _) => Some(s),
+            (None, Some((buf, _))) => Some(std::mem::take(buf)),
+            (None, None) => None,
+        }
+    }
+    /// Whether reading stdin now would wait: it is a session's stream, still open.
+    pub fn stdin_blocked(&self) -> bool {
+        self.stdin.is_none() && self.session.as_ref().is_some_and(|(_, open)| *open)
+    }
+    /// What a session's stream holds now, taken (for a program that copies as it reads).
+    pub fn take_available(&mut self) -> String {
+        self.session.as_mut().map(|(buf, _)| std::mem::take(buf)).unwrap_or_default()
+    }
+    /// The first whole line of a session's stream, taken with its newline.
+    pub fn take_line(&mut self) -> Option<String> {
+        let (buf, _) = self.session.as_mut()?;
+        let end = buf.find('\n')? + 1;
+        Some(buf.drain(..end).collect())
+    }
+    /// Give the process a stdin stream that an exec session will feed.
+    pub fn open_stdin(&mut self) {
+        self.session = Some((String::new(), true));
+    }
+    pub fn feed_stdin(&mut self, text: &str) {
+        if let Some((buf, _)) = &mut self.session {
+            buf.push_str(text);
+        }
+    }
+    /// The stream ends (the client closed stdin).
+    pub fn close_stdin(&mut self) {
+        if let Some((_, open)) = &mut self.session {
+            *open = false;
+        }
+    }
+    /// Run `program` next in this shell, as an interactive shell runs each command line it
+    /// reads: variables, functions and the working directory carry over.
+    pub fn run_next(&mut self, program: Program) {
+        self.interactive = true;
+        let prog = Arc::new(program);
+        let slots = vec![None; prog.slots];
+        self.frames = vec![Frame { prog, pc: 0, kind: FrameKind::Script, saved_args: None, slots, subjects: vec![], depth: 0 }];
     }
     pub fn set_stdin(&mut self, text: String) {
         self.stdin = Some(text);
@@ -639,6 +693,10 @@ impl Process {
                 return Outcome::Exit(code);
             }
             let Some(frame) = self.frames.last() else {
+                if self.interactive {
+                    // A command line is done; the shell waits for the next.
+                    return Outcome::Wait;
+                }
                 self.exited = Some(self.status);
                 return Outcome::Exit(self.status);
             };
@@ -767,6 +825,10 @@ impl Process {
                         Flow::Again(ms) => {
                             self.frames[depth - 1].pc = pc;
                             return Outcome::Sleep(ms);
+                        }
+                        Flow::Wait => {
+                            self.frames[depth - 1].pc = pc;
+                            return Outcome::Wait;
                         }
                         Flow::Exit(code) => {
                             if let Some(k) = self.frames.iter().rposition(|f| f.kind == FrameKind::Subshell) {
@@ -990,7 +1052,7 @@ impl Process {
         if redirected {
             match &flow {
                 // The process stays in this command: keep its redirections until it ends.
-                Flow::Again(_) | Flow::Serve(_) => {
+                Flow::Again(_) | Flow::Serve(_) | Flow::Wait => {
                     self.restore();
                 }
                 Flow::Script(..) => {}

@@ -1,0 +1,88 @@
+//! Exec sessions with stdin: an interactive shell runs each command line as it comes and
+//! keeps its state; other commands read stdin as a stream (`cat` copies it as it comes,
+//! `read` waits for a whole line, `wc` for the end).
+
+use kubeloop_core::apiserver::{Credentials, ExecInput, ExecProgress};
+use kubeloop_core::cluster::{Action, Cluster, Config};
+
+fn busybox() -> Cluster {
+    let mut c = Cluster::new(Config::default());
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: box\nspec:\n  containers:\n  - name: box\n    image: busybox\n    command: [sh, -c, 'while true; do date; sleep 5; done']\n";
+    c.act(Credentials::Token("admin-token".into()), Action::Apply { text: pod.into(), file: "pod.yaml".into() });
+    c.run_to_quiet(60_000);
+    c
+}
+
+fn start(c: &mut Cluster, argv: &[&str]) -> (u64, ExecProgress) {
+    let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+    let container = c.exec_check(Credentials::Token("admin-token".into()), "default", "box", None, &argv).expect("allowed");
+    let id = c.next_session_id();
+    let p = c.exec_session("default", "box", id, ExecInput::Start { container: &container, argv: &argv }).expect("started");
+    (id, p)
+}
+
+fn stdin(c: &mut Cluster, id: u64, text: &str) -> ExecProgress {
+    c.exec_session("default", "box", id, ExecInput::Stdin(text)).expect("fed")
+}
+
+fn out(lines: &[(u8, &str)]) -> Vec<(u8, String)> {
+    lines.iter().map(|(s, l)| (*s, l.to_string())).collect()
+}
+
+#[test]
+fn an_interactive_shell_runs_each_line_as_it_comes_and_keeps_its_state() {
+    let mut c = busybox();
+    let (id, first) = start(&mut c, &["/bin/sh"]);
+    assert_eq!(first, ExecProgress::default());
+    assert_eq!(stdin(&mut c, id, "echo test string 1\n").lines, out(&[(1, "test string 1")]));
+    assert_eq!(stdin(&mut c, id, "echo test string 2 >&2\n").lines, out(&[(2, "test string 2")]));
+    // A line in two pieces runs once it is whole; a variable and a directory carry over.
+    assert_eq!(stdin(&mut c, id, "x=fi").lines, vec![]);
+    assert_eq!(stdin(&mut c, id, "ve; cd /tmp\n").lines, vec![]);
+    assert_eq!(stdin(&mut c, id, "echo $x; pwd\n").lines, out(&[(1, "five"), (1, "/tmp")]));
+    // A compound command spans lines.
+    assert_eq!(stdin(&mut c, id, "if true; then\n").lines, vec![]);
+    assert_eq!(stdin(&mut c, id, "echo inside\nfi\n").lines, out(&[(1, "inside")]));
+    // A syntax error is said and the shell goes on.
+    let bad = stdin(&mut c, id, "fi\n");
+    assert!(bad.lines[0].0 == 2 && bad.lines[0].1.contains("syntax error"), "{bad:?}");
+    assert_eq!(bad.exit, None);
+    let end = stdin(&mut c, id, "exit 3\n");
+    assert_eq!(end.exit, Some(3));
+    assert!(c.exec_session("default", "box", id, ExecInput::Stdin("echo gone\n")).is_err());
+}
+
+#[test]
+fn the_end_of_stdin_ends_a_shell_with_its_last_status() {
+    let mut c = busybox();
+    let (id, _) = start(&mut c, &["sh"]);
+    assert_eq!(stdin(&mut c, id, "false\n").exit, None);
+    assert_eq!(c.exec_session("default", "box", id, ExecInput::Eof).unwrap().exit, Some(1));
+}
+
+#[test]
+fn commands_read_stdin_as_a_stream() {
+    let mut c = busybox();
+    // cat copies what comes as it comes, and ends with stdin.
+    let (id, first) = start(&mut c, &["/bin/sh", "-c", "cat"]);
+    assert_eq!(first, ExecProgress::default());
+    assert_eq!(stdin(&mut c, id, "test-close\n").lines, out(&[(1, "test-close")]));
+    assert_eq!(stdin(&mut c, id, "again\n").lines, out(&[(1, "again")]));
+    assert_eq!(c.exec_session("default", "box", id, ExecInput::Eof).unwrap().exit, Some(0));
+    // read waits for a whole line.
+    let (id, _) = start(&mut c, &["sh", "-c", "read a; echo got $a"]);
+    assert_eq!(stdin(&mut c, id, "hel").lines, vec![]);
+    let p = stdin(&mut c, id, "lo\n");
+    assert_eq!((p.lines, p.exit), (out(&[(1, "got hello")]), Some(0)));
+    // wc needs all of it.
+    let (id, _) = start(&mut c, &["wc", "-l"]);
+    assert_eq!(stdin(&mut c, id, "a\nb\n").lines, vec![]);
+    let p = c.exec_session("default", "box", id, ExecInput::Eof).unwrap();
+    assert_eq!(p.exit, Some(0));
+    assert_eq!(p.lines.len(), 1);
+    assert_eq!(p.lines[0].1.trim(), "2");
+    // A client that goes away ends the session.
+    let (id, _) = start(&mut c, &["cat"]);
+    assert_eq!(c.exec_session("default", "box", id, ExecInput::End).unwrap().exit, Some(137));
+    assert!(c.exec_session("default", "box", id, ExecInput::Eof).is_err());
+}
