@@ -732,8 +732,7 @@ fn stream_messages(lines: &[(u8, String)]) -> Vec<Vec<u8>> {
             _ => messages.push(vec![*stream]),
         }
         if let Some(m) = messages.last_mut() {
-            m.extend_from_slice(l.as_bytes());
-            m.push(b'\n');
+            m.extend(kubeloop_core::apiserver::output_bytes(l));
         }
     }
     messages

@@ -246,7 +246,9 @@ mod update;
 
 pub use allocator::ip_string;
 pub use autoscaling::{hpa_to_v1, hpa_to_v2};
-pub use subresources::{pod_container, scale_of, ExecInput, ExecOutput, ExecProgress, KubeletClient};
+pub use subresources::{
+    byte_char, output_bytes, output_text, pod_container, raw_byte, scale_of, ExecInput, ExecOutput, ExecProgress, KubeletClient, RAW_BYTE, UNTERMINATED,
+};
 
 /// What a pipeline stage returns: its value, or the stage's name and the `Status` that
 /// ends the request there.

@@ -186,6 +186,51 @@ pub fn pod_container(obj: &Value, container: Option<&str>) -> Result<String, Sta
 /// the command's exit code.
 pub type ExecOutput = (Vec<(u8, String)>, i32);
 
+/// A byte of a program's output that is not UTF-8 text (`gzip`'s) rides in the text as
+/// the char `RAW_BYTE + byte`, for bytes 0x80 to 0xFF.
+pub const RAW_BYTE: u32 = 0x10_FF00;
+/// Ends an exec output line that the program did not end with a newline.
+pub const UNTERMINATED: char = '\u{10FEFF}';
+
+/// The byte a char stands for, if it is one of [`RAW_BYTE`]'s.
+pub fn raw_byte(c: char) -> Option<u8> {
+    (c as u32).checked_sub(RAW_BYTE + 0x80).filter(|b| *b < 0x80).map(|b| (b + 0x80) as u8)
+}
+
+/// The char that carries `b` in output text: itself if ASCII, else [`RAW_BYTE`]'s.
+pub fn byte_char(b: u8) -> char {
+    if b < 0x80 {
+        b as char
+    } else {
+        char::from_u32(RAW_BYTE + b as u32).unwrap_or('\u{FFFD}')
+    }
+}
+
+/// An output line's bytes as the program wrote them: raw bytes as themselves, the rest
+/// as UTF-8, the newline unless the program left it off.
+pub fn output_bytes(line: &str) -> Vec<u8> {
+    let (text, newline) = match line.strip_suffix(UNTERMINATED) {
+        Some(t) => (t, false),
+        None => (line, true),
+    };
+    let mut out = Vec::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        match raw_byte(c) {
+            Some(b) => out.push(b),
+            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    if newline {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// An output line as a terminal shows it: raw bytes as U+FFFD.
+pub fn output_text(line: &str) -> String {
+    line.trim_end_matches(UNTERMINATED).chars().map(|c| if raw_byte(c).is_some() { '\u{FFFD}' } else { c }).collect()
+}
+
 /// One step of an exec session with stdin (`pods/exec?stdin=true`), as the kubelet's
 /// streaming server sees it.
 #[derive(Debug, Clone, Copy)]

@@ -90,7 +90,7 @@ pub fn exec_finish(target: &ExecTarget, result: Result<ExecOutput, Status>) -> V
     let mut out = target.notes.clone();
     match result {
         Ok((lines, code)) => {
-            out.extend(lines.into_iter().map(|(_, l)| l));
+            out.extend(lines.iter().map(|(_, l)| crate::apiserver::output_text(l)));
             if code != 0 {
                 out.push(format!("command terminated with exit code {code}"));
             }

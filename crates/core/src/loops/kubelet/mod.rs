@@ -2537,7 +2537,7 @@ impl Controller for Kubelets {
 
 /// Output lines as one text (probe and hook messages).
 fn text(lines: &[(u8, String)]) -> String {
-    lines.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")
+    lines.iter().map(|(_, l)| crate::apiserver::output_text(l)).collect::<Vec<_>>().join("\n")
 }
 
 /// The event field path of a container (`spec.containers{web}`).

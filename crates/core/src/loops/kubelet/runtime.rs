@@ -685,6 +685,15 @@ impl Host for CtrHost<'_> {
             *s = 2;
         }
     }
+    fn log_unterminated(&mut self, line: String, stream: u8) {
+        // An exec's output keeps the fact for its client; a container's log does not.
+        let line = if self.streams.is_some() { format!("{line}{}", crate::apiserver::UNTERMINATED) } else { line };
+        if stream == 2 {
+            self.log_stderr(line)
+        } else {
+            self.log(line)
+        }
+    }
     fn memory_limit(&self) -> Option<u64> {
         self.limit
     }

@@ -282,6 +282,159 @@ fn script(p: &mut Process, host: &mut dyn Host, text: &str, name: &str, args: Ve
     }
 }
 
+/// The bytes a program's text stands for: raw bytes as themselves, the rest as UTF-8.
+fn text_bytes(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        match crate::apiserver::raw_byte(c) {
+            Some(b) => out.push(b),
+            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
+}
+
+/// Bytes as a program's text: UTF-8 where they are, raw bytes elsewhere.
+fn bytes_text(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len());
+    for chunk in b.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(chunk.invalid().iter().map(|x| crate::apiserver::byte_char(*x)));
+    }
+    out
+}
+
+/// CRC-32 (IEEE), as gzip's trailer holds it.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for b in data {
+        crc ^= *b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+/// A gzip member (RFC 1952) holding `data` in deflate's stored blocks: what any gunzip
+/// reads back, though larger than real gzip's compressed output.
+fn gzip_encode(data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
+    let mut chunks = data.chunks(0xffff).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(c) = chunks.next() {
+        out.push(u8::from(chunks.peek().is_none()));
+        let n = c.len() as u16;
+        out.extend_from_slice(&n.to_le_bytes());
+        out.extend_from_slice(&(!n).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+/// The data of gzip members made of stored blocks; `Err` says why not (the words of the
+/// caller's gunzip).
+fn gzip_decode(b: &[u8]) -> Result<Vec<u8>, &'static str> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b.len() < i + 10 || b[i] != 0x1f || b[i + 1] != 0x8b {
+            return Err("not in gzip format");
+        }
+        if b[i + 2] != 8 || b[i + 3] != 0 {
+            return Err("unsupported gzip header (kubeloop reads its own gzip streams)");
+        }
+        i += 10;
+        loop {
+            let Some(&head) = b.get(i) else { return Err("unexpected end of file") };
+            if head & 0b110 != 0 {
+                return Err("compressed data kubeloop cannot inflate (it reads stored blocks, as its own gzip writes)");
+            }
+            let Some(len) = b.get(i + 1..i + 3).map(|l| u16::from_le_bytes([l[0], l[1]]) as usize) else { return Err("unexpected end of file") };
+            let Some(data) = b.get(i + 5..i + 5 + len) else { return Err("unexpected end of file") };
+            out.extend_from_slice(data);
+            i += 5 + len;
+            if head & 1 == 1 {
+                break;
+            }
+        }
+        let Some(trailer) = b.get(i..i + 8) else { return Err("unexpected end of file") };
+        if u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]) != crc32(&out) {
+            return Err("invalid compressed data--crc error");
+        }
+        i += 8;
+    }
+    Ok(out)
+}
+
+/// `gzip`, `gunzip -c`, `zcat`: stdin to stdout, or each file to FILE.gz (and back).
+fn gzip(p: &mut Process, host: &mut dyn Host, name: &str, opts: &str, files: &[String]) -> Flow {
+    let decompress = name != "gzip" || opts.contains('d');
+    let tool = if decompress && name == "gzip" { "gzip" } else { name };
+    let gnu = p.flavour.gnu();
+    if files.is_empty() || files.iter().any(|f| f == "-") {
+        if p.stdin_blocked() {
+            return Flow::Wait;
+        }
+        let input = text_bytes(&p.take_stdin().unwrap_or_default());
+        let out = if decompress { gzip_decode(&input) } else { Ok(gzip_encode(&input)) };
+        return match out {
+            Ok(data) => {
+                p.out(&bytes_text(&data), host);
+                Flow::Status(0)
+            }
+            Err(why) => {
+                let msg = if gnu {
+                    format!("gzip: stdin: {why}\n")
+                } else {
+                    format!("{tool}: {}\n", if why == "not in gzip format" { "invalid magic" } else { why })
+                };
+                p.err(&msg, host);
+                Flow::Status(1)
+            }
+        };
+    }
+    let to_stdout = name == "zcat" || opts.contains('c');
+    let mut status = 0;
+    for f in files {
+        let path = p.abs(f);
+        let target = if decompress { path.strip_suffix(".gz").map(str::to_string) } else { Some(format!("{path}.gz")) };
+        let Some(target) = target.filter(|_| to_stdout || decompress || !path.ends_with(".gz")) else {
+            let why = if decompress { "unknown suffix -- ignored" } else { "already has .gz suffix -- unchanged" };
+            p.err(&format!("{tool}: {f}: {why}\n"), host);
+            status = if gnu { 2 } else { 1 };
+            continue;
+        };
+        let data = match host.read(&path) {
+            Ok(t) => text_bytes(&t),
+            Err(e) => {
+                let msg = if gnu { format!("gzip: {f}: {}\n", e.text()) } else { format!("{tool}: can't open '{f}': {}\n", e.text()) };
+                p.err(&msg, host);
+                status = 1;
+                continue;
+            }
+        };
+        let out = match if decompress { gzip_decode(&data) } else { Ok(gzip_encode(&data)) } {
+            Ok(o) => bytes_text(&o),
+            Err(why) => {
+                p.err(&format!("{tool}: {f}: {why}\n"), host);
+                status = 1;
+                continue;
+            }
+        };
+        if to_stdout {
+            p.out(&out, host);
+        } else if host.write(&target, &out, false).is_ok() {
+            let _ = host.remove(&path, false);
+        }
+    }
+    Flow::Status(status)
+}
+
 /// A syntax error as each shell words it.
 pub fn syntax_message(p: &Process, _name: &str, e: &super::parse::SyntaxError) -> String {
     match p.flavour {
@@ -573,7 +726,7 @@ fn resolve(host: &dyn Host, name: &str) -> Option<(String, String)> {
 pub const TOOLS: &[&str] = &[
     "sh", "ash", "bash", "dash", "sleep", "date", "hostname", "whoami", "id", "uname", "env", "printenv", "cat", "rev", "head", "tail", "wc", "grep", "sort",
     "tac", "tee", "touch", "rm", "mkdir", "cp", "mv", "ls", "basename", "dirname", "seq", "expr", "yes", "wget", "curl", "nslookup", "killall", "pkill",
-    "kill", "echo", "printf", "true", "false", "test", "[", "pwd",
+    "kill", "echo", "printf", "true", "false", "test", "[", "pwd", "gzip", "gunzip", "zcat", "uptime",
 ];
 
 /// Programs only some images carry.
@@ -666,8 +819,15 @@ pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String])
             Flow::Status(0)
         }
         "uptime" => {
+            // busybox's form: minutes under an hour, then H:MM, with days before.
             let up = host.now() / 60_000;
-            let line = format!(" {} up {} min,  0 users,  load average: 0.00, 0.00, 0.00\n", date(host.now(), Some("%H:%M:%S")), up);
+            let (days, hours, mins) = (up / (60 * 24), (up / 60) % 24, up % 60);
+            let mut since = String::new();
+            if days > 0 {
+                since.push_str(&format!("{days} day{}, ", if days == 1 { "" } else { "s" }));
+            }
+            since.push_str(&if hours > 0 { format!("{hours:2}:{mins:02}") } else { format!("{mins} min") });
+            let line = format!(" {} up {since},  0 users,  load average: 0.00, 0.00, 0.00\n", date(host.now(), Some("%H:%M:%S")));
             p.out(&line, host);
             Flow::Status(0)
         }
@@ -707,6 +867,10 @@ pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String])
             Flow::Status(0)
         }
         "cat" | "rev" | "head" | "tail" | "wc" | "grep" | "sort" | "tac" => text_tool(p, host, name, args),
+        "gzip" | "gunzip" | "zcat" => {
+            let (f, files) = flags(args);
+            gzip(p, host, name, &f, &files)
+        }
         "tee" => {
             let (f, files) = flags(args);
             if p.stdin_blocked() {

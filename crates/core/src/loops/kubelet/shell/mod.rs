@@ -88,6 +88,14 @@ pub trait Host {
     fn log_stderr(&mut self, line: String) {
         self.log(line)
     }
+    /// The last line of a stream the program ended without a newline.
+    fn log_unterminated(&mut self, line: String, stream: u8) {
+        if stream == 2 {
+            self.log_stderr(line)
+        } else {
+            self.log(line)
+        }
+    }
     fn memory_limit(&self) -> Option<u64>;
 }
 
@@ -576,10 +584,10 @@ impl Process {
     fn flush(&mut self, host: &mut dyn Host) {
         if self.exited.is_some() {
             if !self.partial.is_empty() {
-                host.log(std::mem::take(&mut self.partial));
+                host.log_unterminated(std::mem::take(&mut self.partial), 1);
             }
             if !self.partial_err.is_empty() {
-                host.log_stderr(std::mem::take(&mut self.partial_err));
+                host.log_unterminated(std::mem::take(&mut self.partial_err), 2);
             }
         }
     }

@@ -319,3 +319,20 @@ fn scripts_never_panic() {
         }
     }
 }
+
+#[test]
+fn gzip_writes_a_valid_stream_that_gunzip_reads_back() {
+    // The gzip member of a 21-byte input: header, one final stored block, CRC-32, size.
+    let (code, logs, _) = run("echo -n 'This is a test string' | gzip");
+    assert_eq!(code, 0);
+    let bytes = crate::apiserver::output_bytes(&format!("{}{}", logs.join("\n"), crate::apiserver::UNTERMINATED));
+    assert_eq!(&bytes[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    assert_eq!(&bytes[10..15], &[1, 21, 0, !21u8, 0xff]);
+    assert_eq!(&bytes[15..36], b"This is a test string");
+    // zlib.crc32(b"This is a test string")
+    assert_eq!(&bytes[36..40], &0x6b4ef36du32.to_le_bytes());
+    assert_eq!(&bytes[40..], &21u32.to_le_bytes());
+    assert_eq!(run("echo héllo | gzip | gunzip"), (0, vec!["héllo".into()], 0));
+    assert_eq!(run("echo data > /tmp/f; gzip /tmp/f; ls /tmp; zcat /tmp/f.gz; gunzip /tmp/f.gz; cat /tmp/f").1, vec!["f.gz", "data", "data"]);
+    assert_eq!(run("echo plain | gunzip"), (1, vec!["gunzip: invalid magic".into()], 0));
+}
