@@ -550,8 +550,8 @@ fn a_full_etcd_refuses_every_write_until_compacted_defragmented_and_disarmed() {
         .iter()
         .any(|r| r.component == "kubelet" && r.object.ends_with("/status") && r.message == "etcdserver: mvcc: database space exceeded"));
     assert_eq!(
-        out(&c, "etcdctl compact 800"),
-        [vec!["compacted revision 800".to_string()]],
+        out(&c, "etcdctl compact 860"),
+        [vec!["compacted revision 860".to_string()]],
         "a revision just before the alarm (endpoint status -w json prints the current one: if the fill moves, move this)"
     );
     // The file shrank, the alarm is gone, and writes go through again.

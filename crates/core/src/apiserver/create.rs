@@ -37,6 +37,8 @@ impl ApiServer {
             "" => get_str(&obj, &["metadata", "generateName"]).unwrap_or("").to_string(),
             n => n.to_string(),
         };
+        // The field manager's record is of the object as the request made it.
+        let requested = if req.field_manager.is_empty() { None } else { Some(obj.clone()) };
         self.admit_mutating(c, res, "CREATE", ns, &admission_name, user, &mut obj, None, req.dry_run)?;
         // Name generation follows mutating admission (`BeforeCreate`).
         self.generate_name(res, rid, ns, &mut obj)?;
@@ -54,8 +56,8 @@ impl ApiServer {
             return Err(("etcd", Status::already_exists(res, &name)));
         }
         self.prepare_for_create(res, &mut obj)?;
-        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
-            managed::track_update(None, &mut obj, &req.field_manager, "", &res.api_version(), res.kind, self.now);
+        if let Some(requested) = requested.filter(|_| !matches!(req.verb, Verb::Patch(PatchType::Apply { .. }))) {
+            managed::track_update(None, &requested, &mut obj, &req.field_manager, "", &res.api_version(), res.kind, self.now);
         }
         Ok(obj)
     }

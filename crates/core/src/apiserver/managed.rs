@@ -9,8 +9,11 @@
 //! longer applies, and fails with 409 when another manager owns a field it would change,
 //! unless forced.
 //!
-//! Writes without a field manager (the built-in loops here) are not tracked; in a real
-//! cluster `kube-controller-manager` and `kubelet` appear as managers too.
+//! The built-in loops' writes are recorded under the manager client-go gives them, the
+//! name of their program (`kube-controller-manager`, `kube-scheduler`, `kubelet`), from
+//! the object as the request made it, before mutating admission (as upstream's field
+//! manager, which runs in the handler before admission). Objects the cluster makes at
+//! start-up (its nodes, namespaces, service accounts) carry no entries.
 
 use crate::apiserver::schema::{Cursor, ListType, Shape};
 use crate::foundation::sim::{rfc3339, Millis};
@@ -83,44 +86,35 @@ impl Set {
         }
     }
 
-    fn insert(&mut self, path: &[String], leaf: &Set) {
-        match path.split_first() {
-            None => {}
-            Some((first, rest)) => {
-                let c = self.children.entry(first.clone()).or_default();
-                if rest.is_empty() {
-                    c.own |= leaf.own || !c.children.is_empty();
-                    for (k, v) in &leaf.children {
-                        c.children.entry(k.clone()).or_insert_with(|| v.clone());
-                    }
-                } else {
-                    c.insert(rest, leaf);
+    /// Give up ownership of `path` (and of what is below it); whether anything was owned.
+    pub fn remove(&mut self, path: &[String]) -> bool {
+        let Some((first, rest)) = path.split_first() else { return false };
+        if rest.is_empty() {
+            return self.children.remove(first).is_some();
+        }
+        let Some(c) = self.children.get_mut(first) else { return false };
+        let removed = c.remove(rest);
+        if c.is_empty() {
+            // A parent that only held the removed path is not owned on its own.
+            self.children.remove(first);
+        }
+        removed
+    }
+
+    /// Take ownership of `other`'s paths too; whether the set grew.
+    fn union(&mut self, other: &Set) -> bool {
+        let mut grew = other.own && !self.own;
+        self.own |= other.own;
+        for (k, c) in &other.children {
+            match self.children.get_mut(k) {
+                Some(mine) => grew |= mine.union(c),
+                None => {
+                    self.children.insert(k.clone(), c.clone());
+                    grew = true;
                 }
             }
         }
-    }
-
-    /// Give up ownership of `path` (and of what is below it).
-    pub fn remove(&mut self, path: &[String]) {
-        let Some((first, rest)) = path.split_first() else { return };
-        if rest.is_empty() {
-            self.children.remove(first);
-            return;
-        }
-        if let Some(c) = self.children.get_mut(first) {
-            c.remove(rest);
-            if c.is_empty() {
-                // A parent that only held the removed path is not owned on its own.
-                self.children.remove(first);
-            }
-        }
-    }
-
-    fn union(&mut self, other: &Set) {
-        self.own |= other.own;
-        for (k, c) in &other.children {
-            self.children.entry(k.clone()).or_default().union(c);
-        }
+        grew
     }
 }
 
@@ -178,10 +172,14 @@ fn tracked(obj: &Value, subresource: &str) -> Value {
     for (k, v) in obj.as_object().into_iter().flatten() {
         match k.as_str() {
             "apiVersion" | "kind" => {}
-            "status" if subresource != "status" => {}
+            "status" => {
+                if subresource == "status" {
+                    out.insert("status", v.clone());
+                }
+            }
             "metadata" => {
                 let mut meta = Map::new();
-                for f in ["labels", "annotations", "ownerReferences", "finalizers"] {
+                for f in ["generateName", "labels", "annotations", "ownerReferences", "finalizers"] {
                     if let Some(x) = v.get(f) {
                         meta.insert(f, x.clone());
                     }
@@ -212,6 +210,102 @@ fn field_set(obj: &Value, api_version: &str, kind: &str, subresource: &str) -> S
         }
     }
     s
+}
+
+/// The fields of `after` whose values differ from `before`'s at `cur`, as a field set:
+/// what a write that turned `before` into `after` set. `None` when nothing was set (equal,
+/// or only removals). Walks the two trees together, so an unchanged subtree (shared by
+/// the two versions) costs a pointer comparison.
+fn diff(before: Option<&Value>, after: &Value, cur: &Cursor, path: &[&str]) -> Option<Set> {
+    if before == Some(after) {
+        return None;
+    }
+    // ownerReferences merge by uid (items atomic) and finalizers are a set, whatever the
+    // schema says.
+    let shape = match path {
+        ["metadata", "ownerReferences"] => Shape::List(ListType::Map(vec!["uid".to_string()])),
+        ["metadata", "finalizers"] => Shape::List(ListType::Set),
+        _ => cur.shape(),
+    };
+    match (shape, after) {
+        (Shape::Struct | Shape::Map, Value::Object(m)) => {
+            let b = before.and_then(Value::as_object);
+            // A map is owned itself as well as its keys; a struct only through its fields.
+            let mut s = Set { own: cur.shape() == Shape::Map && !m.is_empty(), children: BTreeMap::new() };
+            for (k, v) in m.iter() {
+                let mut p = path.to_vec();
+                p.push(k.as_str());
+                if let Some(c) = diff(b.and_then(|b| b.get(k.as_str())), v, &cur.field(k), &p) {
+                    s.children.insert(format!("f:{k}"), c);
+                }
+            }
+            if s.children.is_empty() && !s.own {
+                // An empty struct set as it is (`resources: {}`) is a field of its own.
+                return m.is_empty().then(Set::default);
+            }
+            Some(s)
+        }
+        (Shape::List(ListType::Map(keys)), Value::Array(items)) => {
+            let b = before.and_then(Value::as_array);
+            let atomic_items = path == ["metadata", "ownerReferences"];
+            let mut s = Set::default();
+            for item in items {
+                let key = key_of(item, &keys);
+                let prev = b.and_then(|b| b.iter().find(|x| key_of(x, &keys) == key));
+                let changed = if atomic_items {
+                    (prev != Some(item)).then(Set::default)
+                } else {
+                    let mut p = path.to_vec();
+                    p.push("[]");
+                    diff(prev, item, &cur.item(), &p).map(|mut c| {
+                        // An item of a list merged by key is owned itself as well as its fields.
+                        c.own = item.as_object().is_some_and(|m| !m.is_empty());
+                        c
+                    })
+                };
+                if let Some(c) = changed {
+                    s.children.insert(key, c);
+                }
+            }
+            (!s.children.is_empty()).then_some(s)
+        }
+        (Shape::List(ListType::Set), Value::Array(items)) => {
+            let b = before.and_then(Value::as_array);
+            let mut s = Set::default();
+            for item in items.iter().filter(|i| !b.is_some_and(|b| b.contains(i))) {
+                s.children.insert(format!("v:{}", serde_json::to_string(item).unwrap_or_default()), Set::default());
+            }
+            (!s.children.is_empty()).then_some(s)
+        }
+        // Anything else is set as a whole.
+        _ => Some(Set::default()),
+    }
+}
+
+/// Drop from `set` the paths `v` no longer has; whether anything was dropped.
+fn prune_set(set: &mut Set, v: &Value) -> bool {
+    let mut dropped = false;
+    set.children.retain(|k, c| {
+        let here = if let Some(f) = k.strip_prefix("f:") {
+            v.get(f)
+        } else if k.starts_with("k:") || k.starts_with("v:") {
+            index_of(v, k).and_then(|i| v.as_array().and_then(|a| a.get(i)))
+        } else {
+            None
+        };
+        let Some(here) = here else {
+            dropped = true;
+            return false;
+        };
+        let had = !c.children.is_empty();
+        if had && prune_set(c, here) {
+            dropped = true;
+            // A node that only held what was dropped is not owned on its own.
+            return !c.is_empty();
+        }
+        true
+    });
+    dropped
 }
 
 /// The value at a field path, if present.
@@ -319,6 +413,11 @@ struct Entry {
     subresource: String,
     time: Value,
     set: Set,
+    /// The entry as the object held it, and whether its set has changed since: an entry
+    /// left alone is written back as the same shared value, so that the revisions of an
+    /// object share their managedFields in memory as they do everything else unchanged.
+    orig: Option<Value>,
+    set_changed: bool,
 }
 
 fn entries(obj: Option<&Value>) -> Vec<Entry> {
@@ -334,21 +433,56 @@ fn entries(obj: Option<&Value>) -> Vec<Entry> {
                 subresource: s("subresource"),
                 time: e.get("time").cloned().unwrap_or(Value::Null),
                 set: Set::from_json(e.get("fieldsV1").unwrap_or(&Value::Null)),
+                orig: Some(e.clone()),
+                set_changed: false,
             }
         })
         .collect()
+}
+
+/// How many distinct field sets [`interned`] keeps.
+const INTERNED: usize = 4096;
+
+thread_local! {
+    static FIELD_SETS: std::cell::RefCell<BTreeMap<String, Value>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+/// One shared copy of each field set written recently: the objects one writer makes alike
+/// (every event the kubelet records, every pod of a ReplicaSet) hold the same `fieldsV1`,
+/// and share it in memory. Sharing changes no value, only where it is kept.
+fn interned(fields: Value) -> Value {
+    let key = serde_json::to_string(&fields).unwrap_or_default();
+    FIELD_SETS.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(v) = c.get(&key) {
+            return v.clone();
+        }
+        if c.len() >= INTERNED {
+            c.clear();
+        }
+        c.insert(key, fields.clone());
+        fields
+    })
 }
 
 fn write_entries(obj: &mut Value, list: Vec<Entry>) {
     let out: Vec<Value> = list
         .into_iter()
         .filter(|e| !e.set.is_empty())
-        .map(|e| {
-            let mut v = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": e.set.to_json()});
-            if !e.subresource.is_empty() {
-                v["subresource"] = json!(e.subresource);
+        .map(|e| match e.orig {
+            Some(orig) if !e.set_changed && orig.get("time") == Some(&e.time) && orig.get("apiVersion").and_then(Value::as_str) == Some(e.api_version.as_str()) => orig,
+            Some(mut orig) if !e.set_changed => {
+                orig["time"] = e.time;
+                orig["apiVersion"] = json!(e.api_version);
+                orig
             }
-            v
+            _ => {
+                let mut v = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": interned(e.set.to_json())});
+                if !e.subresource.is_empty() {
+                    v["subresource"] = json!(e.subresource);
+                }
+                v
+            }
         })
         .collect();
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -363,37 +497,52 @@ fn write_entries(obj: &mut Value, list: Vec<Entry>) {
 /// Drop from every entry the paths the object no longer has.
 fn prune(list: &mut [Entry], obj: &Value) {
     for e in list.iter_mut() {
-        for p in e.set.paths() {
-            if get_at(obj, &p).is_none() {
-                e.set.remove(&p);
-            }
-        }
+        e.set_changed |= prune_set(&mut e.set, obj);
+    }
+}
+
+/// The field manager a loop's writes are recorded under when it names none: client-go's
+/// default, the name of the program it runs in (`kube-controller-manager` for every
+/// controller there, `kube-scheduler`, `kubelet`), else the component's own name
+/// (`csi-provisioner`, `cluster-autoscaler`).
+pub fn default_manager(component: &str, user: &crate::apiserver::rbac::UserInfo) -> String {
+    let name = user.name.as_str();
+    if name.starts_with("system:node:") {
+        "kubelet".into()
+    } else if name == "system:kube-scheduler" {
+        "kube-scheduler".into()
+    } else if name == "system:kube-controller-manager" || (name.starts_with("system:serviceaccount:kube-system:") && component.ends_with("-controller")) {
+        "kube-controller-manager".into()
+    } else {
+        component.to_string()
     }
 }
 
 /// Record a create, update or patch by `manager`: it owns the fields whose values it
 /// changed, and the other managers lose them.
-pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
+///
+/// `requested` is the object as the request made it (decoded and defaulted), before
+/// mutating admission: what admission adds is not the manager's (as upstream's field
+/// manager, which runs in the handler before admission).
+#[allow(clippy::too_many_arguments)]
+pub fn track_update(old: Option<&Value>, requested: &Value, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
     let mut list = entries(old);
     let empty = json!({});
     let before = old.unwrap_or(&empty);
-    let all = field_set(new, api_version, kind, subresource);
-    let mut changed = Set::default();
-    for p in all.paths() {
-        if get_at(before, &p) != get_at(new, &p) {
-            changed.insert(&p, &Set::default());
-        }
-    }
+    let cur = Cursor::root(api_version, kind);
+    let mut changed = diff(Some(&tracked(before, subresource)), &tracked(requested, subresource), &cur, &[]).unwrap_or_default();
+    changed.own = false;
     if !changed.is_empty() {
         let mine = |e: &Entry| e.manager == manager && e.operation == "Update" && e.subresource == subresource;
+        let paths = changed.paths();
         for e in list.iter_mut().filter(|e| !mine(e)) {
-            for p in changed.paths() {
-                e.set.remove(&p);
+            for p in &paths {
+                e.set_changed |= e.set.remove(p);
             }
         }
         match list.iter_mut().find(|e| mine(e)) {
             Some(e) => {
-                e.set.union(&changed);
+                e.set_changed |= e.set.union(&changed);
                 e.time = json!(rfc3339(now));
             }
             None => list.push(Entry {
@@ -403,6 +552,8 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, subreso
                 subresource: subresource.to_string(),
                 time: json!(rfc3339(now)),
                 set: changed,
+                orig: None,
+                set_changed: true,
             }),
         }
     }
@@ -528,6 +679,7 @@ pub fn apply(
     match list.iter_mut().find(|e| mine(e)) {
         Some(e) => {
             e.set = applied;
+            e.set_changed = true;
             e.time = json!(rfc3339(now));
             e.api_version = api_version.to_string();
         }
@@ -540,6 +692,8 @@ pub fn apply(
                 subresource: subresource.to_string(),
                 time: json!(rfc3339(now)),
                 set: applied,
+                orig: None,
+                set_changed: true,
             },
         ),
     }
@@ -598,6 +752,22 @@ mod tests {
     }
 
     #[test]
+    fn a_status_update_is_owned_by_its_writer_under_status() {
+        let old = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x"}]}, "status": {"phase": "Pending"}});
+        let mut new = old.clone();
+        new["status"] = json!({"phase": "Running", "podIP": "10.0.0.1", "conditions": [{"type": "Ready", "status": "True"}]});
+        let requested = new.clone();
+        track_update(Some(&old), &requested, &mut new, "kubelet", "status", "v1", "Pod", 0);
+        let e = &new["metadata"]["managedFields"][0];
+        assert_eq!((e["manager"].as_str(), e["operation"].as_str(), e["subresource"].as_str()), (Some("kubelet"), Some("Update"), Some("status")));
+        // An item of a list merged by key is owned itself; the list is not.
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}, "f:type": {}}}, "f:phase": {}, "f:podIP": {}}})
+        );
+    }
+
+    #[test]
     fn field_sets_follow_the_schema() {
         let s = field_set(&deployment(2, "nginx:1.25"), "apps/v1", "Deployment", "");
         let v = s.to_json();
@@ -618,7 +788,8 @@ mod tests {
         // Someone scales by hand: they now own spec.replicas.
         let mut scaled = live.clone();
         scaled["spec"]["replicas"] = json!(5);
-        track_update(Some(&live), &mut scaled, "kubectl-scale", "scale", "apps/v1", "Deployment", 1000);
+        let requested = scaled.clone();
+        track_update(Some(&live), &requested, &mut scaled, "kubectl-scale", "scale", "apps/v1", "Deployment", 1000);
         let owners: Vec<&str> = scaled["metadata"]["managedFields"].as_array().unwrap().iter().map(|e| e["manager"].as_str().unwrap()).collect();
         assert_eq!(owners, ["kubectl", "kubectl-scale"]);
         // Re-applying replicas: 2 conflicts with that manager.

@@ -458,6 +458,9 @@ impl ApiServer {
         if tracing {
             c.user = user.name.clone();
         }
+        if req.internal && req.field_manager.is_empty() {
+            req.field_manager = managed::default_manager(&req.component, &user);
+        }
         if writes {
             record!(self, &c, Flow::AuthnAuthz, "authentication", "ok", "", format!("user {:?} groups {:?}", user.name, user.groups));
         }

@@ -61,6 +61,8 @@ impl ApiServer {
                 api::set(&mut new, &["status", "lastPhaseTransitionTime"], json!(rfc3339(self.now)));
             }
         }
+        // The field manager's record is of the object as the request made it.
+        let requested = if req.field_manager.is_empty() { None } else { Some(new.clone()) };
         if sub != "status" && sub != "finalize" {
             self.admit_mutating(c, res, "UPDATE", ns, &req.name, user, &mut new, Some(current), req.dry_run)?;
         } else {
@@ -84,8 +86,8 @@ impl ApiServer {
         }
         // A no-op update writes nothing and keeps the resourceVersion.
         api::set(&mut new, &["metadata", "resourceVersion"], json!(api::resource_version(current)));
-        if !req.field_manager.is_empty() && !matches!(req.verb, Verb::Patch(PatchType::Apply { .. })) {
-            managed::track_update(Some(current), &mut new, &req.field_manager, sub, &res.api_version(), res.kind, self.now);
+        if let Some(requested) = requested.filter(|_| !matches!(req.verb, Verb::Patch(PatchType::Apply { .. }))) {
+            managed::track_update(Some(current), &requested, &mut new, &req.field_manager, sub, &res.api_version(), res.kind, self.now);
         }
         Ok(new)
     }
