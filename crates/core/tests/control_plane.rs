@@ -67,3 +67,33 @@ fn what_the_flow_control_model_leaves_out_is_said_when_it_is_written() {
     let out = act(&mut c, Action::Apply { text: pl.replace("lendablePercent: 50", "lendablePercent: 0").replace("batch", "quiet"), file: "pl2.yaml".into() });
     assert!(!out.iter().any(|l| l.starts_with("Warning")), "{out:?}");
 }
+
+/// When the API server returns, the kubelets do not all write at that instant: each
+/// node's lease is renewed at its own next 10-second tick, so the renewals after the
+/// outage spread over the following ten seconds.
+#[test]
+fn after_an_api_server_outage_the_leases_renew_at_their_own_ticks() {
+    let mut c = Cluster::new(Config::default());
+    c.run_until(20_000);
+    act(&mut c, Action::Fault(Fault::ApiServerDown));
+    c.run_until(33_500);
+    act(&mut c, Action::Fault(Fault::ApiServerUp));
+    c.run_until(45_000);
+    let renewals: Vec<(u64, String)> = c
+        .api
+        .trace
+        .requests
+        .iter()
+        .filter(|r| r.t >= 33_500 && r.verb == "update" && r.object.starts_with("Lease/kube-node-lease/") && r.code == 200)
+        .map(|r| (r.t, r.object.clone()))
+        .collect();
+    // Each node's first renewal after the outage.
+    let mut first: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for (t, o) in &renewals {
+        first.entry(o.as_str()).or_insert(*t);
+    }
+    assert_eq!(first.len(), 4, "every node renews: {renewals:?}");
+    assert!(first.values().all(|t| *t > 33_500 && *t <= 43_500), "within the next tick: {first:?}");
+    let times: std::collections::BTreeSet<u64> = first.values().copied().collect();
+    assert_eq!(times.len(), 4, "at different moments: {first:?}");
+}

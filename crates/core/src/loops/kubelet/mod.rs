@@ -2395,6 +2395,14 @@ impl Controller for Kubelets {
             cx.every(10_000, key.to_string());
             return;
         }
+        if parts.len() == 2 && parts[1] == "status-batch" {
+            self.sync_informers(cx);
+            let keys: Vec<Key> = self.nodes[ni].pods.keys().cloned().collect();
+            for k in keys {
+                self.write_status(cx, ni, &k);
+            }
+            return;
+        }
         if self.nodes[ni].down || parts.len() < 5 {
             return;
         }
@@ -2472,17 +2480,16 @@ impl Controller for Kubelets {
             Fault::NodeDown(n) => (n, true),
             Fault::NodeUp(n) => (n, false),
             Fault::ApiServerUp => {
-                // The API server answers again: relist, renew the leases at the next retry
-                // and post every status the status manager could not write meanwhile.
+                // The API server answers again. Nothing is sent at once: each node's lease
+                // controller renews at its next 10-second tick (the failed renewals only
+                // waited for it), and the status manager posts what it could not write
+                // meanwhile at its next 10-second batch (`syncBatch`), so the returning
+                // API server is not met by every kubelet at the same instant.
                 self.sync_informers(cx);
-                for ni in 0..self.nodes.len() {
-                    if self.nodes[ni].down {
-                        continue;
-                    }
-                    self.heartbeat(cx, ni);
-                    let keys: Vec<Key> = self.nodes[ni].pods.keys().cloned().collect();
-                    for k in keys {
-                        self.write_status(cx, ni, &k);
+                let batch = 10_000 - cx.now % 10_000;
+                for n in &self.nodes {
+                    if !n.down {
+                        cx.after(batch, format!("{}|status-batch", n.name));
                     }
                 }
                 return true;
