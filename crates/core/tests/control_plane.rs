@@ -97,3 +97,26 @@ fn after_an_api_server_outage_the_leases_renew_at_their_own_ticks() {
     let times: std::collections::BTreeSet<u64> = first.values().copied().collect();
     assert_eq!(times.len(), 4, "at different moments: {first:?}");
 }
+
+/// After a short API server outage (under the renew deadline) the controllers' watches
+/// are broken: a change made the moment it is back is seen at their informers' first
+/// relist that finds it, 800 ms, 1.6 s, 3.2 s … after the break (reflector back-off).
+#[test]
+fn after_a_short_api_server_outage_the_controllers_see_changes_at_their_relist() {
+    let mut c = Cluster::new(Config::default());
+    act(&mut c, Action::Apply { text: WEB.into(), file: "web.yaml".into() });
+    c.run_until(20_000);
+    act(&mut c, Action::Fault(Fault::ApiServerDown));
+    c.run_until(25_000);
+    act(&mut c, Action::Fault(Fault::ApiServerUp));
+    assert_eq!(act(&mut c, Action::Kubectl("scale deployment web --replicas=3".into())), ["deployment.apps/web scaled"]);
+    c.run_until(30_000);
+    let scaled: Vec<u64> =
+        c.api.trace.records.iter().filter(|r| r.t >= 25_000 && r.component == "deployment-controller" && r.stage == "scale").map(|r| r.t).collect();
+    // 20 s + 0.8 + 1.6 + 3.2 = 25.6 s: the first attempt after 25 s.
+    assert!(!scaled.is_empty() && scaled[0] >= 25_600 && scaled[0] < 25_700, "{scaled:?}");
+    assert_eq!(kubeloop_core::cluster::resume_after_outage(20_000, 25_000), 25_600);
+    assert_eq!(kubeloop_core::cluster::resume_after_outage(20_000, 21_000), 22_400);
+    // Past the renew deadline: the restarted process's next 2 s leader-election retry.
+    assert_eq!(kubeloop_core::cluster::resume_after_outage(20_000, 35_500), 36_000);
+}

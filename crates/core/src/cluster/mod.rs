@@ -167,6 +167,33 @@ pub const UNSIMULATED: &[&str] = &["Ingress", "IngressClass", "NetworkPolicy", "
 /// `--leader-elect-renew-deadline`: how long a leader keeps trying to renew its lease
 /// before it gives up leadership (and kube-controller-manager or kube-scheduler exits).
 pub const LEADER_RENEW_DEADLINE: Millis = 10_000;
+/// `--leader-elect-retry-period`: how often a candidate tries to take the lease.
+pub const LEADER_RETRY_PERIOD: Millis = 2_000;
+/// client-go's reflector relists after its watch breaks with exponential back-off from
+/// 800 ms, doubling, up to 30 s (upstream adds up to as much again of jitter, which
+/// kubeloop leaves out).
+pub const RELIST_BACKOFF: (Millis, Millis) = (800, 30_000);
+
+/// When a loop whose API server was away from `since` until `now` acts again: after an
+/// outage past the renew deadline, at the restarted process's first leader-election retry
+/// that finds the API server; after a shorter one, at its informers' first relist attempt
+/// (reflector back-off) that does.
+pub fn resume_after_outage(since: Millis, now: Millis) -> Millis {
+    if now.saturating_sub(since) >= LEADER_RENEW_DEADLINE {
+        let start = since + LEADER_RENEW_DEADLINE;
+        let tries = now.saturating_sub(start).div_ceil(LEADER_RETRY_PERIOD);
+        return start + tries * LEADER_RETRY_PERIOD;
+    }
+    let (mut wait, max) = RELIST_BACKOFF;
+    let mut t = since;
+    loop {
+        t += wait;
+        if t >= now {
+            return t;
+        }
+        wait = (wait * 2).min(max);
+    }
+}
 
 /// The loops that are not kube-controller-manager's: the scheduler, the kubelets, the CSI
 /// drivers' sidecars and the cluster autoscaler run as their own processes.
@@ -676,7 +703,7 @@ impl Cluster {
                     let rev = self.api.store.revision();
                     self.api.store.compact(rev);
                 }
-                self.after_outage(self.now.saturating_sub(since));
+                self.after_outage(since, matches!(f, Fault::ApiServerUp));
                 f.describe()
             }
             Fault::ControllerManagerDown | Fault::ControllerManagerUp => {
@@ -757,8 +784,12 @@ impl Cluster {
     /// could not renew it: past the renew deadline they lost it, exited and start again
     /// with empty caches, relisting everything. The kubelets relist, renew their leases and
     /// post the statuses they could not write. Everyone is woken.
-    fn after_outage(&mut self, outage: Millis) {
+    /// `api`: the API server itself was away (the loops' watches broke), rather than
+    /// etcd behind it (their watches stayed open and get 410 Gone when it returns).
+    fn after_outage(&mut self, since: Millis, api: bool) {
+        let outage = self.now.saturating_sub(since);
         let lost = outage >= LEADER_RENEW_DEADLINE;
+        let resume = if lost || api { resume_after_outage(since, self.now) } else { self.now };
         for i in 0..self.controllers.len() {
             if !self.running[i] {
                 continue;
@@ -772,14 +803,17 @@ impl Cluster {
             } else if lost {
                 self.controllers[i].restart();
             }
+            // Until then a write wakes no one: the loop has no watch yet.
+            let at = if name == "kubelet" { self.now } else { resume };
             self.wake_pending[i] = Some(false);
-            self.push(self.now, Task::Wake(i), false);
+            self.push(at, Task::Wake(i), false);
         }
         if lost {
             let message = format!(
-                "kube-controller-manager and kube-scheduler could not renew their leader leases for {}s (renew deadline {}s): leader election lost, they restart and relist",
+                "kube-controller-manager and kube-scheduler could not renew their leader leases for {}s (renew deadline {}s): leader election lost, they restart, take the lease again at {} and relist",
                 outage / 1000,
-                LEADER_RENEW_DEADLINE / 1000
+                LEADER_RENEW_DEADLINE / 1000,
+                crate::foundation::sim::go_duration(resume)
             );
             self.trace_component(
                 Flow::DeploymentController,
@@ -790,6 +824,13 @@ impl Cluster {
                 "error",
                 message,
             );
+        } else if resume > self.now {
+            let message = format!(
+                "the loops' watches broke for {}: their informers relist at {} (reflector back-off from 800ms, doubling); until then they see no change",
+                crate::foundation::sim::go_duration(outage),
+                crate::foundation::sim::go_duration(resume)
+            );
+            self.trace_component(Flow::Etcd, "watch", "kube-controller-manager", "", "", "error", message);
         }
     }
 
