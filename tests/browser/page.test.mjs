@@ -80,6 +80,22 @@ await test('changing replicas adds pods and moves the counters', async (page) =>
   if (after === before) throw new Error(`step 7 did not move: ${before}`);
 });
 
+await test('heartbeats, leases and events are left out of the counters until asked', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  // Let a few heartbeats pass: by default they move no counter and are no step's latest.
+  await page.waitForTimeout(1500);
+  const latest = async () => (await page.locator('g.step .latest').allTextContents()).join(' | ');
+  if (/Lease|Event /.test(await latest())) throw new Error(`a background object shows: ${await latest()}`);
+  const records = async (f) => Number(((await count(page, f)) || '').match(/(\d+) records/)?.[1] || 0);
+  const before = await records('5');
+  await page.getByLabel(/Count heartbeats, leases and events/).check();
+  const after = await records('5');
+  if (!(after > before)) throw new Error(`counting them should raise step 5: ${before} -> ${after}`);
+  await page.getByLabel(/Count heartbeats, leases and events/).uncheck();
+  if ((await records('5')) >= after) throw new Error('unchecking should leave them out again');
+});
+
 await test('a YAML error is shown at its line', async (page) => {
   await page.goto(base);
   const text = await editorText(page);

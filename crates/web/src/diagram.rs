@@ -54,12 +54,20 @@ pub fn index(flow: Flow) -> usize {
     STEPS.iter().position(|s| s.flow == flow).unwrap_or(0)
 }
 
-/// Fold new records into the tallies.
-pub fn tally(tallies: &mut [Tally; 14], records: &[Record]) {
+/// Whether a record is the cluster's own background traffic rather than the effect of
+/// what the person did: node heartbeats (Leases, node status) and Events. The counters
+/// leave them out unless asked, so that they count the learner's objects.
+pub fn background(r: &Record) -> bool {
+    let kind = r.object.split('/').next().unwrap_or("");
+    kind == "Lease" || kind == "Event" || (kind == "Node" && r.object.ends_with("/status"))
+}
+
+/// Fold new records into the tallies (background ones only if `all`).
+pub fn tally(tallies: &mut [Tally; 14], records: &[Record], all: bool) {
     for t in tallies.iter_mut() {
         t.fresh = 0;
     }
-    for r in records {
+    for r in records.iter().filter(|r| all || !background(r)) {
         let t = &mut tallies[index(r.flow)];
         t.records += 1;
         t.fresh += 1;
@@ -282,7 +290,7 @@ mod tests {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: a, image: nginx}]\n";
         let sb = Sandbox::new(text, Some(1));
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records);
+        tally(&mut tallies, &sb.cluster.api.trace.records, false);
         let root = render(tallies);
         settle().await;
         let steps = root.query_selector_all("g.step").unwrap();
@@ -303,7 +311,7 @@ mod tests {
         let mut sb = Sandbox::new(text, Some(1));
         sb.advance(30_000);
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records);
+        tally(&mut tallies, &sb.cluster.api.trace.records, false);
         let root = render(tallies);
         settle().await;
         for f in ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"] {
@@ -322,12 +330,28 @@ mod tests {
     }
 
     #[wasm_bindgen_test]
+    fn heartbeats_leases_and_events_are_counted_only_when_asked() {
+        let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.27}]\n";
+        let mut sb = Sandbox::new(text, Some(1));
+        sb.advance(60_000);
+        let records = &sb.cluster.api.trace.records;
+        let (mut mine, mut all): ([Tally; 14], [Tally; 14]) = Default::default();
+        tally(&mut mine, records, false);
+        tally(&mut all, records, true);
+        let etcd = index(Flow::Etcd);
+        assert!(all[etcd].records > mine[etcd].records, "{} vs {}", all[etcd].records, mine[etcd].records);
+        assert!(mine.iter().flat_map(|t| t.objects.iter()).all(|o| !o.starts_with("Lease/") && !o.starts_with("Event/")));
+        assert!(all[etcd].objects.iter().any(|o| o.starts_with("Lease/")));
+        assert!(mine[etcd].objects.iter().any(|o| o.starts_with("Pod/")));
+    }
+
+    #[wasm_bindgen_test]
     async fn step_seven_names_the_controller_that_created_pods() {
         let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox:1.36, command: [sh, -c, 'echo done']}]\n";
         let mut sb = Sandbox::new(text, Some(1));
         sb.advance(30_000);
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records);
+        tally(&mut tallies, &sb.cluster.api.trace.records, false);
         let root = render(tallies);
         settle().await;
         let title = root.query_selector("g.step[data-flow=\"7\"] .title").unwrap().unwrap().text_content().unwrap();

@@ -69,6 +69,7 @@ enum Msg {
     SetSeed(String),
     SetUser(String),
     SelectFlow(Flow),
+    ToggleBackground,
     SelectRecord(usize),
     SelectObject(String),
     SetTab(Tab),
@@ -128,6 +129,8 @@ struct App {
     speed: Speed,
     tallies: [Tally; 14],
     seen_records: usize,
+    /// Count heartbeats, leases and events too (off: the counters say what the person did).
+    background: bool,
     flow: Option<Flow>,
     record: Option<usize>,
     object: Option<String>,
@@ -181,8 +184,18 @@ impl App {
             }
         }
         let records = &self.sb.cluster.api.trace.records;
-        diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..]);
+        diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..], self.background);
         self.seen_records = records.len();
+    }
+
+    /// Count every record again (after the filter changed).
+    fn recount(&mut self) {
+        self.tallies = Default::default();
+        self.seen_records = 0;
+        self.absorb();
+        for t in self.tallies.iter_mut() {
+            t.fresh = 0;
+        }
     }
 
     fn node_names(&self) -> Vec<String> {
@@ -277,6 +290,7 @@ impl Component for App {
             speed: Speed::X1,
             tallies: Default::default(),
             seen_records: 0,
+            background: false,
             flow: Some(Flow::Request),
             record: None,
             object: None,
@@ -389,6 +403,10 @@ impl Component for App {
             Msg::SetUser(u) => {
                 self.apply();
                 self.sb.set_user(&u);
+            }
+            Msg::ToggleBackground => {
+                self.background = !self.background;
+                self.recount();
             }
             Msg::SelectFlow(f) => {
                 self.flow = Some(f);
@@ -683,6 +701,10 @@ impl App {
                 <h2>{ "From kubectl apply to a running pod" }</h2>
                 <p class="hint">{ "Each request crosses steps 1–5 in the API server; the loops (6–11) only react to what etcd stored. Select a step to see its records, and a record to see the object at that resourceVersion." }</p>
                 { diagram::view(&self.tallies, self.flow, diagram::Outage { api_server: self.sb.cluster.api.down_since.is_some(), etcd: self.sb.cluster.api.etcd_down_since.is_some() }, on_select) }
+                <label class="background-toggle">
+                    <input type="checkbox" checked={self.background} onchange={ctx.link().callback(|_| Msg::ToggleBackground)} />
+                    { " Count heartbeats, leases and events (left out by default: the counters show what you did)" }
+                </label>
                 if let Some((f, (o, m))) = latest_fail {
                     <p class="failure-line"><strong>{ format!("{}: ", f.as_str()) }</strong>{ format!("{o} — {m}") }</p>
                 }
@@ -985,7 +1007,7 @@ impl App {
     fn records(&self, ctx: &Context<Self>) -> Html {
         let Some(flow) = self.flow else { return html! { <p>{ "Select a step of the diagram." }</p> } };
         let all = &self.sb.cluster.api.trace.records;
-        let mine: Vec<(usize, &Record)> = all.iter().enumerate().filter(|(_, r)| r.flow == flow).collect();
+        let mine: Vec<(usize, &Record)> = all.iter().enumerate().filter(|(_, r)| r.flow == flow && (self.background || !diagram::background(r))).collect();
         let shown = mine.iter().rev().take(200).map(|(i, r)| {
             let i = *i;
             let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
