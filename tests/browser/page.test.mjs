@@ -96,6 +96,23 @@ await test('heartbeats, leases and events are left out of the counters until ask
   if ((await records('5')) >= after) throw new Error('unchecking should leave them out again');
 });
 
+await test('what was typed survives a reload, and the example can be brought back', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const example = await editorText(page);
+  const mine = example.replace(/replicas: 2/, 'replicas: 3') + '\n# my notes\n';
+  await setEditor(page, mine, { now: false });
+  await page.reload();
+  await page.locator('.code textarea').waitFor();
+  if ((await editorText(page)) !== mine) throw new Error('the edited text was not restored');
+  await page.getByText('Restored what you last typed here').waitFor({ timeout: 5000 });
+  await readyCheckout(page).nth(2).waitFor({ timeout: 20000 });
+  await page.getByRole('button', { name: 'Load the example' }).click();
+  if ((await editorText(page)) !== example) throw new Error('the example did not come back');
+  await page.reload();
+  if ((await editorText(page)) !== example) throw new Error('the example was not kept');
+});
+
 await test('a YAML error is shown at its line', async (page) => {
   await page.goto(base);
   const text = await editorText(page);

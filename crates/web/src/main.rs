@@ -28,6 +28,8 @@ const TICK_MS: u32 = 100;
 const TICK_BUDGET_MS: f64 = 30.0;
 /// The most pod chips drawn per node (and for unscheduled pods).
 const MAX_CHIPS: usize = 60;
+/// Said when the editor opens with what the person typed here last time.
+const RESTORED: &str = "Restored what you last typed here (kept in this browser). \"Load the example\" brings the example back.";
 /// Typing pause before the editor is applied.
 const APPLY_DELAY_MS: u32 = 600;
 
@@ -61,6 +63,8 @@ enum Tab {
 enum Msg {
     Edit(String),
     ApplyNow,
+    /// Put the example back in the editor (what was typed is replaced).
+    LoadExample,
     Tick,
     TogglePlay,
     SetSpeed(Speed),
@@ -131,6 +135,8 @@ struct App {
     seen_records: usize,
     /// Count heartbeats, leases and events too (off: the counters say what the person did).
     background: bool,
+    /// The editor holds what the person typed here before, not the example.
+    restored: bool,
     flow: Option<Flow>,
     record: Option<usize>,
     object: Option<String>,
@@ -159,6 +165,29 @@ struct App {
 
 fn window() -> web_sys::Window {
     web_sys::window().expect("a browser window")
+}
+
+/// Where this page keeps what the person typed: the browser's local storage, one slot per
+/// page address (an embed's panes and a lesson keep their own).
+fn saved_key() -> String {
+    let l = window().location();
+    format!("kubeloop.editor:{}{}", l.pathname().unwrap_or_default(), l.search().unwrap_or_default())
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    window().local_storage().ok().flatten()
+}
+
+/// What the person last typed on this page, if the browser kept it.
+fn saved_text() -> Option<String> {
+    storage()?.get_item(&saved_key()).ok().flatten()
+}
+
+/// Keep the editor's text (a browser that refuses storage just does not keep it).
+fn save_text(text: &str) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(&saved_key(), text);
+    }
 }
 
 fn now_ms() -> f64 {
@@ -274,7 +303,10 @@ impl Component for App {
         let location = window().location();
         let hash = location.hash().unwrap_or_default();
         let panes = Panes::from_query(&location.search().unwrap_or_default());
-        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(DEFAULT_TEXT.to_string()) };
+        // A share link wins; else what the person typed here last time; else the example.
+        let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| t != DEFAULT_TEXT) };
+        let restored = saved.is_some();
+        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or_else(|| DEFAULT_TEXT.to_string())) };
         let needs_cel = match &init {
             Init::Link(_) => true,
             Init::Text(t) => cel::needed_by(t),
@@ -291,6 +323,7 @@ impl Component for App {
             tallies: Default::default(),
             seen_records: 0,
             background: false,
+            restored: false,
             flow: Some(Flow::Request),
             record: None,
             object: None,
@@ -315,6 +348,10 @@ impl Component for App {
             term_watch: None,
             term_seen: 0,
         };
+        app.restored = restored;
+        if restored {
+            app.notice = Some(RESTORED.into());
+        }
         if needs_cel && !cel::ready() {
             app.notice = Some("Loading the policy engine (CEL)…".into());
             app.waiting = Some(init);
@@ -329,6 +366,7 @@ impl Component for App {
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         match msg {
             Msg::Edit(text) => {
+                save_text(&text);
                 self.text = text;
                 let link = ctx.link().clone();
                 self.pending_apply = Some(Timeout::new(APPLY_DELAY_MS, move || link.send_message(Msg::ApplyNow)));
@@ -336,10 +374,17 @@ impl Component for App {
                 return false;
             }
             Msg::ApplyNow => self.apply(),
+            Msg::LoadExample => {
+                self.text = DEFAULT_TEXT.to_string();
+                save_text(&self.text);
+                self.restored = false;
+                self.notice = None;
+                self.apply();
+            }
             Msg::CelLoaded(result) => match result {
                 Ok(()) => {
                     if let Some(init) = self.waiting.take() {
-                        self.notice = None;
+                        self.notice = self.restored.then(|| RESTORED.to_string());
                         self.start(init);
                     }
                     if std::mem::take(&mut self.apply_after_cel) {
@@ -668,7 +713,11 @@ impl App {
         let stale = self.text != self.sb.text;
         html! {
             <section class="editor-pane" aria-label="Manifests">
-                <h2>{ "Manifests" }<span class="hint">{ if stale { " · editing… (Ctrl+Enter applies now)" } else { " · applied" } }</span></h2>
+                <h2>{ "Manifests" }<span class="hint">{ if stale { " · editing… (Ctrl+Enter applies now)" } else { " · applied" } }</span>
+                    if self.text != DEFAULT_TEXT && !self.panes.embed {
+                        <button class="load-example" onclick={link.callback(|_| Msg::LoadExample)}>{ "Load the example" }</button>
+                    }
+                </h2>
                 <div class="editor">
                     <div class="gutter" aria-hidden="true">{ for gutter }</div>
                     <div class="code">
