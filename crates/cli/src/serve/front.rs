@@ -144,34 +144,26 @@ async fn answer(shared: Arc<Shared>, activity: Arc<Activity>, req: hyper::Reques
     };
     Ok(match reply {
         api::Reply::Whole(r) => whole(r),
-        api::Reply::WebSocket { protocol, messages } => {
+        reply @ (api::Reply::WebSocket { .. } | api::Reply::Session { .. }) => {
             let key = parts.headers.get("sec-websocket-key").map(|v| v.as_bytes().to_vec());
             let (Some(key), Some(upgrade)) = (key, upgrade) else {
                 return Ok(status(&Status::bad_request(
                     "this request needs an HTTP/1.1 WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Key)",
                 )));
             };
-            tokio::spawn(async move {
-                let _busy = busy;
-                if let Ok(io) = upgrade.await {
-                    let mut io = TokioIo::new(io);
-                    let _ = websocket_send(&mut io, &messages).await;
-                }
-            });
-            switching(&key, &protocol)
-        }
-        api::Reply::Session { protocol, session } => {
-            let key = parts.headers.get("sec-websocket-key").map(|v| v.as_bytes().to_vec());
-            let (Some(key), Some(upgrade)) = (key, upgrade) else {
-                return Ok(status(&Status::bad_request(
-                    "this request needs an HTTP/1.1 WebSocket upgrade (Connection: Upgrade, Upgrade: websocket, Sec-WebSocket-Key)",
-                )));
+            let protocol = match &reply {
+                api::Reply::WebSocket { protocol, .. } | api::Reply::Session { protocol, .. } => protocol.clone(),
+                _ => String::new(),
             };
             tokio::spawn(async move {
                 let _busy = busy;
                 if let Ok(io) = upgrade.await {
                     let mut io = TokioIo::new(io);
-                    let _ = websocket_session(&mut io, shared, session).await;
+                    let _ = match reply {
+                        api::Reply::Session { session, .. } => websocket_session(&mut io, shared, session).await,
+                        api::Reply::WebSocket { messages, .. } => websocket_send(&mut io, &messages).await,
+                        _ => Ok(()),
+                    };
                 }
             });
             switching(&key, &protocol)

@@ -2252,9 +2252,9 @@ impl Kubelets {
 
 impl Kubelets {
     /// `kubectl exec`: run a command in a running container (`pkg/kubelet/server` `getExec`).
-    /// The running container an exec reaches: its node, its pod and its index, or the
-    /// kubelet's refusal.
-    fn exec_target(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str) -> Result<(usize, Key, usize), Status> {
+    /// The running container an exec of `argv` reaches (traced, `how` after it): its node,
+    /// its pod and its index, or the kubelet's refusal.
+    fn exec_target(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String], how: &str) -> Result<(usize, Key, usize), Status> {
         self.sync_informers(cx);
         let key = (namespace.to_string(), pod.to_string());
         let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
@@ -2272,6 +2272,14 @@ impl Kubelets {
             return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
         }
         cx.user = self.nodes[ni].user.name.clone();
+        cx.trace(
+            Flow::Runtime,
+            "exec",
+            format!("Pod/{namespace}/{pod}"),
+            "ok",
+            "",
+            format!("kubelet on {} runs `{}` in container {container}{how}", self.nodes[ni].name, shell_words(argv)),
+        );
         Ok((ni, key, i))
     }
 
@@ -2281,15 +2289,7 @@ impl Kubelets {
     }
 
     fn exec_command(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String]) -> Result<ExecOutput, Status> {
-        let (ni, key, i) = self.exec_target(cx, namespace, pod, container)?;
-        cx.trace(
-            Flow::Runtime,
-            "exec",
-            format!("Pod/{namespace}/{pod}"),
-            "ok",
-            "",
-            format!("kubelet on {} runs `{}` in container {container}", self.nodes[ni].name, shell_words(argv)),
-        );
+        let (ni, key, i) = self.exec_target(cx, namespace, pod, container, argv, "")?;
         let (code, out, _) = self.exec_in(cx, ni, &key, i, argv);
         if code == 126 && out.len() == 1 && out[0].1.starts_with("OCI runtime exec failed") {
             // containerd reports a missing program as an error of the exec, not an exit code.

@@ -7,7 +7,7 @@
 //! for its end. Output and the exit code go back step by step.
 
 use super::shell::{compile, Outcome, Process, Program, OPS_PER_CALL};
-use super::{runtime, shell_words, Key, Kubelets, Start};
+use super::{runtime, Key, Kubelets, Start};
 use crate::apiserver::trace::Flow;
 use crate::apiserver::{ExecInput, ExecProgress};
 use crate::foundation::pod::interactive_shell;
@@ -26,7 +26,7 @@ impl Kubelets {
     pub(super) fn session_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, id: u64, input: ExecInput) -> Result<ExecProgress, Status> {
         match input {
             ExecInput::Start { container, argv } => {
-                let (ni, key, i) = self.exec_target(cx, namespace, pod, container)?;
+                let (ni, key, i) = self.exec_target(cx, namespace, pod, container, argv, ", with stdin")?;
                 let c = &self.nodes[ni].pods[&key].ctrs[i];
                 let env = c.proc.as_ref().map(|p| p.env()).unwrap_or_default();
                 let b = c.behaviour.clone().unwrap_or_default();
@@ -49,14 +49,6 @@ impl Kubelets {
                 } else {
                     proc.open_stdin();
                 }
-                cx.trace(
-                    Flow::Runtime,
-                    "exec",
-                    format!("Pod/{namespace}/{pod}"),
-                    "ok",
-                    "",
-                    format!("kubelet on {} runs `{}` in container {container}, with stdin", self.nodes[ni].name, shell_words(argv)),
-                );
                 self.sessions.insert(id, Session { key, container: container.to_string(), proc, repl: repl.then(String::new) });
                 if repl {
                     return Ok(ExecProgress::default());
