@@ -86,3 +86,32 @@ fn commands_read_stdin_as_a_stream() {
     assert_eq!(c.exec_session("default", "box", id, ExecInput::End).unwrap().exit, Some(137));
     assert!(c.exec_session("default", "box", id, ExecInput::Eof).is_err());
 }
+
+#[test]
+fn a_shells_command_that_reads_stdin_is_told_it_gets_none() {
+    let mut c = busybox();
+    let (id, _) = start(&mut c, &["sh"]);
+    let p = stdin(&mut c, id, "cat\n");
+    assert_eq!(p.exit, None);
+    assert!(p.lines.iter().any(|(s, l)| *s == 2 && l == kubeloop_core::loops::kubelet::session::NO_STDIN), "{p:?}");
+    // A command that reads nothing says nothing more.
+    assert_eq!(stdin(&mut c, id, "echo ok\n").lines, out(&[(1, "ok")]));
+}
+
+#[test]
+fn an_unfinished_command_line_is_held_up_to_its_limit() {
+    let mut c = busybox();
+    let (id, _) = start(&mut c, &["sh"]);
+    // An unterminated quote, then line after line: held, each line parsed once.
+    assert_eq!(stdin(&mut c, id, "echo 'open\n").lines, vec![]);
+    let line = "x".repeat(1023) + "\n";
+    // 11 + 64 × 1024 bytes passes the 64 KiB limit at the 64th line, not before.
+    for _ in 0..63 {
+        assert_eq!(stdin(&mut c, id, &line).lines, vec![]);
+    }
+    let said = stdin(&mut c, id, &line).lines;
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].1.contains("passed 65536 bytes and was dropped"), "{said:?}");
+    // The shell goes on with what comes next.
+    assert_eq!(stdin(&mut c, id, "echo after\n").lines, out(&[(1, "after")]));
+}

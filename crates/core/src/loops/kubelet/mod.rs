@@ -18,7 +18,7 @@ mod expand;
 pub mod node;
 pub mod registry;
 pub mod runtime;
-mod session;
+pub mod session;
 pub mod shell;
 pub mod usage;
 

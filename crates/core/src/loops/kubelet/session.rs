@@ -14,12 +14,21 @@ use crate::foundation::pod::interactive_shell;
 use crate::foundation::status::Status;
 use crate::loops::Cx;
 
-pub struct Session {
+/// The most of an unfinished command line an interactive shell holds (an unterminated
+/// quote, a `then` with no `fi`): past it the text is dropped, with a message.
+pub const MAX_PENDING: usize = 64 * 1024;
+/// What a session's shell says when one of its commands read stdin.
+pub const NO_STDIN: &str =
+    "kubeloop: a command of this interactive shell read stdin, which holds the shell's next command lines; kubeloop gave it none (end of input)";
+
+pub(super) struct Session {
     key: Key,
     container: String,
     proc: Box<Process>,
     /// For a shell reading its commands: what has come of the next command line.
     repl: Option<String>,
+    /// How much of it is known not to end a command (each line is parsed once).
+    tried: usize,
 }
 
 impl Kubelets {
@@ -49,7 +58,7 @@ impl Kubelets {
                 } else {
                     proc.open_stdin();
                 }
-                self.sessions.insert(id, Session { key, container: container.to_string(), proc, repl: repl.then(String::new) });
+                self.sessions.insert(id, Session { key, container: container.to_string(), proc, repl: repl.then(String::new), tried: 0 });
                 if repl {
                     return Ok(ExecProgress::default());
                 }
@@ -123,14 +132,18 @@ impl Kubelets {
             let pending = s.repl.clone().unwrap_or_default();
             // The shortest run of whole lines that parses is the next command.
             let mut next = None;
-            for (end, _) in pending.match_indices('\n') {
+            let tried = s.tried;
+            for (end, _) in pending.match_indices('\n').filter(|(end, _)| *end >= tried) {
                 let text = &pending[..=end];
                 match compile(text) {
                     Ok(prog) => {
                         next = Some((end + 1, Ok(prog)));
                         break;
                     }
-                    Err(e) if e.what.contains("end of file") || e.what.contains("unterminated") => continue,
+                    Err(e) if e.what.contains("end of file") || e.what.contains("unterminated") => {
+                        s.tried = end + 1;
+                        continue;
+                    }
                     Err(e) => {
                         next = Some((end + 1, Err(e)));
                         break;
@@ -141,6 +154,11 @@ impl Kubelets {
                 next = Some((pending.len(), compile(&pending)));
             }
             let Some((used, prog)) = next else {
+                if pending.len() > MAX_PENDING {
+                    s.repl = Some(String::new());
+                    s.tried = 0;
+                    progress.lines.push((2, format!("kubeloop: the unfinished command line passed {MAX_PENDING} bytes and was dropped")));
+                }
                 if eof {
                     let code = s.proc.status();
                     self.sessions.remove(&id);
@@ -149,6 +167,7 @@ impl Kubelets {
                 return Ok(progress);
             };
             s.repl = Some(pending[used..].to_string());
+            s.tried = 0;
             match prog {
                 Ok(prog) => s.proc.run_next(prog),
                 Err(e) => {
@@ -164,6 +183,11 @@ impl Kubelets {
             }
             let step = self.session_run(cx, id)?;
             progress.lines.extend(step.lines);
+            if let Some(s) = self.sessions.get_mut(&id) {
+                if s.proc.take_stdin_wanted() {
+                    progress.lines.push((2, NO_STDIN.to_string()));
+                }
+            }
             if step.exit.is_some() {
                 progress.exit = step.exit;
                 return Ok(progress);

@@ -437,6 +437,7 @@ pub struct Process {
     /// A shell reading command lines one by one ([`Process::run_next`]): the end of one
     /// is not the end of the process.
     interactive: bool,
+    stdin_wanted: bool,
     captures: Vec<String>,
     partial: String,
     partial_err: String,
@@ -481,6 +482,7 @@ impl Process {
             stdin: None,
             session: None,
             interactive: false,
+            stdin_wanted: false,
             captures: vec![],
             partial: String::new(),
             partial_err: String::new(),
@@ -633,8 +635,17 @@ impl Process {
         match (self.stdin.take(), &mut self.session) {
             (Some(s), _) => Some(s),
             (None, Some((buf, _))) => Some(std::mem::take(buf)),
-            (None, None) => None,
+            (None, None) => {
+                // A command of an interactive shell reads what would be the shell's next
+                // lines; kubeloop gives it nothing, and the session says so.
+                self.stdin_wanted |= self.interactive;
+                None
+            }
         }
+    }
+    /// Whether a command of this interactive shell tried to read stdin since last asked.
+    pub fn take_stdin_wanted(&mut self) -> bool {
+        std::mem::take(&mut self.stdin_wanted)
     }
     /// Whether reading stdin now would wait: it is a session's stream, still open.
     pub fn stdin_blocked(&self) -> bool {
