@@ -459,6 +459,34 @@ impl Cluster {
         result.unwrap_or_else(|| Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})"))))
     }
 
+    /// Whether the loop named `name` (`kube-scheduler`, `replicaset-controller`, ...) runs;
+    /// `None` if the cluster has no such loop.
+    pub fn loop_running(&self, name: &str) -> Option<bool> {
+        self.loop_index(name).map(|i| self.running[i])
+    }
+
+    /// The loop a fault or a lesson names: its own name, without `-controller`, or
+    /// `kube-scheduler` (the process) for the scheduler (its profile, `default-scheduler`).
+    fn loop_index(&self, name: &str) -> Option<usize> {
+        let name = if name == "kube-scheduler" { "default-scheduler" } else { name };
+        self.controllers.iter().position(|c| c.name() == name || c.name().trim_end_matches("-controller") == name)
+    }
+
+    /// What the container runtimes run now, as the kubelets' resource endpoints report it:
+    /// (namespace, pod, container) of every running container on a node that answers.
+    pub fn running_containers(&self) -> Vec<(String, String, String)> {
+        let Some(kubelet) = self.controllers.iter().enumerate().find_map(|(i, c)| c.kubelet_client().filter(|_| self.running[i])) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for node in kubelet.resource_stats(self.now) {
+            for pod in node.pods {
+                out.extend(pod.containers.into_iter().map(|c| (pod.namespace.clone(), pod.name.clone(), c.name)));
+            }
+        }
+        out
+    }
+
     pub fn controller_names(&self) -> Vec<&'static str> {
         self.controllers.iter().map(|c| c.name()).collect()
     }
@@ -673,7 +701,7 @@ impl Cluster {
         match f {
             Fault::ControllerDown(name) | Fault::ControllerUp(name) => {
                 let up = matches!(f, Fault::ControllerUp(_));
-                let Some(i) = self.controllers.iter().position(|c| c.name() == name || c.name().trim_end_matches("-controller") == name) else {
+                let Some(i) = self.loop_index(name) else {
                     return format!("error: no controller named {name:?} (known: {})", self.controller_names().join(", "));
                 };
                 self.set_running(i, up);

@@ -8,6 +8,8 @@
 //! document sets up the cluster (nodes, users, images, seed, timed steps) when the
 //! sandbox is created; it is not an API object.
 
+pub mod lessons;
+
 use crate::apiserver::Credentials;
 use crate::cluster::scenario::{add_file, Scenario};
 use crate::cluster::{Action, Cluster};
