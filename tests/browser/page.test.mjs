@@ -34,7 +34,10 @@ const browser = await chromium.launch({
 
 let failed = 0;
 const results = {};
+// PAGE_TESTS=regex runs only the tests whose names match (for working on one).
+const only = process.env.PAGE_TESTS ? new RegExp(process.env.PAGE_TESTS) : null;
 async function test(name, fn) {
+  if (only && !only.test(name)) return;
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   const errors = [];
@@ -111,6 +114,46 @@ await test('what was typed survives a reload, and the example can be brought bac
   if ((await editorText(page)) !== example) throw new Error('the example did not come back');
   await page.reload();
   if ((await editorText(page)) !== example) throw new Error('the example was not kept');
+});
+
+await test('a lesson is walked to its goal, and its progress is kept', async (page) => {
+  await page.goto(base);
+  await page.getByRole('button', { name: 'Lessons', exact: true }).click();
+  await page.getByRole('group', { name: 'Where do I start?' }).getByText('A pod is Pending?').waitFor();
+  await page.locator('.lesson-list .group').getByRole('button', { name: /^L1 ·/ }).click();
+  await page.waitForURL(/\?lesson=l1-apply-stores-intent$/);
+  const lesson = page.locator('article.lesson');
+  await lesson.getByText('kubectl printed created. Is my app running?').waitFor();
+  if (!(await editorText(page)).includes('controllerDown: kube-scheduler')) throw new Error('the lesson did not open its text');
+  await lesson.locator('.checks li.ok', { hasText: 'the pods were stored while none of them could run' }).waitFor({ timeout: 20000 });
+  await lesson.locator('.checks li.todo', { hasText: 'three hello pods run' }).waitFor();
+  if (await page.locator('.met').count()) throw new Error('the goal was met before anything was done');
+  await lesson.getByRole('button', { name: /Show a hint \(1 of 2\)/ }).click();
+  await lesson.getByText(/Hint: Which component writes/).waitFor();
+  await page.getByRole('button', { name: 'Start scheduler' }).click();
+  await page.locator('.met', { hasText: 'Goal met' }).waitFor({ timeout: 30000 });
+  if (!(await page.locator('.lessons-bar .progress').textContent()).startsWith('1 of ')) throw new Error('progress was not counted');
+  await page.reload();
+  await lesson.getByText('kubectl printed created. Is my app running?').waitFor();
+  await page.getByRole('button', { name: 'Lessons', exact: true }).click();
+  await page.locator('.lesson-list .group li.done', { hasText: 'L1 ·' }).waitFor();
+  await page.getByRole('button', { name: 'Leave the lesson' }).click();
+  await page.waitForURL((u) => !u.search.includes('lesson'));
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+});
+
+await test('a lesson question is answered from the run', async (page) => {
+  await page.goto(base + '?lesson=l4-bind-then-run');
+  await page.locator('.chip.ok', { hasText: 'web-' }).nth(1).waitFor({ timeout: 20000 });
+  const ask = page.locator('fieldset.ask').first();
+  await ask.getByLabel('kubectl').check();
+  await ask.getByText('not kubectl: look again').waitFor();
+  await ask.getByLabel('default-scheduler').check();
+  await page.locator('fieldset.ask.ok').first().waitFor();
+  await page.locator('fieldset.ask').nth(1).getByLabel('kubelet').check();
+  await page.locator('.met', { hasText: 'Goal met' }).waitFor({ timeout: 5000 });
+  await page.getByRole('button', { name: 'Show the answer' }).click();
+  await page.locator('.answer', { hasText: 'only writes a Binding' }).waitFor();
 });
 
 await test('a YAML error is shown at its line', async (page) => {

@@ -8,6 +8,7 @@
 mod cel;
 mod diagram;
 mod docs;
+mod lessons;
 
 use diagram::Tally;
 use gloo_timers::callback::{Interval, Timeout};
@@ -17,6 +18,7 @@ use kubeloop_core::foundation::quantity::value_milli;
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::kubectl::printers::{human_duration, pod_row};
 use kubeloop_core::loops::scheduler::pod_requests;
+use kubeloop_core::sandbox::lessons::{CheckState, Lesson, Progress};
 use kubeloop_core::sandbox::Sandbox;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
@@ -92,6 +94,15 @@ enum Msg {
     TermStop,
     TermComplete,
     OpenFull,
+    ToggleLessons,
+    OpenLesson(usize),
+    LeaveLesson,
+    /// The open lesson's text and cluster as they were at its start.
+    RestartLesson,
+    /// Answer question `.0` of the open lesson.
+    Choose(usize, String),
+    Hint,
+    ShowAnswer,
 }
 
 /// What the sandbox starts from.
@@ -161,6 +172,17 @@ struct App {
     term_watch: Option<kubeloop_core::kubectl::Watch>,
     /// Terminal lines already scrolled into view.
     term_seen: usize,
+    /// Every lesson; the open one, where the person is in it, and its goal as last seen.
+    lessons: Vec<Lesson>,
+    lesson: Option<usize>,
+    progress: Progress,
+    checks: Vec<CheckState>,
+    hints_shown: usize,
+    answer_shown: bool,
+    /// The list of lessons is shown.
+    lessons_open: bool,
+    /// Ids of the lessons whose goal was met (kept in the browser).
+    done: std::collections::BTreeSet<String>,
 }
 
 fn window() -> web_sys::Window {
@@ -215,6 +237,42 @@ impl App {
         let records = &self.sb.cluster.api.trace.records;
         diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..], self.background);
         self.seen_records = records.len();
+        self.observe_lesson();
+    }
+
+    /// What the editor starts from here: the open lesson's text, or the example.
+    fn base_text(&self) -> &str {
+        self.lesson().map_or(DEFAULT_TEXT, |l| l.text.as_str())
+    }
+
+    /// Start over from a text (loading CEL first if it needs it).
+    fn open_text(&mut self, ctx: &Context<Self>, text: String) {
+        self.text = text.clone();
+        self.link = None;
+        self.playing = true;
+        if cel::needed_by(&text) && !cel::ready() {
+            self.notice = Some("Loading the policy engine (CEL)…".into());
+            self.waiting = Some(Init::Text(text));
+            self.load_cel(ctx);
+        } else {
+            self.start(Init::Text(text));
+        }
+    }
+
+    /// Open a lesson (`None`: leave it for the example), with what was typed for it before.
+    fn open_lesson(&mut self, ctx: &Context<Self>, lesson: Option<usize>) {
+        self.lesson = lesson;
+        lessons::set_query(self.lesson().map(|l| l.id.as_str()));
+        self.progress = Progress::default();
+        self.checks.clear();
+        self.hints_shown = 0;
+        self.answer_shown = false;
+        self.lessons_open = false;
+        let base = self.base_text().to_string();
+        let saved = saved_text().filter(|t| *t != base);
+        self.restored = saved.is_some();
+        self.notice = self.restored.then(|| RESTORED.to_string());
+        self.open_text(ctx, saved.unwrap_or(base));
     }
 
     /// Count every record again (after the filter changed).
@@ -302,11 +360,19 @@ impl Component for App {
     fn create(ctx: &Context<Self>) -> Self {
         let location = window().location();
         let hash = location.hash().unwrap_or_default();
-        let panes = Panes::from_query(&location.search().unwrap_or_default());
+        let search = location.search().unwrap_or_default();
+        let panes = Panes::from_query(&search);
+        let (all_lessons, lesson_error) = match kubeloop_core::sandbox::lessons::load() {
+            Ok(l) => (l, None),
+            Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
+        };
+        let wanted = lessons::from_query(&search);
+        let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
+        let base = lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone());
         // A share link wins; else what the person typed here last time; else the example.
-        let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| t != DEFAULT_TEXT) };
+        let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| *t != base) };
         let restored = saved.is_some();
-        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or_else(|| DEFAULT_TEXT.to_string())) };
+        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or(base)) };
         let needs_cel = match &init {
             Init::Link(_) => true,
             Init::Text(t) => cel::needed_by(t),
@@ -347,10 +413,24 @@ impl Component for App {
             term_pos: 0,
             term_watch: None,
             term_seen: 0,
+            lessons: all_lessons,
+            lesson,
+            progress: Progress::default(),
+            checks: Vec::new(),
+            hints_shown: 0,
+            answer_shown: false,
+            lessons_open: false,
+            done: lessons::load_done(),
         };
         app.restored = restored;
         if restored {
             app.notice = Some(RESTORED.into());
+        }
+        if let Some(id) = wanted.filter(|_| lesson.is_none()) {
+            app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
+        }
+        if lesson_error.is_some() {
+            app.notice = lesson_error;
         }
         if needs_cel && !cel::ready() {
             app.notice = Some("Loading the policy engine (CEL)…".into());
@@ -441,10 +521,31 @@ impl Component for App {
                 let mut sb = Sandbox::new(&self.text, seed);
                 sb.set_user(&user);
                 self.seed_input = sb.seed.to_string();
+                self.progress.restart();
                 self.fresh(sb);
                 self.link = None;
                 self.notice = None;
             }
+            Msg::ToggleLessons => self.lessons_open = !self.lessons_open,
+            Msg::OpenLesson(i) => self.open_lesson(ctx, Some(i)),
+            Msg::LeaveLesson => self.open_lesson(ctx, None),
+            Msg::RestartLesson => {
+                let text = self.base_text().to_string();
+                save_text(&text);
+                self.progress = Progress::default();
+                self.restored = false;
+                self.notice = None;
+                self.open_text(ctx, text);
+            }
+            Msg::Choose(i, c) => {
+                if self.progress.chosen.len() <= i {
+                    self.progress.chosen.resize(i + 1, None);
+                }
+                self.progress.chosen[i] = Some(c);
+                self.observe_lesson();
+            }
+            Msg::Hint => self.hints_shown += 1,
+            Msg::ShowAnswer => self.answer_shown = true,
             Msg::SetUser(u) => {
                 self.apply();
                 self.sb.set_user(&u);
@@ -601,6 +702,7 @@ impl Component for App {
                 if let Some(n) = &self.notice {
                     <p class="notice" role="status">{ n }</p>
                 }
+                if !p.embed || self.lesson.is_some() { { self.lessons_view(ctx) } }
                 <main class="panes">
                     if p.editor { { self.editor(ctx) } }
                     if p.diagram || p.cluster {
@@ -714,7 +816,7 @@ impl App {
         html! {
             <section class="editor-pane" aria-label="Manifests">
                 <h2>{ "Manifests" }<span class="hint">{ if stale { " · editing… (Ctrl+Enter applies now)" } else { " · applied" } }</span>
-                    if self.text != DEFAULT_TEXT && !self.panes.embed {
+                    if self.text != DEFAULT_TEXT && !self.panes.embed && self.lesson.is_none() {
                         <button class="load-example" onclick={link.callback(|_| Msg::LoadExample)}>{ "Load the example" }</button>
                     }
                 </h2>

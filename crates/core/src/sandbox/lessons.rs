@@ -340,7 +340,11 @@ pub enum Step {
     /// A terminal line.
     Kubectl(String),
     /// A fault from the Break things panel: `nodeDown`, `controllerUp`, ... and its name.
-    Fault { kind: String, #[serde(default)] name: String },
+    Fault {
+        kind: String,
+        #[serde(default)]
+        name: String,
+    },
     /// Answer question `ask` (0-based).
     Choose { ask: usize, choice: String },
     /// Let the simulated clock run.
@@ -383,7 +387,9 @@ pub fn parse(text: &str) -> Result<Vec<Lesson>, String> {
         for s in &l.answer.steps {
             match s {
                 Step::Choose { ask, choice } => {
-                    let Some(a) = l.goal.asks.get(*ask) else { return Err(format!("lesson {}: the answer chooses for question {ask}, which it has not", l.id)) };
+                    let Some(a) = l.goal.asks.get(*ask) else {
+                        return Err(format!("lesson {}: the answer chooses for question {ask}, which it has not", l.id));
+                    };
                     if matches!(a.truth, Truth::Writes(_)) && a.choices.iter().any(|c| !WRITE_BUCKETS.contains(&c.as_str())) {
                         return Err(format!("lesson {}: the choices of {:?} must be {WRITE_BUCKETS:?}", l.id, a.question));
                     }
@@ -561,7 +567,9 @@ impl Cond {
             }
             Cond::Did(d) => {
                 let done = sb.log.iter().any(|x| match (&x.what, d) {
-                    (Did::Kubectl(line), DidCond { kubectl: Some(p), .. }) => line.trim_start().strip_prefix("kubectl ").unwrap_or(line.trim_start()).starts_with(p.as_str()),
+                    (Did::Kubectl(line), DidCond { kubectl: Some(p), .. }) => {
+                        line.trim_start().strip_prefix("kubectl ").unwrap_or(line.trim_start()).starts_with(p.as_str())
+                    }
                     (Did::Fault(kind, _), DidCond { fault: Some(f), .. }) => kind == f,
                     _ => false,
                 });
