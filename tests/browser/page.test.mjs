@@ -12,7 +12,7 @@ const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
 const dist = process.argv[2] || 'dist';
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-const server = createServer(async (req, res) => {
+async function serve(req, res) {
   const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
   const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
   try {
@@ -23,9 +23,14 @@ const server = createServer(async (req, res) => {
     res.writeHead(404);
     res.end('not found');
   }
-});
+}
+const server = createServer(serve);
 await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${server.address().port}/`;
+// A second origin (another port), for pages that embed the sandbox from elsewhere.
+const other = createServer(serve);
+await new Promise((r) => other.listen(0, '127.0.0.1', r));
+const otherBase = `http://127.0.0.1:${other.address().port}/`;
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -154,6 +159,56 @@ await test('a lesson question is answered from the run', async (page) => {
   await page.locator('.met', { hasText: 'Goal met' }).waitFor({ timeout: 5000 });
   await page.getByRole('button', { name: 'Show the answer' }).click();
   await page.locator('.answer', { hasText: 'only writes a Binding' }).waitFor();
+});
+
+await test('a host page drives the sandbox through the embed API', async (page) => {
+  await page.goto(base + 'embed-example.html');
+  const log = page.locator('#log');
+  await log.getByText(/^ready \(kubeloop .*, \d+ lessons\)/).waitFor({ timeout: 20000 });
+  const frame = page.frameLocator('#sandbox');
+  await log.getByText('loaded #1').waitFor({ timeout: 10000 });
+  await frame.locator('.chip.ok', { hasText: 'web-' }).nth(1).waitFor({ timeout: 20000 });
+  await page.getByRole('button', { name: 'Apply web with 3 replicas' }).click();
+  await log.getByText(/^applied #2 deployment.apps\/web configured/).waitFor({ timeout: 10000 });
+  await frame.locator('.chip.ok', { hasText: 'web-' }).nth(2).waitFor({ timeout: 20000 });
+  await log.getByText(/^tick t=\d+ pods 3\/3 running, nodes 4\/4 ready/).waitFor();
+  await page.getByRole('button', { name: 'kubectl get pods' }).click();
+  await log.getByText(/^output #3\nNAME +READY/).waitFor();
+  await page.getByRole('button', { name: 'Kill node-b' }).click();
+  await log.getByText(/^fault #4 node node-b/).waitFor();
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await log.getByText(/^tick #5 /).waitFor();
+  await page.getByRole('button', { name: 'Back to t = 5 s' }).click();
+  await log.getByText(/^tick #6 t=5000 pods \d\/\d running, nodes 4\/4 ready/).waitFor();
+  await frame.locator(".clock", { hasText: "t = 5.0 s" }).waitFor();
+  await page.getByRole('button', { name: 'Open lesson L1' }).click();
+  await log.getByText('loaded #7').waitFor();
+  await frame.locator('article.lesson h2', { hasText: 'L1 ·' }).waitFor({ timeout: 10000 });
+});
+
+await test('the embed API answers only the origins it allows', async (page) => {
+  // A page on another origin embeds the sandbox twice: without and with embedOrigin.
+  await page.goto(otherBase + 'no-such-page');
+  const origin = new URL(otherBase).origin;
+  const heard = await page.evaluate(async ({ base, origin }) => {
+    const events = { refused: [], allowed: [] };
+    const frames = {};
+    window.addEventListener('message', (e) => {
+      for (const [k, f] of Object.entries(frames)) if (e.source === f.contentWindow) events[k].push(e.data.event + (e.data.id ? ' #' + e.data.id : ''));
+    });
+    for (const [k, query] of [['refused', '?embed=diagram'], ['allowed', `?embed=diagram&embedOrigin=${encodeURIComponent(origin)}`]]) {
+      const f = document.createElement('iframe');
+      f.src = base + query;
+      frames[k] = f;
+      document.body.appendChild(f);
+    }
+    await new Promise((r) => setTimeout(r, 6000));
+    for (const f of Object.values(frames)) f.contentWindow.postMessage({ kubeloop: 1, id: 9, command: 'state' }, '*');
+    await new Promise((r) => setTimeout(r, 1500));
+    return events;
+  }, { base, origin });
+  if (heard.refused.length) throw new Error('an origin not allowed heard: ' + heard.refused.join(', '));
+  if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
 });
 
 await test('a YAML error is shown at its line', async (page) => {
@@ -441,4 +496,5 @@ console.log(JSON.stringify(results));
 
 await browser.close();
 server.close();
+other.close();
 process.exit(failed ? 1 : 0);

@@ -65,6 +65,7 @@ impl App {
             self.done.insert(l.id.clone());
             save_done(&self.done);
             self.notice = Some(format!("Goal met: {}", l.goal.say));
+            self.post(serde_json::json!({"event": "goal", "lesson": l.id, "t": self.progress.met_at}));
         }
     }
 

@@ -8,6 +8,7 @@
 mod cel;
 mod diagram;
 mod docs;
+mod embed;
 mod lessons;
 
 use diagram::Tally;
@@ -103,6 +104,8 @@ enum Msg {
     Choose(usize, String),
     Hint,
     ShowAnswer,
+    /// A message from the embedding page: its origin and its JSON.
+    Embed(String, String),
 }
 
 /// What the sandbox starts from.
@@ -183,6 +186,12 @@ struct App {
     lessons_open: bool,
     /// Ids of the lessons whose goal was met (kept in the browser).
     done: std::collections::BTreeSet<String>,
+    /// The embed API: who may drive the page, the listener, the id of the command whose
+    /// apply is under way, and when the last tick was posted (real ms).
+    embed_origins: Vec<String>,
+    _embed_listener: Option<wasm_bindgen::closure::Closure<dyn FnMut(web_sys::MessageEvent)>>,
+    apply_id: serde_json::Value,
+    tick_posted: f64,
 }
 
 fn window() -> web_sys::Window {
@@ -344,6 +353,122 @@ impl App {
         if self.text != self.sb.text {
             self.sb.apply(&self.text.clone());
             self.absorb();
+            let results: Vec<serde_json::Value> =
+                self.sb.docs.iter().map(|d| serde_json::json!({"line": d.start_line, "object": d.object, "result": d.result, "ok": !d.failed()})).collect();
+            let id = std::mem::take(&mut self.apply_id);
+            self.post(serde_json::json!({"event": "applied", "id": id, "t": self.sb.cluster.now, "results": results}));
+        }
+    }
+
+    /// Post an event to the embedding page, if there is one.
+    fn post(&self, event: serde_json::Value) {
+        embed::post(&self.embed_origins, event);
+    }
+
+    /// What the embed API's `tick` says: the time, the pods and nodes, the open lesson.
+    fn summary(&self, id: serde_json::Value) -> serde_json::Value {
+        let store = &self.sb.cluster.api.store;
+        let (mut total, mut running, mut pending) = (0, 0, 0);
+        for p in store.list(rid::POD, None) {
+            total += 1;
+            match get_str(p, &["status", "phase"]) {
+                Some("Running") => running += 1,
+                Some("Pending") | None => pending += 1,
+                _ => {}
+            }
+        }
+        let nodes: Vec<&Object> = store.list(rid::NODE, None).collect();
+        let ready = nodes
+            .iter()
+            .filter(|n| {
+                api::get_array(n, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"))
+            })
+            .count();
+        let lesson = self.lesson().map(|l| {
+            serde_json::json!({"id": l.id, "met": self.progress.met_at.is_some(), "checks": self.checks.iter().map(|c| serde_json::json!({"say": c.say, "ok": c.ok})).collect::<Vec<_>>()})
+        });
+        serde_json::json!({"event": "tick", "id": id, "t": self.sb.cluster.now, "playing": self.playing,
+            "pods": {"total": total, "running": running, "pending": pending}, "nodes": {"total": nodes.len(), "ready": ready}, "lesson": lesson})
+    }
+
+    /// Carry out a command of the embedding page; the answer goes back to `origin`.
+    fn embed_command(&mut self, ctx: &Context<Self>, origin: &str, id: serde_json::Value, cmd: embed::Command) {
+        use embed::Command as C;
+        let to = [origin.to_string()];
+        let reply = |event: serde_json::Value| embed::post(&to, event);
+        match cmd {
+            C::Load { lesson: Some(l), .. } => match self.lessons.iter().position(|x| x.id == l) {
+                Some(i) => {
+                    self.open_lesson(ctx, Some(i));
+                    reply(serde_json::json!({"event": "loaded", "id": id, "lesson": l}));
+                }
+                None => reply(serde_json::json!({"event": "error", "id": id, "message": format!("there is no lesson {l:?}")})),
+            },
+            C::Load { link: Some(f), .. } => {
+                // A link that cannot be opened says so on the page, as when it is the address.
+                let f = f.trim_start_matches('#').to_string();
+                self.text.clear();
+                if cel::ready() {
+                    self.start(Init::Link(f));
+                } else {
+                    self.waiting = Some(Init::Link(f));
+                    self.load_cel(ctx);
+                }
+                reply(serde_json::json!({"event": "loaded", "id": id}));
+            }
+            C::Load { text: Some(t), .. } => {
+                self.open_text(ctx, t);
+                reply(serde_json::json!({"event": "loaded", "id": id}));
+            }
+            C::Load { .. } => reply(serde_json::json!({"event": "error", "id": id, "message": "load needs a lesson, a link or a text"})),
+            C::Apply { text } => {
+                save_text(&text);
+                self.text = text;
+                self.apply_id = id;
+                self.apply();
+            }
+            C::Kubectl { line } => {
+                self.apply();
+                let line = line.trim().strip_prefix("kubectl ").unwrap_or(line.trim()).to_string();
+                self.term_lines.push((true, format!("{} $ kubectl {line}", self.sb.user)));
+                let before = self.term_lines.len();
+                self.run_term_line(&line);
+                let lines: Vec<String> = self.term_lines[before.min(self.term_lines.len())..].iter().map(|(_, l)| l.clone()).collect();
+                reply(serde_json::json!({"event": "output", "id": id, "lines": lines}));
+            }
+            C::Fault { kind, name } => {
+                self.apply();
+                let out = self.sb.fault(&kind, &name);
+                self.absorb();
+                let (ok, message) = match out {
+                    Ok(m) => (true, m),
+                    Err(e) => (false, e),
+                };
+                self.notice = Some(message.clone());
+                reply(serde_json::json!({"event": "fault", "id": id, "ok": ok, "message": message}));
+            }
+            C::Play | C::Pause => {
+                self.playing = matches!(cmd, C::Play);
+                reply(self.summary(id));
+            }
+            C::Seek { t } => {
+                self.seek(t);
+                reply(self.summary(id));
+            }
+            C::State => reply(self.summary(id)),
+        }
+    }
+
+    /// Go to simulated time `t`: forward by running, back by replaying the run to then.
+    fn seek(&mut self, t: u64) {
+        self.apply();
+        if t >= self.sb.cluster.now {
+            self.sb.advance(t - self.sb.cluster.now);
+            self.absorb();
+        } else {
+            let past = self.sb.rewound(t);
+            self.progress.restart();
+            self.fresh(past);
         }
     }
 
@@ -421,7 +546,13 @@ impl Component for App {
             answer_shown: false,
             lessons_open: false,
             done: lessons::load_done(),
+            embed_origins: embed::allowed_origins(&search),
+            _embed_listener: None,
+            apply_id: serde_json::Value::Null,
+            tick_posted: 0.0,
         };
+        let link = ctx.link().clone();
+        app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
         app.restored = restored;
         if restored {
             app.notice = Some(RESTORED.into());
@@ -440,6 +571,7 @@ impl Component for App {
             app.start(init);
         }
         app.start_ticker(ctx);
+        app.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": app.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
         app
     }
 
@@ -500,6 +632,10 @@ impl Component for App {
                 }
                 let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records.len() != self.seen_records;
                 self.absorb();
+                if moved && now_ms() - self.tick_posted >= 250.0 && embed::parent().is_some() {
+                    self.tick_posted = now_ms();
+                    self.post(self.summary(serde_json::Value::Null));
+                }
                 return moved;
             }
             Msg::TogglePlay => self.playing = !self.playing,
@@ -543,6 +679,13 @@ impl Component for App {
                 }
                 self.progress.chosen[i] = Some(c);
                 self.observe_lesson();
+            }
+            Msg::Embed(origin, text) => {
+                let Some((id, cmd)) = embed::parse(&text) else { return false };
+                match cmd {
+                    Ok(c) => self.embed_command(ctx, &origin, id, c),
+                    Err(e) => embed::post(&[origin], serde_json::json!({"event": "error", "id": id, "message": e})),
+                }
             }
             Msg::Hint => self.hints_shown += 1,
             Msg::ShowAnswer => self.answer_shown = true,

@@ -297,6 +297,37 @@ impl Sandbox {
         }
     }
 
+    /// The sandbox as it was at time `t` of this run: the same set-up and seed, what was
+    /// done until then replayed at its times, and the clock run to `t`. The engine is
+    /// deterministic, so this is the past exactly (the timeline and the embed API's `seek`).
+    pub fn rewound(&self, t: Millis) -> Sandbox {
+        let mut sb = Sandbox::new(&self.setup, Some(self.seed));
+        for d in self.log.iter().take_while(|d| d.t <= t) {
+            if d.t > sb.cluster.now {
+                sb.cluster.run_until(d.t);
+            }
+            sb.set_user(&d.user);
+            match &d.what {
+                Did::Apply(text) => sb.apply(text),
+                Did::Kubectl(line) => {
+                    sb.kubectl(line);
+                }
+                Did::Fault(kind, name) => {
+                    // Refused faults were not logged.
+                    let _ = sb.fault(kind, name);
+                }
+                Did::Etcdctl(line) => {
+                    sb.etcdctl(line);
+                }
+            }
+        }
+        if t > sb.cluster.now {
+            sb.cluster.run_until(t);
+        }
+        sb.set_user(&self.user);
+        sb
+    }
+
     /// The object as stored at a resourceVersion, if the watch history still holds it.
     pub fn object_at(&self, object: &str, resource_version: &str) -> Option<Object> {
         let rev: u64 = resource_version.parse().ok()?;
@@ -787,6 +818,30 @@ mod tests {
         let b = serde_json::to_string(&copy.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
         assert_eq!(a, b);
         assert_eq!(copy.text, sb.text);
+    }
+
+    #[test]
+    fn a_rewound_sandbox_is_the_run_as_it_was() {
+        let objects = |sb: &Sandbox| serde_json::to_string(&sb.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        let mut sb = Sandbox::new(APP, Some(3));
+        sb.advance(20_000);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
+        sb.advance(15_000);
+        sb.fault("nodeDown", "node-b").unwrap();
+        sb.advance(5_000);
+        let (at_40s, records_at_40s) = (objects(&sb), sb.cluster.api.trace.records.len());
+        sb.advance(2_000);
+        sb.kubectl("scale deployment web --replicas=1");
+        sb.fault("nodeUp", "node-b").unwrap();
+        sb.advance(60_000);
+        let past = sb.rewound(40_000);
+        assert_eq!(past.cluster.now, 40_000);
+        assert_eq!(objects(&past), at_40s);
+        assert_eq!(past.cluster.api.trace.records.len(), records_at_40s);
+        // Only what was done by then is in its log; the present is untouched.
+        assert_eq!(past.log.len(), 2);
+        assert_eq!(sb.log.len(), 4);
+        assert_eq!(objects(&sb.rewound(sb.cluster.now)), objects(&sb));
     }
 
     #[test]
