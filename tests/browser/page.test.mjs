@@ -211,6 +211,59 @@ await test('the embed API answers only the origins it allows', async (page) => {
   if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
 });
 
+await test("the timeline shows the past, and an object's history shows each write", async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const example = await editorText(page);
+  await setEditor(page, example.replace('replicas: 2', 'replicas: 3'));
+  await readyCheckout(page).nth(2).waitFor({ timeout: 20000 });
+  const slider = page.getByRole('slider', { name: 'Simulated time' });
+  await slider.fill('1000');
+  await page.locator('.timeline.past', { hasText: 'Viewing t = 1.0 s' }).waitFor();
+  await page.locator('.clock', { hasText: 't = 1.0 s' }).waitFor();
+  if (await readyCheckout(page).count()) throw new Error('pods are Running at t = 1 s');
+  if (!(await editorText(page)).includes('replicas: 2')) throw new Error('the editor does not show the text applied then');
+  // Scrubbing: each move shows the cluster at that moment.
+  const end = Number(await slider.getAttribute('max'));
+  const moves = await page.evaluate(async (end) => {
+    const input = document.querySelector('.timeline input[type=range]');
+    const out = [];
+    for (let i = 0; i < 20; i++) {
+      const t = Math.round((end * ((i * 7) % 20)) / 20 / 100) * 100;
+      const t0 = performance.now();
+      input.value = String(t);
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+      out.push(performance.now() - t0);
+    }
+    return out;
+  }, end);
+  moves.sort((a, b) => a - b);
+  results.timeline_scrub_ms_p50 = Math.round(moves[Math.floor(moves.length * 0.5)]);
+  results.timeline_scrub_ms_p95 = Math.round(moves[Math.floor(moves.length * 0.95)]);
+  await slider.fill('3000');
+  const before = await page.locator('.clock').textContent();
+  await page.getByRole('button', { name: 'previous write' }).click();
+  const after = await page.locator('.clock').textContent();
+  if (!(parseFloat(after.slice(4)) < parseFloat(before.slice(4)))) throw new Error(`previous write went from ${before} to ${after}`);
+  await page.getByRole('button', { name: 'Back to now' }).click();
+  if (await page.locator('.timeline.past').count()) throw new Error('still in the past');
+  if (!(await editorText(page)).includes('replicas: 3')) throw new Error('the editor did not come back to now');
+  await readyCheckout(page).nth(2).waitFor();
+  // The Deployment's history: the edit's write changed replicas from 2 to 3.
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  await page.locator('.object-list button', { hasText: /^Deployment\/default\/checkout$/ }).click();
+  const history = page.locator('.history');
+  await history.getByRole('button', { name: /kubectl \(admin\)/ }).first().click();
+  await history.locator('pre.diff .del', { hasText: 'replicas: 2' }).waitFor();
+  await history.locator('pre.diff .add', { hasText: 'replicas: 3' }).waitFor();
+  // Acting in the past goes on from there.
+  await slider.fill('2000');
+  await setEditor(page, example.replace('replicas: 2', 'replicas: 1'));
+  await page.getByText('You acted at t = 2.0 s, in the past').waitFor();
+  if (await page.locator('.timeline.past').count()) throw new Error('acting did not leave the past');
+});
+
 await test('a YAML error is shown at its line', async (page) => {
   await page.goto(base);
   const text = await editorText(page);

@@ -10,6 +10,7 @@ mod diagram;
 mod docs;
 mod embed;
 mod lessons;
+mod timeline;
 
 use diagram::Tally;
 use gloo_timers::callback::{Interval, Timeout};
@@ -106,6 +107,13 @@ enum Msg {
     ShowAnswer,
     /// A message from the embedding page: its origin and its JSON.
     Embed(String, String),
+    /// The timeline was moved to this simulated time (ms).
+    Scrub(u64),
+    /// Step the timeline to the previous (-1) or next (+1) write to etcd.
+    WriteStep(i32),
+    BackToNow,
+    /// Show what the write of this version of the selected object changed.
+    DiffVersion(u64),
 }
 
 /// What the sandbox starts from.
@@ -192,6 +200,10 @@ struct App {
     _embed_listener: Option<wasm_bindgen::closure::Closure<dyn FnMut(web_sys::MessageEvent)>>,
     apply_id: serde_json::Value,
     tick_posted: f64,
+    /// While the timeline shows the past: the live sandbox and editor text, put aside.
+    live: Option<(Sandbox, String)>,
+    /// The version of the selected object whose changes the inspector shows.
+    diff_rv: Option<u64>,
 }
 
 fn window() -> web_sys::Window {
@@ -234,6 +246,60 @@ impl App {
         self.object = None;
         self.fault_node = self.node_names().into_iter().nth(1).unwrap_or_default();
         self.absorb();
+    }
+
+    /// Show another sandbox of the same run (the past, or the present again), keeping the
+    /// selected object and step.
+    fn show(&mut self, sb: Sandbox) {
+        self.sb = sb;
+        self.record = None;
+        self.recount();
+    }
+
+    /// Show the run as it was at `t` (the live run is put aside, not changed).
+    fn scrub(&mut self, t: u64) {
+        let now = self.live.as_ref().map_or(self.sb.cluster.now, |(l, _)| l.cluster.now);
+        if t >= now {
+            self.back_to_now();
+            return;
+        }
+        if self.live.is_none() {
+            self.apply();
+            self.playing = false;
+            let text = self.text.clone();
+            let live = std::mem::replace(&mut self.sb, Sandbox::new("", None));
+            self.live = Some((live, text));
+        }
+        let (live, _) = self.live.as_ref().expect("put aside above");
+        // Forward within the past runs on from where it is; backward replays the run.
+        let same_run = self.sb.seed == live.seed && self.sb.setup == live.setup && self.sb.log.len() <= live.log.len();
+        if t >= self.sb.cluster.now && same_run {
+            live.replay_into(&mut self.sb, t);
+        } else {
+            self.sb = live.rewound(t);
+        }
+        self.text = self.sb.text.clone();
+        self.record = None;
+        self.recount();
+    }
+
+    /// Leave the past: the live run again, as it was left.
+    fn back_to_now(&mut self) {
+        if let Some((live, text)) = self.live.take() {
+            self.text = text;
+            self.show(live);
+        }
+    }
+
+    /// Acting while the timeline shows the past goes on from there: the run after it is
+    /// dropped, as in any replay from a link.
+    fn branch(&mut self) {
+        if self.live.take().is_some() {
+            self.notice = Some(format!(
+                "You acted at t = {:.1} s, in the past: the run goes on from there, and what came after it was dropped.",
+                self.sb.cluster.now as f64 / 1000.0
+            ));
+        }
     }
 
     /// Fold the records written since the last look into the diagram.
@@ -461,6 +527,7 @@ impl App {
 
     /// Go to simulated time `t`: forward by running, back by replaying the run to then.
     fn seek(&mut self, t: u64) {
+        self.back_to_now();
         self.apply();
         if t >= self.sb.cluster.now {
             self.sb.advance(t - self.sb.cluster.now);
@@ -550,6 +617,8 @@ impl Component for App {
             _embed_listener: None,
             apply_id: serde_json::Value::Null,
             tick_posted: 0.0,
+            live: None,
+            diff_rv: None,
         };
         let link = ctx.link().clone();
         app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
@@ -576,6 +645,22 @@ impl Component for App {
     }
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        if matches!(
+            msg,
+            Msg::Edit(_)
+                | Msg::ApplyNow
+                | Msg::LoadExample
+                | Msg::TogglePlay
+                | Msg::StepOnce
+                | Msg::Reset
+                | Msg::SetUser(_)
+                | Msg::Fault(..)
+                | Msg::ScaleBy(_)
+                | Msg::FreeEtcd
+                | Msg::TermRun
+        ) {
+            self.branch();
+        }
         match msg {
             Msg::Edit(text) => {
                 save_text(&text);
@@ -687,6 +772,17 @@ impl Component for App {
                     Err(e) => embed::post(&[origin], serde_json::json!({"event": "error", "id": id, "message": e})),
                 }
             }
+            Msg::Scrub(t) => self.scrub(t),
+            Msg::BackToNow => self.back_to_now(),
+            Msg::WriteStep(dir) => {
+                let live = self.live.as_ref().map_or(&self.sb, |(l, _)| l);
+                let now = self.sb.cluster.now;
+                let writes = live.cluster.api.trace.records.iter().filter(|r| r.flow == Flow::Etcd && r.result == "ok" && !diagram::background(r));
+                let t = if dir < 0 { writes.filter(|r| r.t < now).map(|r| r.t).next_back() } else { writes.map(|r| r.t).find(|t| *t > now) };
+                if let Some(t) = t {
+                    self.scrub(t);
+                }
+            }
             Msg::Hint => self.hints_shown += 1,
             Msg::ShowAnswer => self.answer_shown = true,
             Msg::SetUser(u) => {
@@ -708,7 +804,9 @@ impl Component for App {
                     self.object = Some(r.object.clone());
                 }
             }
+            Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
             Msg::SelectObject(o) => {
+                self.diff_rv = None;
                 self.object = Some(o);
                 self.record = None;
                 self.tab = Tab::Objects;
@@ -845,6 +943,7 @@ impl Component for App {
                 if let Some(n) = &self.notice {
                     <p class="notice" role="status">{ n }</p>
                 }
+                if !p.embed { { self.timeline(ctx) } }
                 if !p.embed || self.lesson.is_some() { { self.lessons_view(ctx) } }
                 <main class="panes">
                     if p.editor { { self.editor(ctx) } }
@@ -1391,6 +1490,7 @@ impl App {
                     <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&spec) }</pre></div>
                     <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::kubectl::goyaml::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
                 </div>
+                { self.history(ctx, o) }
             </div>
         }
     }

@@ -302,30 +302,36 @@ impl Sandbox {
     /// deterministic, so this is the past exactly (the timeline and the embed API's `seek`).
     pub fn rewound(&self, t: Millis) -> Sandbox {
         let mut sb = Sandbox::new(&self.setup, Some(self.seed));
-        for d in self.log.iter().take_while(|d| d.t <= t) {
-            if d.t > sb.cluster.now {
-                sb.cluster.run_until(d.t);
+        self.replay_into(&mut sb, t);
+        sb
+    }
+
+    /// Bring `past` (this run rewound to an earlier time, or moved on with this function)
+    /// forward to time `t`: what was done in between, at its times.
+    pub fn replay_into(&self, past: &mut Sandbox, t: Millis) {
+        for d in self.log.iter().skip(past.log.len()).take_while(|d| d.t <= t) {
+            if d.t > past.cluster.now {
+                past.cluster.run_until(d.t);
             }
-            sb.set_user(&d.user);
+            past.set_user(&d.user);
             match &d.what {
-                Did::Apply(text) => sb.apply(text),
+                Did::Apply(text) => past.apply(text),
                 Did::Kubectl(line) => {
-                    sb.kubectl(line);
+                    past.kubectl(line);
                 }
                 Did::Fault(kind, name) => {
                     // Refused faults were not logged.
-                    let _ = sb.fault(kind, name);
+                    let _ = past.fault(kind, name);
                 }
                 Did::Etcdctl(line) => {
-                    sb.etcdctl(line);
+                    past.etcdctl(line);
                 }
             }
         }
-        if t > sb.cluster.now {
-            sb.cluster.run_until(t);
+        if t > past.cluster.now {
+            past.cluster.run_until(t);
         }
-        sb.set_user(&self.user);
-        sb
+        past.set_user(&self.user);
     }
 
     /// The object as stored at a resourceVersion, if the watch history still holds it.
@@ -842,6 +848,12 @@ mod tests {
         assert_eq!(past.log.len(), 2);
         assert_eq!(sb.log.len(), 4);
         assert_eq!(objects(&sb.rewound(sb.cluster.now)), objects(&sb));
+        // Moving a rewound copy forward gives the same as rewinding to the later time.
+        let mut moved = sb.rewound(10_000);
+        sb.replay_into(&mut moved, 40_000);
+        assert_eq!(objects(&moved), at_40s);
+        sb.replay_into(&mut moved, sb.cluster.now);
+        assert_eq!(objects(&moved), objects(&sb));
     }
 
     #[test]

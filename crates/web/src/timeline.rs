@@ -1,0 +1,103 @@
+//! The timeline under the header (scrub to any moment of the run; step between writes),
+//! and an object's history in the inspector (each stored version, who wrote it, and what
+//! changed).
+
+use super::{App, Msg};
+use kubeloop_core::apiserver::trace::Flow;
+use kubeloop_core::foundation::api::{self, Object, RESOURCES};
+use kubeloop_core::kubectl::goyaml::to_yaml;
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+/// One stored version of an object: its revision, when, who wrote it, and the object.
+pub struct Version {
+    pub revision: u64,
+    pub t: u64,
+    pub writer: String,
+    pub object: Option<Object>,
+}
+
+impl App {
+    pub fn timeline(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let now = self.sb.cluster.now;
+        let end = self.live.as_ref().map_or(now, |(l, _)| l.cluster.now);
+        let oninput = link.callback(|e: InputEvent| Msg::Scrub(e.target_unchecked_into::<HtmlInputElement>().value().parse().unwrap_or(0)));
+        let secs = |t: u64| format!("{:.1} s", t as f64 / 1000.0);
+        html! {
+            <div class={classes!("timeline", self.live.is_some().then_some("past"))} role="group" aria-label="Timeline">
+                <button onclick={link.callback(|_| Msg::WriteStep(-1))} title="go back to the previous write to etcd" aria-label="previous write">{ "◀" }</button>
+                <input type="range" min="0" max={end.to_string()} step="100" value={now.to_string()} {oninput}
+                    aria-label="Simulated time" aria-valuetext={format!("t = {}", secs(now))} />
+                <button onclick={link.callback(|_| Msg::WriteStep(1))} title="go on to the next write to etcd" aria-label="next write">{ "▶" }</button>
+                if self.live.is_some() {
+                    <span class="when" role="status">{ format!("Viewing t = {} of {}: every pane shows the cluster as it was then. Acting here goes on from this moment.", secs(now), secs(end)) }</span>
+                    <button onclick={link.callback(|_| Msg::BackToNow)}>{ "Back to now" }</button>
+                } else {
+                    <span class="when">{ "Timeline: drag back to see the cluster as it was at any moment of this run." }</span>
+                }
+            </div>
+        }
+    }
+
+    /// Every version of an object the store's history still holds, oldest first, with the
+    /// component whose write stored it (from the trace), and the deletion if it was deleted.
+    pub fn versions(&self, o: &Object) -> Vec<Version> {
+        let kind = api::get_str(o, &["kind"]).unwrap_or("");
+        let Some(r) = RESOURCES.iter().position(|x| x.kind == kind) else { return Vec::new() };
+        let (ns, name) = (api::namespace(o), api::name(o));
+        let store = &self.sb.cluster.api.store;
+        let Ok(events) = store.events_since(r, store.compacted_revision()) else { return Vec::new() };
+        let records = &self.sb.cluster.api.trace.records;
+        events
+            .filter(|e| api::name(&e.object) == name && api::namespace(&e.object) == ns)
+            .map(|e| {
+                let rv = e.revision.to_string();
+                let writer = records
+                    .iter()
+                    .rev()
+                    .find(|x| x.flow == Flow::Etcd && x.resource_version == rv && x.result == "ok")
+                    .map(|x| if x.user.is_empty() || x.user == x.component { x.component.clone() } else { format!("{} ({})", x.component, x.user) })
+                    .unwrap_or_default();
+                let deleted = matches!(e.kind, kubeloop_core::apiserver::store::EventType::Deleted);
+                Version { revision: e.revision, t: e.at, writer, object: (!deleted).then(|| e.object.clone()) }
+            })
+            .collect()
+    }
+
+    pub fn history(&self, ctx: &Context<Self>, o: &Object) -> Html {
+        let versions = self.versions(o);
+        if versions.is_empty() {
+            return html! { <p class="hint">{ "History: the store no longer holds older versions of this object (compacted)." }</p> };
+        }
+        let selected = self.diff_rv.and_then(|rv| versions.iter().position(|v| v.revision == rv));
+        let rows = versions.iter().enumerate().rev().map(|(i, v)| {
+            let rv = v.revision;
+            let class = classes!((selected == Some(i)).then_some("selected"));
+            html! {
+                <li {class}><button class="link" onclick={ctx.link().callback(move |_| Msg::DiffVersion(rv))}>
+                    { format!("rv {rv} · t = {:.3} s · {}{}", v.t as f64 / 1000.0, if v.writer.is_empty() { "?" } else { &v.writer }, if i == 0 { " · created (or the oldest kept)" } else if v.object.is_none() { " · deleted" } else { "" }) }
+                </button></li>
+            }
+        });
+        let diff = selected.map(|i| {
+            let yaml = |v: Option<&Version>| v.and_then(|v| v.object.as_ref()).map(|o| to_yaml(o)).unwrap_or_default();
+            let lines = kubeloop_core::kubectl::diff::unified(&yaml(i.checked_sub(1).and_then(|j| versions.get(j))), &yaml(versions.get(i)));
+            html! {
+                <pre class="yaml diff" aria-label="changes of this version">
+                    { for lines.iter().map(|l| {
+                        let class = if l.starts_with('+') { "add" } else if l.starts_with('-') { "del" } else { "" };
+                        html! { <div {class}>{ l }</div> }
+                    }) }
+                </pre>
+            }
+        });
+        html! {
+            <div class="history">
+                <h4>{ "History: each stored version (select one to see what its write changed)" }</h4>
+                <ul>{ for rows }</ul>
+                { for diff }
+            </div>
+        }
+    }
+}
