@@ -264,6 +264,22 @@ await test("the timeline shows the past, and an object's history shows each writ
   if (await page.locator('.timeline.past').count()) throw new Error('acting did not leave the past');
 });
 
+await test('why this value: a field links to the write that set it', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  await page.locator('.object-list button', { hasText: /^Deployment\/default\/checkout$/ }).click();
+  await page.getByRole('button', { name: /Why these values/ }).click();
+  const row = (path) => page.locator('.why tr', { has: page.locator('td.path', { hasText: new RegExp('^' + path.replace(/[.[\]]/g, '\\$&') + '$') }) });
+  await row('spec.replicas').getByText('your manifest (kubectl apply sent it)').waitFor();
+  await row('spec.template.spec.containers[0].imagePullPolicy').getByText(/^defaulting: the API server filled it in/).waitFor();
+  await row('status.availableReplicas').getByText('deployment-controller').first().waitFor();
+  const rv = (await row('spec.replicas').getByRole('button').textContent()).replace('rv ', '');
+  await row('spec.replicas').getByRole('button').click();
+  await page.getByRole('heading', { name: `Deployment/default/checkout as stored at resourceVersion ${rv}` }).waitFor();
+  await page.locator('g.step.selected[data-flow="5"]').waitFor();
+});
+
 await test('a YAML error is shown at its line', async (page) => {
   await page.goto(base);
   const text = await editorText(page);

@@ -114,6 +114,9 @@ enum Msg {
     BackToNow,
     /// Show what the write of this version of the selected object changed.
     DiffVersion(u64),
+    ToggleWhy,
+    /// Show a trace record in its step's list (from a "why" row).
+    ShowRecord(usize),
 }
 
 /// What the sandbox starts from.
@@ -204,6 +207,8 @@ struct App {
     live: Option<(Sandbox, String)>,
     /// The version of the selected object whose changes the inspector shows.
     diff_rv: Option<u64>,
+    /// The inspector lists where each field's value came from.
+    why_open: bool,
 }
 
 fn window() -> web_sys::Window {
@@ -619,6 +624,7 @@ impl Component for App {
             tick_posted: 0.0,
             live: None,
             diff_rv: None,
+            why_open: false,
         };
         let link = ctx.link().clone();
         app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
@@ -805,6 +811,14 @@ impl Component for App {
                 }
             }
             Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
+            Msg::ToggleWhy => self.why_open = !self.why_open,
+            Msg::ShowRecord(i) => {
+                if let Some(r) = self.sb.cluster.api.trace.records.get(i) {
+                    self.flow = Some(r.flow);
+                    self.record = Some(i);
+                    self.tab = Tab::Records;
+                }
+            }
             Msg::SelectObject(o) => {
                 self.diff_rv = None;
                 self.object = Some(o);
@@ -1490,6 +1504,7 @@ impl App {
                     <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&spec) }</pre></div>
                     <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::kubectl::goyaml::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
                 </div>
+                { self.why_view(ctx, o) }
                 { self.history(ctx, o) }
             </div>
         }

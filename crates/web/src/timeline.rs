@@ -65,6 +65,29 @@ impl App {
             .collect()
     }
 
+    /// "Why these values?": each field, and the write that set it (with a link to its record).
+    pub fn why_view(&self, ctx: &Context<Self>, o: &Object) -> Html {
+        let link = ctx.link();
+        let toggle = link.callback(|_| Msg::ToggleWhy);
+        if !self.why_open {
+            return html! { <button class="why-toggle" onclick={toggle} aria-expanded="false">{ "Why these values? (who set each field, when, and how)" }</button> };
+        }
+        let rows = kubeloop_core::sandbox::why::why(&self.sb, o).into_iter().map(|f| {
+            let when = if f.record.is_none() && f.t == 0 && !f.exact { String::new() } else { format!("{}{:.3} s", if f.exact { "" } else { "by " }, f.t as f64 / 1000.0) };
+            let rec = f.record.map(|i| html! { <button class="link" onclick={link.callback(move |_| Msg::ShowRecord(i))} title="the write's record on the diagram">{ format!("rv {}", f.revision) }</button> });
+            html! { <tr><td class="path">{ &f.path }</td><td class="val">{ &f.value }</td><td>{ &f.writer }</td><td>{ when }</td><td>{ &f.how }</td><td>{ for rec }</td></tr> }
+        });
+        html! {
+            <div class="why">
+                <button class="why-toggle" onclick={toggle} aria-expanded="true">{ "Hide where the values came from" }</button>
+                <table>
+                    <thead><tr><th>{ "field" }</th><th>{ "value" }</th><th>{ "set by" }</th><th>{ "at" }</th><th>{ "how" }</th><th>{ "write" }</th></tr></thead>
+                    <tbody>{ for rows }</tbody>
+                </table>
+            </div>
+        }
+    }
+
     pub fn history(&self, ctx: &Context<Self>, o: &Object) -> Html {
         let versions = self.versions(o);
         if versions.is_empty() {

@@ -9,6 +9,7 @@
 //! sandbox is created; it is not an API object.
 
 pub mod lessons;
+pub mod why;
 
 use crate::apiserver::Credentials;
 use crate::cluster::scenario::{add_file, Scenario};

@@ -1,0 +1,73 @@
+//! "Why this value?": each field of an object names the write that set it.
+
+use kubeloop_core::foundation::api::rid;
+use kubeloop_core::sandbox::why::{why, FieldWhy};
+use kubeloop_core::sandbox::Sandbox;
+
+const APP: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+";
+
+fn field<'a>(all: &'a [FieldWhy], path: &str) -> &'a FieldWhy {
+    all.iter().find(|f| f.path == path).unwrap_or_else(|| panic!("no field {path} in {:?}", all.iter().map(|f| &f.path).collect::<Vec<_>>()))
+}
+
+#[test]
+fn each_field_names_its_writer_and_stage() {
+    let mut sb = Sandbox::new(APP, Some(1));
+    sb.advance(20_000);
+    sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
+    sb.advance(20_000);
+    let store = &sb.cluster.api.store;
+    let dep = store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let all = why(&sb, &dep);
+    let replicas = field(&all, "spec.replicas");
+    assert_eq!((replicas.value.as_str(), replicas.writer.as_str()), ("3", "kubectl (admin)"));
+    assert_eq!(replicas.how, "your manifest (kubectl apply sent it)");
+    assert!(replicas.exact && replicas.t == 20_000, "{replicas:?}");
+    let record = &sb.cluster.api.trace.records[replicas.record.unwrap()];
+    assert_eq!(record.resource_version, replicas.revision.to_string());
+    // Set at creation by defaulting, and never changed since.
+    let pull = field(&all, "spec.template.spec.containers[0].imagePullPolicy");
+    assert_eq!(pull.value, "IfNotPresent");
+    assert!(pull.how.starts_with("defaulting: the API server filled it in"), "{}", pull.how);
+    assert_eq!(pull.t, 0);
+    let available = field(&all, "status.availableReplicas");
+    assert_eq!(available.writer, "deployment-controller");
+    assert!(available.how.starts_with("deployment-controller reported it in the object's status"), "{}", available.how);
+    // A pod's node was set by the scheduler's binding.
+    let pod = store.list(rid::POD, Some("default")).next().unwrap().clone();
+    let node = field(&why(&sb, &pod), "spec.nodeName").clone();
+    assert_eq!(node.writer, "default-scheduler");
+    assert!(node.how.contains("BINDING"), "{}", node.how);
+    let ip = field(&why(&sb, &pod), "status.podIP").clone();
+    assert_eq!(ip.writer, "kubelet");
+}
+
+#[test]
+fn past_the_compacted_history_the_manager_is_named() {
+    let mut sb = Sandbox::new(APP, Some(1));
+    sb.advance(20_000);
+    let rev = sb.cluster.api.store.revision();
+    sb.etcdctl(&format!("compact {rev}"));
+    sb.advance(1_000);
+    let dep = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let all = why(&sb, &dep);
+    let image = field(&all, "spec.template.spec.containers[0].image");
+    assert!(!image.exact, "{image:?}");
+    assert_eq!(image.writer, "kubectl-client-side-apply");
+    assert!(image.how.contains("per managedFields (Update at 2026-01-01T00:00:00Z"), "{}", image.how);
+}
