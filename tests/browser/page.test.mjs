@@ -280,6 +280,30 @@ await test('why this value: a field links to the write that set it', async (page
   await page.locator('g.step.selected[data-flow="5"]').waitFor();
 });
 
+await test('the diagram follows the object just changed, and plays its journey', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.locator('.follow', { hasText: 'Showing every object' }).waitFor();
+  await setEditor(page, (await editorText(page)).replace('replicas: 2', 'replicas: 3'));
+  await page.locator('.follow', { hasText: 'Following Deployment/default/checkout' }).waitFor();
+  await readyCheckout(page).nth(2).waitFor({ timeout: 20000 });
+  // The steps say in which order the journey reached them.
+  const first = await count(page, '1');
+  if (!/^#1 at \d+\.\d{3} s · \d+ records$/.test(first)) throw new Error(`step 1 says ${first}`);
+  for (const f of ['5', '7', '8', '9', '10', '11']) {
+    const c = await count(page, f);
+    if (!/^#\d+ at /.test(c)) throw new Error(`step ${f} says ${c}`);
+  }
+  await page.getByRole('button', { name: '▶ Play its journey' }).click();
+  await page.getByRole('button', { name: 'Playing…' }).waitFor();
+  await page.getByRole('button', { name: '▶ Play its journey' }).waitFor({ timeout: 15000 });
+  await page.getByRole('button', { name: 'Show everything' }).click();
+  if (!/objects · \d+ records/.test(await count(page, '5'))) throw new Error('everything is not shown again');
+  // Selecting a pod follows it.
+  await readyCheckout(page).first().click();
+  await page.locator('.follow', { hasText: /Following Pod\/default\/checkout-/ }).waitFor();
+});
+
 await test('a YAML error is shown at its line', async (page) => {
   await page.goto(base);
   const text = await editorText(page);

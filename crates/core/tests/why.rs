@@ -71,3 +71,30 @@ fn past_the_compacted_history_the_manager_is_named() {
     assert_eq!(image.writer, "kubectl-client-side-apply");
     assert!(image.how.contains("per managedFields (Update at 2026-01-01T00:00:00Z"), "{}", image.how);
 }
+
+#[test]
+fn a_deployments_journey_holds_what_it_caused_and_nothing_else() {
+    use kubeloop_core::sandbox::journey::{object_of, Journey};
+    let other = APP.replace("name: web", "name: other").replace("app: web", "app: other");
+    let text =
+        format!("{APP}---\n{other}---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {{app: web}}\n  ports:\n  - port: 80\n");
+    let mut sb = Sandbox::new(&text, Some(1));
+    sb.advance(30_000);
+    // A rollout: the old ReplicaSet's pods are deleted, and stay in the journey.
+    sb.apply(&text.replacen("image: nginx:1.27", "image: nginx:1.28", 1));
+    sb.advance(60_000);
+    let mut j = Journey::new("Deployment/default/web");
+    let records = j.records(&sb.cluster.api.store, &sb.cluster.api.trace.records);
+    let objects: std::collections::BTreeSet<&str> = records.iter().map(|(_, r)| object_of(&r.object)).collect();
+    let kinds = |k: &str| objects.iter().filter(|o| o.starts_with(k)).count();
+    assert_eq!(kinds("ReplicaSet/default/web-"), 2, "{objects:?}");
+    assert_eq!(kinds("Pod/default/web-"), 4, "{objects:?}");
+    assert!(objects.contains("Service/default/web") && objects.iter().any(|o| o.starts_with("EndpointSlice/default/web-")), "{objects:?}");
+    assert!(!objects.iter().any(|o| o.contains("other")), "{objects:?}");
+    for stage in ["bind", "sync", "start", "ready"] {
+        assert!(records.iter().any(|(_, r)| r.stage == stage), "no {stage} record in the journey");
+    }
+    // The same journey from a fresh pass over the trace.
+    let mut again = Journey::new("Deployment/default/web");
+    assert_eq!(again.records(&sb.cluster.api.store, &sb.cluster.api.trace.records).len(), records.len());
+}

@@ -48,6 +48,8 @@ pub struct Tally {
     pub component: String,
     /// Records that arrived in the last update: the step lights up.
     pub fresh: usize,
+    /// When the first record of this step was written (simulated ms).
+    pub first: Option<u64>,
 }
 
 pub fn index(flow: Flow) -> usize {
@@ -63,12 +65,13 @@ pub fn background(r: &Record) -> bool {
 }
 
 /// Fold new records into the tallies (background ones only if `all`).
-pub fn tally(tallies: &mut [Tally; 14], records: &[Record], all: bool) {
+pub fn tally<'a>(tallies: &mut [Tally; 14], records: impl IntoIterator<Item = &'a Record>, all: bool) {
     for t in tallies.iter_mut() {
         t.fresh = 0;
     }
-    for r in records.iter().filter(|r| all || !background(r)) {
+    for r in records.into_iter().filter(|r| all || !background(r)) {
         let t = &mut tallies[index(r.flow)];
+        t.first.get_or_insert(r.t);
         t.records += 1;
         t.fresh += 1;
         if !r.object.is_empty() {
@@ -145,7 +148,11 @@ impl Outage {
     }
 }
 
-pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, outage: Outage, on_select: Callback<Flow>) -> Html {
+/// Draw the diagram. `journey`: the tallies are one object's journey, and each step says
+/// when it was first reached and in which order.
+pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, outage: Outage, journey: bool, on_select: Callback<Flow>) -> Html {
+    let mut firsts: Vec<u64> = tallies.iter().filter_map(|t| t.first).collect();
+    firsts.sort_unstable();
     let mut arrows = Vec::new();
     // Along the happy path, box to box.
     for w in STEPS[..11].windows(2) {
@@ -198,7 +205,13 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, outage: Outage, on_se
                 on_key.emit(flow);
             }
         });
-        let count = if t.records == 0 { String::new() } else { format!("{} objects · {} records", t.objects.len(), t.records) };
+        let count = match (t.records, t.first) {
+            (0, _) => String::new(),
+            (n, Some(first)) if journey => {
+                format!("#{} at {:.3} s · {n} records", firsts.iter().position(|f| *f == first).unwrap_or(0) + 1, first as f64 / 1000.0)
+            }
+            (n, _) => format!("{} objects · {n} records", t.objects.len()),
+        };
         let (title, detail) = heading(s, t);
         let detail = down.unwrap_or(detail);
         let label = format!("{title}: {detail}. {}", if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
@@ -243,7 +256,7 @@ mod tests {
 
     #[function_component]
     fn Diagram(p: &Props) -> Html {
-        view(&p.tallies, Some(Flow::Denied), p.outage, Callback::noop())
+        view(&p.tallies, Some(Flow::Denied), p.outage, false, Callback::noop())
     }
 
     fn render(tallies: [Tally; 14]) -> web_sys::Element {

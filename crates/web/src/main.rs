@@ -115,6 +115,10 @@ enum Msg {
     /// Show what the write of this version of the selected object changed.
     DiffVersion(u64),
     ToggleWhy,
+    /// Follow this object's journey on the diagram (`None`: show everything).
+    Follow(Option<String>),
+    /// Animate the followed journey in simulated time.
+    PlayJourney,
     /// Show a trace record in its step's list (from a "why" row).
     ShowRecord(usize),
 }
@@ -209,6 +213,11 @@ struct App {
     diff_rv: Option<u64>,
     /// The inspector lists where each field's value came from.
     why_open: bool,
+    /// The object whose journey the diagram follows, the indices of its records so far,
+    /// and the playback's simulated time while it animates.
+    follow: Option<kubeloop_core::sandbox::journey::Journey>,
+    journey_records: Vec<usize>,
+    playback: Option<u64>,
 }
 
 fn window() -> web_sys::Window {
@@ -245,12 +254,18 @@ fn now_ms() -> f64 {
 impl App {
     fn fresh(&mut self, sb: Sandbox) {
         self.sb = sb;
-        self.tallies = Default::default();
-        self.seen_records = 0;
         self.record = None;
         self.object = None;
+        self.playback = None;
         self.fault_node = self.node_names().into_iter().nth(1).unwrap_or_default();
-        self.absorb();
+        self.recount();
+    }
+
+    /// Follow an object's journey on the diagram (`None`: everything).
+    fn follow(&mut self, key: Option<&str>) {
+        self.follow = key.map(kubeloop_core::sandbox::journey::Journey::new);
+        self.playback = None;
+        self.recount();
     }
 
     /// Show another sandbox of the same run (the past, or the present again), keeping the
@@ -315,7 +330,17 @@ impl App {
             }
         }
         let records = &self.sb.cluster.api.trace.records;
-        diagram::tally(&mut self.tallies, &records[self.seen_records.min(records.len())..], self.background);
+        let from = self.seen_records.min(records.len());
+        match &mut self.follow {
+            None => diagram::tally(&mut self.tallies, &records[from..], self.background),
+            Some(j) => {
+                let store = &self.sb.cluster.api.store;
+                let until = self.playback.unwrap_or(u64::MAX);
+                let mine: Vec<usize> = (from..records.len()).filter(|i| j.admit(store, &records[*i])).collect();
+                diagram::tally(&mut self.tallies, mine.iter().map(|i| &records[*i]).filter(|r| r.t <= until), self.background);
+                self.journey_records.extend(mine);
+            }
+        }
         self.seen_records = records.len();
         self.observe_lesson();
     }
@@ -359,6 +384,8 @@ impl App {
     fn recount(&mut self) {
         self.tallies = Default::default();
         self.seen_records = 0;
+        self.journey_records.clear();
+        self.follow = self.follow.as_ref().map(|j| kubeloop_core::sandbox::journey::Journey::new(&j.root));
         self.absorb();
         for t in self.tallies.iter_mut() {
             t.fresh = 0;
@@ -426,6 +453,28 @@ impl App {
             self.absorb();
             let results: Vec<serde_json::Value> =
                 self.sb.docs.iter().map(|d| serde_json::json!({"line": d.start_line, "object": d.object, "result": d.result, "ok": !d.failed()})).collect();
+            // The diagram follows what the person just changed (a workload or a pod).
+            const WORKLOADS: [&str; 7] = ["Deployment/", "ReplicaSet/", "StatefulSet/", "DaemonSet/", "Job/", "CronJob/", "Pod/"];
+            let changed =
+                self.sb.docs.iter().find(|d| {
+                    WORKLOADS.iter().any(|w| d.object.starts_with(w)) && d.start_line > 0 && d.sent && (d.failed() || !d.result.ends_with(" unchanged"))
+                });
+            if let Some(d) = changed {
+                let (kind, name) = d.object.split_once('/').unwrap_or(("", ""));
+                let ns = self
+                    .sb
+                    .cluster
+                    .api
+                    .store
+                    .all()
+                    .find(|o| get_str(o, &["kind"]) == Some(kind) && api::name(o) == name)
+                    .map(|o| api::namespace(o).to_string())
+                    .unwrap_or_else(|| "default".into());
+                let key = format!("{kind}/{ns}/{name}");
+                if self.follow.as_ref().is_none_or(|j| j.root != key) {
+                    self.follow(Some(&key));
+                }
+            }
             let id = std::mem::take(&mut self.apply_id);
             self.post(serde_json::json!({"event": "applied", "id": id, "t": self.sb.cluster.now, "results": results}));
         }
@@ -625,6 +674,9 @@ impl Component for App {
             live: None,
             diff_rv: None,
             why_open: false,
+            follow: None,
+            journey_records: Vec::new(),
+            playback: None,
         };
         let link = ctx.link().clone();
         app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
@@ -703,6 +755,20 @@ impl Component for App {
                 }
             },
             Msg::Tick => {
+                if let Some(at) = self.playback {
+                    // Forty frames from the journey's first record to its last.
+                    let records = &self.sb.cluster.api.trace.records;
+                    let (first, last) = match (self.journey_records.first(), self.journey_records.last()) {
+                        (Some(a), Some(b)) => (records[*a].t, records[*b].t),
+                        _ => (0, 0),
+                    };
+                    let next = at + ((last - first) / 40).max(50);
+                    self.playback = (next < last).then_some(next);
+                    self.recount();
+                    if !self.playing {
+                        return true;
+                    }
+                }
                 if !self.playing || self.waiting.is_some() {
                     return false;
                 }
@@ -812,6 +878,12 @@ impl Component for App {
             }
             Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
             Msg::ToggleWhy => self.why_open = !self.why_open,
+            Msg::Follow(key) => self.follow(key.as_deref()),
+            Msg::PlayJourney => {
+                let records = &self.sb.cluster.api.trace.records;
+                self.playback = self.journey_records.first().map(|i| records[*i].t);
+                self.recount();
+            }
             Msg::ShowRecord(i) => {
                 if let Some(r) = self.sb.cluster.api.trace.records.get(i) {
                     self.flow = Some(r.flow);
@@ -821,6 +893,9 @@ impl Component for App {
             }
             Msg::SelectObject(o) => {
                 self.diff_rv = None;
+                if self.follow.as_ref().is_none_or(|j| j.root != o) {
+                    self.follow(Some(&o));
+                }
                 self.object = Some(o);
                 self.record = None;
                 self.tab = Tab::Objects;
@@ -1107,7 +1182,8 @@ impl App {
             <div class="diagram-pane" aria-label="Flow diagram">
                 <h2>{ "From kubectl apply to a running pod" }</h2>
                 <p class="hint">{ "Each request crosses steps 1–5 in the API server; the loops (6–11) only react to what etcd stored. Select a step to see its records, and a record to see the object at that resourceVersion." }</p>
-                { diagram::view(&self.tallies, self.flow, diagram::Outage { api_server: self.sb.cluster.api.down_since.is_some(), etcd: self.sb.cluster.api.etcd_down_since.is_some() }, on_select) }
+                { self.follow_bar(ctx) }
+                { diagram::view(&self.tallies, self.flow, diagram::Outage { api_server: self.sb.cluster.api.down_since.is_some(), etcd: self.sb.cluster.api.etcd_down_since.is_some() }, self.follow.is_some(), on_select) }
                 <label class="background-toggle">
                     <input type="checkbox" checked={self.background} onchange={ctx.link().callback(|_| Msg::ToggleBackground)} />
                     { " Count heartbeats, leases and events (left out by default: the counters show what you did)" }
@@ -1414,7 +1490,9 @@ impl App {
     fn records(&self, ctx: &Context<Self>) -> Html {
         let Some(flow) = self.flow else { return html! { <p>{ "Select a step of the diagram." }</p> } };
         let all = &self.sb.cluster.api.trace.records;
-        let mine: Vec<(usize, &Record)> = all.iter().enumerate().filter(|(_, r)| r.flow == flow && (self.background || !diagram::background(r))).collect();
+        let in_journey = |i: usize| self.follow.is_none() || self.journey_records.binary_search(&i).is_ok();
+        let mine: Vec<(usize, &Record)> =
+            all.iter().enumerate().filter(|(i, r)| r.flow == flow && (self.background || !diagram::background(r)) && in_journey(*i)).collect();
         let shown = mine.iter().rev().take(200).map(|(i, r)| {
             let i = *i;
             let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));

@@ -18,6 +18,20 @@ pub struct Version {
 }
 
 impl App {
+    /// Above the diagram: whose journey it shows, and the way back to everything.
+    pub fn follow_bar(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        match &self.follow {
+            Some(j) => html! {
+                <p class="follow" role="status">{ "Following " }<strong>{ &j.root }</strong>{ ": its requests and everything they set in motion, numbered in the order they happened. " }
+                    <button onclick={link.callback(|_| Msg::PlayJourney)} disabled={self.playback.is_some()}>{ if self.playback.is_some() { "Playing…" } else { "▶ Play its journey" } }</button>
+                    { " " }<button onclick={link.callback(|_| Msg::Follow(None))}>{ "Show everything" }</button>
+                </p>
+            },
+            None => html! { <p class="follow">{ "Showing every object. Select one (Objects tab, or a pod) or change a workload to follow its journey." }</p> },
+        }
+    }
+
     pub fn timeline(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         let now = self.sb.cluster.now;

@@ -8,6 +8,7 @@
 //! document sets up the cluster (nodes, users, images, seed, timed steps) when the
 //! sandbox is created; it is not an API object.
 
+pub mod journey;
 pub mod lessons;
 pub mod why;
 
@@ -35,6 +36,8 @@ pub struct DocStatus {
     /// Problems to show at a line: YAML errors at their position, API errors at the
     /// document's first line.
     pub diagnostics: Vec<Diagnostic>,
+    /// Whether this apply sent the document (false: unchanged since it was last applied).
+    pub sent: bool,
 }
 
 impl DocStatus {
@@ -147,8 +150,14 @@ impl Sandbox {
         let mut present = BTreeMap::new();
         let lines: Vec<&str> = text.lines().collect();
         for d in crate::foundation::manifest::parse(text) {
-            let mut st =
-                DocStatus { start_line: d.start_line, end_line: d.end_line, object: String::new(), result: String::new(), diagnostics: d.diagnostics.clone() };
+            let mut st = DocStatus {
+                start_line: d.start_line,
+                end_line: d.end_line,
+                object: String::new(),
+                result: String::new(),
+                diagnostics: d.diagnostics.clone(),
+                sent: false,
+            };
             let Some(obj) = d.object else {
                 st.result = d.diagnostics.first().map(|x| format!("error: {}", x.message)).unwrap_or_default();
                 docs.push(st);
@@ -184,6 +193,7 @@ impl Sandbox {
             let end = d.end_line.min(lines.len());
             let out = self.cluster.act(creds.clone(), Action::Apply { text: lines[start..end].join("\n"), file: "editor".into() });
             st.result = out.output.join("\n");
+            st.sent = true;
             let ok = !out.output.iter().any(|l| crate::kubectl::is_error_line(l));
             if ok {
                 if let Some(k) = key {
@@ -210,8 +220,14 @@ impl Sandbox {
             let out = self.cluster.act(creds.clone(), Action::Kubectl(cmd)).output;
             let result = out.join("\n");
             let failed = crate::kubectl::is_error_line(&result);
-            let mut st =
-                DocStatus { start_line: 0, end_line: 0, object: format!("{}/{name}", res.kind), result: format!("pruned: {result}"), diagnostics: vec![] };
+            let mut st = DocStatus {
+                start_line: 0,
+                end_line: 0,
+                object: format!("{}/{name}", res.kind),
+                result: format!("pruned: {result}"),
+                diagnostics: vec![],
+                sent: true,
+            };
             if failed && !result.contains("(NotFound)") {
                 // Still declared as far as the cluster knows: try again on the next apply.
                 st.diagnostics.push(Diagnostic { line: 0, column: 0, message: result });
