@@ -63,6 +63,11 @@ need_playwright() {
     echo "installing playwright-core into .tools"
     npm install --silent --prefix "$TOOLS" playwright-core@1.65
   fi
+  # axe-core: the accessibility checks of the browser tests.
+  if [ ! -f "$TOOLS/node_modules/axe-core/axe.min.js" ]; then
+    echo "installing axe-core into .tools"
+    npm install --silent --prefix "$TOOLS" axe-core@4.14.1
+  fi
 }
 
 # The real kubectl, for the compatibility suite of `kubeloop serve`.

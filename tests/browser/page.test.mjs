@@ -59,6 +59,14 @@ async function test(name, fn) {
   await context.close();
 }
 
+// axe-core, installed beside playwright-core by scripts/lib.sh.
+const axePath = process.env.AXE_CORE || join(process.env.PLAYWRIGHT_CORE || 'node_modules/playwright-core', '..', 'axe-core', 'axe.min.js');
+async function axeViolations(page) {
+  await page.addScriptTag({ path: axePath });
+  const found = await page.evaluate(async () => (await window.axe.run(document, { resultTypes: ['violations'] })).violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+  return found;
+}
+
 const readyCheckout = (page) => page.locator('.chip.ok', { hasText: 'checkout-' });
 async function setEditor(page, text, { now = true } = {}) {
   await page.locator('.code textarea').fill(text);
@@ -302,6 +310,44 @@ await test('the diagram follows the object just changed, and plays its journey',
   // Selecting a pod follows it.
   await readyCheckout(page).first().click();
   await page.locator('.follow', { hasText: /Following Pod\/default\/checkout-/ }).waitFor();
+});
+
+await test('export downloads a kind script with the nodes and the manifests', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export to kind' }).click()]);
+  if (download.suggestedFilename() !== 'kubeloop-kind.sh') throw new Error(download.suggestedFilename());
+  const text = await readFile(await download.path(), 'utf8');
+  for (const want of ['kind create cluster --config kind-kubeloop.yaml', 'topology.kubernetes.io/zone: "zone-b"', 'name: checkout', "# Webhooks with kubeloop.dev/allow-if"]) {
+    if (!text.includes(want)) throw new Error(`the script lacks ${want}`);
+  }
+  if (text.includes('kind: Scenario')) throw new Error('the Scenario document was exported');
+  await page.getByText('Downloaded kubeloop-kind.sh').waitFor();
+});
+
+await test('no serious or critical accessibility violations (axe-core)', async (page) => {
+  const all = [];
+  const check = async (state) => { for (const v of await axeViolations(page)) all.push(`${state}: ${v}`); };
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await check('default page');
+  await page.getByRole('button', { name: 'Lessons', exact: true }).click();
+  await check('lessons list');
+  await page.goto(base + '?lesson=l4-bind-then-run');
+  await page.locator('article.lesson').waitFor();
+  await page.getByRole('button', { name: 'Show the answer' }).click();
+  await check('a lesson');
+  await page.getByRole('slider', { name: 'Simulated time' }).fill('1000');
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  await page.locator('.object-list button', { hasText: /^Deployment\/default\/web$/ }).click();
+  await page.getByRole('button', { name: /Why these values/ }).click();
+  await check('the past, an object with its history and why');
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  await check('the terminal');
+  await page.goto(base + '?embed=editor,diagram');
+  await page.locator('g.step').first().waitFor();
+  await check('embed');
+  if (all.length) throw new Error(all.join('\n     '));
 });
 
 await test('a YAML error is shown at its line', async (page) => {

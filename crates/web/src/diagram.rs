@@ -214,16 +214,23 @@ pub fn view(tallies: &[Tally; 14], selected: Option<Flow>, outage: Outage, journ
         };
         let (title, detail) = heading(s, t);
         let detail = down.unwrap_or(detail);
-        let label = format!("{title}: {detail}. {}", if t.records == 0 { "nothing yet".to_string() } else { count.clone() });
+        // The box's title (its tooltip and its accessible name) holds the visible text, in
+        // order (WCAG's label in name), then the latest record.
+        let shown = short(t.latest.as_ref().map_or("", |(o, _)| o.as_str()));
+        let label = format!(
+            "{title} {detail} {}{}",
+            if t.records == 0 { "nothing yet".to_string() } else { count.clone() },
+            if shown.is_empty() { String::new() } else { format!(" {shown}") }
+        );
         let latest = t.latest.as_ref().map(|(o, m)| if o.is_empty() { m.clone() } else { format!("{o}: {m}") }).unwrap_or_default();
         html! {
-            <g class={class} {onclick} {onkeydown} tabindex="0" role="button" aria-label={label} data-flow={s.flow.as_str()}>
-                <title>{ latest }</title>
+            <g class={class} {onclick} {onkeydown} tabindex="0" role="button" data-flow={s.flow.as_str()}>
+                <title>{ if latest.is_empty() { label } else { format!("{label} — latest: {latest}") } }</title>
                 <rect x={s.x.to_string()} y={s.y.to_string()} width={W.to_string()} height={H.to_string()} rx="6" />
                 <text x={(s.x + 8).to_string()} y={(s.y + 17).to_string()} class="title">{ title }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 31).to_string()} class="detail">{ detail }</text>
                 <text x={(s.x + 8).to_string()} y={(s.y + 44).to_string()} class="count">{ count }</text>
-                <text x={(s.x + 8).to_string()} y={(s.y + 57).to_string()} class="latest">{ short(t.latest.as_ref().map_or("", |(o, _)| o.as_str())) }</text>
+                <text x={(s.x + 8).to_string()} y={(s.y + 57).to_string()} class="latest">{ shown }</text>
             </g>
         }
     });

@@ -119,6 +119,8 @@ enum Msg {
     Follow(Option<String>),
     /// Animate the followed journey in simulated time.
     PlayJourney,
+    /// Download a script that makes a kind cluster like this one and applies the manifests.
+    Export,
     /// Show a trace record in its step's list (from a "why" row).
     ShowRecord(usize),
 }
@@ -245,6 +247,21 @@ fn save_text(text: &str) {
     if let Some(s) = storage() {
         let _ = s.set_item(&saved_key(), text);
     }
+}
+
+/// Offer `text` as a file download.
+fn download(name: &str, text: &str) -> Result<(), wasm_bindgen::JsValue> {
+    use wasm_bindgen::JsCast;
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type("text/x-shellscript");
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob)?;
+    let a: web_sys::HtmlAnchorElement = window().document().ok_or("no document")?.create_element("a")?.dyn_into()?;
+    a.set_href(&url);
+    a.set_download(name);
+    a.click();
+    web_sys::Url::revoke_object_url(&url)
 }
 
 fn now_ms() -> f64 {
@@ -879,6 +896,14 @@ impl Component for App {
             Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
             Msg::ToggleWhy => self.why_open = !self.why_open,
             Msg::Follow(key) => self.follow(key.as_deref()),
+            Msg::Export => {
+                self.apply();
+                let script = kubeloop_core::sandbox::export::kind_script(&self.sb);
+                self.notice = Some(match download("kubeloop-kind.sh", &script) {
+                    Ok(()) => "Downloaded kubeloop-kind.sh: run it with sh where kind and kubectl are installed. It creates a kind cluster with these nodes (zones as labels, taints) and applies the editor's manifests; its comments say what kubeloop only simulates.".into(),
+                    Err(e) => format!("The download failed: {e:?}"),
+                });
+            }
             Msg::PlayJourney => {
                 let records = &self.sb.cluster.api.trace.records;
                 self.playback = self.journey_records.first().map(|i| records[*i].t);
@@ -1113,6 +1138,7 @@ impl App {
                         })}>{ "Open the full sandbox ↗" }</a>
                     } else {
                         <button onclick={link.callback(|_| Msg::Share)}>{ "Share link" }</button>
+                        <button onclick={link.callback(|_| Msg::Export)} title="download a script that creates a kind cluster like this one and applies the manifests">{ "Export to kind" }</button>
                     }
                 </div>
                 if let Some(l) = &self.link {
@@ -1158,7 +1184,7 @@ impl App {
                         <textarea spellcheck="false" wrap="off" rows={(lines.len() + 1).to_string()} aria-label="Kubernetes manifests (YAML); applied when you pause typing" value={self.text.clone()} readonly={matches!(self.waiting, Some(Init::Link(_)))} {oninput} {onkeydown} />
                     </div>
                 </div>
-                <ul class="results" aria-label="Apply results">
+                <ul class="results" aria-label="Apply results" tabindex="0">
                     { for self.sb.setup_errors.iter().map(|e| html! { <li class="error">{ format!("Scenario line {e}") }</li> }) }
                     { for self.sb.docs.iter().filter(|d| !d.result.is_empty()).map(|d| {
                         // A warning (a kind nothing simulates, an unknown field) is not a plain success.
@@ -1517,7 +1543,7 @@ impl App {
                 </table>
                 if let Some((r, o)) = at {
                     <h3>{ format!("{} as stored at resourceVersion {}", r.object, r.resource_version) }</h3>
-                    <pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&o) }</pre>
+                    <pre class="yaml" tabindex="0">{ kubeloop_core::kubectl::goyaml::to_yaml(&o) }</pre>
                 }
             </div>
         }
@@ -1579,8 +1605,8 @@ impl App {
                 <h3>{ object_key(o) }{ format!(" · resourceVersion {}", api::resource_version(o)) }</h3>
                 <div class="links">{ for owners }{ for deps }</div>
                 <div class="side-by-side">
-                    <div><h4>{ "spec (desired)" }</h4><pre class="yaml">{ kubeloop_core::kubectl::goyaml::to_yaml(&spec) }</pre></div>
-                    <div><h4>{ "status (observed)" }</h4><pre class="yaml">{ status.map(|s| kubeloop_core::kubectl::goyaml::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
+                    <div><h4>{ "spec (desired)" }</h4><pre class="yaml" tabindex="0">{ kubeloop_core::kubectl::goyaml::to_yaml(&spec) }</pre></div>
+                    <div><h4>{ "status (observed)" }</h4><pre class="yaml" tabindex="0">{ status.map(|s| kubeloop_core::kubectl::goyaml::to_yaml(&s)).unwrap_or_else(|| "(none)".into()) }</pre></div>
                 </div>
                 { self.why_view(ctx, o) }
                 { self.history(ctx, o) }

@@ -92,7 +92,7 @@ impl App {
             html! { <tr><td class="path">{ &f.path }</td><td class="val">{ &f.value }</td><td>{ &f.writer }</td><td>{ when }</td><td>{ &f.how }</td><td>{ for rec }</td></tr> }
         });
         html! {
-            <div class="why">
+            <div class="why" tabindex="0" aria-label="where the values came from">
                 <button class="why-toggle" onclick={toggle} aria-expanded="true">{ "Hide where the values came from" }</button>
                 <table>
                     <thead><tr><th>{ "field" }</th><th>{ "value" }</th><th>{ "set by" }</th><th>{ "at" }</th><th>{ "how" }</th><th>{ "write" }</th></tr></thead>
@@ -121,7 +121,7 @@ impl App {
             let yaml = |v: Option<&Version>| v.and_then(|v| v.object.as_ref()).map(|o| to_yaml(o)).unwrap_or_default();
             let lines = kubeloop_core::kubectl::diff::unified(&yaml(i.checked_sub(1).and_then(|j| versions.get(j))), &yaml(versions.get(i)));
             html! {
-                <pre class="yaml diff" aria-label="changes of this version">
+                <pre class="yaml diff" aria-label="changes of this version" tabindex="0">
                     { for lines.iter().map(|l| {
                         let class = if l.starts_with('+') { "add" } else if l.starts_with('-') { "del" } else { "" };
                         html! { <div {class}>{ l }</div> }

@@ -8,6 +8,7 @@
 //! document sets up the cluster (nodes, users, images, seed, timed steps) when the
 //! sandbox is created; it is not an API object.
 
+pub mod export;
 pub mod journey;
 pub mod lessons;
 pub mod why;
