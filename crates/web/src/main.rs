@@ -121,6 +121,13 @@ enum Msg {
     PlayJourney,
     /// Download a script that makes a kind cluster like this one and applies the manifests.
     Export,
+    /// Named workspaces: the name typed, keep the session under it, open, rename to the
+    /// name typed, delete.
+    WsName(String),
+    WsKeep,
+    WsOpen(String),
+    WsRename(String),
+    WsDelete(String),
     /// Show a trace record in its step's list (from a "why" row).
     ShowRecord(usize),
 }
@@ -129,6 +136,9 @@ enum Msg {
 enum Init {
     Link(String),
     Text(String),
+    /// A kept session (the one saved for this page, or a named workspace): a link
+    /// fragment that replays it, and what was said of it once it is open.
+    Session(String, String),
 }
 
 /// Which panes to show: all, or those an embed asks for.
@@ -218,6 +228,9 @@ struct App {
     /// The object whose journey the diagram follows, the indices of its records so far,
     /// and the playback's simulated time while it animates.
     follow: Option<kubeloop_core::sandbox::journey::Journey>,
+    /// The workspace name being typed, and when the session was last saved (real ms).
+    ws_name: String,
+    session_saved: f64,
     journey_records: Vec<usize>,
     playback: Option<u64>,
 }
@@ -240,6 +253,45 @@ fn storage() -> Option<web_sys::Storage> {
 /// What the person last typed on this page, if the browser kept it.
 fn saved_text() -> Option<String> {
     storage()?.get_item(&saved_key()).ok().flatten()
+}
+
+/// Where this page keeps the whole session: the set-up, what was done, and the time, as a
+/// share link would carry them, and the editor's text.
+fn session_key() -> String {
+    saved_key().replacen("kubeloop.editor:", "kubeloop.session:", 1)
+}
+
+/// The named workspaces, kept in the browser: name -> {link, text}.
+const WORKSPACES_KEY: &str = "kubeloop.workspaces";
+
+/// A kept session as stored: its link fragment and editor text, or why it cannot be read.
+fn read_session(stored: &str) -> Result<(String, String), String> {
+    let v: serde_json::Value = serde_json::from_str(stored).map_err(|e| format!("it is not what kubeloop saves ({e})"))?;
+    match (v.get("v").and_then(|x| x.as_u64()), v.get("link").and_then(|x| x.as_str()), v.get("text").and_then(|x| x.as_str())) {
+        (Some(1), Some(link), Some(text)) => Ok((link.to_string(), text.to_string())),
+        (Some(n), _, _) if n != 1 => Err(format!("it was saved by another version of kubeloop ({n})")),
+        _ => Err("it lacks the run or the editor's text".into()),
+    }
+}
+
+/// Move a session that cannot be restored out of the way, where a person can still find it.
+fn set_aside_damaged() {
+    if let Some(st) = storage() {
+        if let Ok(Some(bad)) = st.get_item(&session_key()) {
+            let _ = st.set_item("kubeloop.damaged", &bad);
+        }
+        let _ = st.remove_item(&session_key());
+    }
+}
+
+fn workspaces() -> serde_json::Map<String, serde_json::Value> {
+    storage().and_then(|s| s.get_item(WORKSPACES_KEY).ok().flatten()).and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+}
+
+fn save_workspaces(all: &serde_json::Map<String, serde_json::Value>) {
+    if let Some(s) = storage() {
+        let _ = s.set_item(WORKSPACES_KEY, &serde_json::Value::Object(all.clone()).to_string());
+    }
 }
 
 /// Keep the editor's text (a browser that refuses storage just does not keep it).
@@ -390,6 +442,12 @@ impl App {
         self.hints_shown = 0;
         self.answer_shown = false;
         self.lessons_open = false;
+        // The session kept for the lesson's page (or the example's) comes back as it was left.
+        if let Some(Ok((link, text))) = storage().and_then(|s| s.get_item(&session_key()).ok().flatten()).map(|t| read_session(&t)) {
+            self.restored = true;
+            self.open_session(ctx, link, text, RESTORED.to_string());
+            return;
+        }
         let base = self.base_text().to_string();
         let saved = saved_text().filter(|t| *t != base);
         self.restored = saved.is_some();
@@ -448,6 +506,21 @@ impl App {
             },
             // What the person typed while CEL was loading wins over the text it started from.
             Init::Text(t) => Sandbox::new(if self.text.is_empty() { &t } else { &self.text }, None),
+            Init::Session(link, said) => match Sandbox::open_with_base(&link, DEFAULT_TEXT) {
+                Ok(sb) => {
+                    self.notice = Some(format!("{said} The cluster was replayed to where you left it (t = {:.1} s).", sb.cluster.now as f64 / 1000.0));
+                    sb
+                }
+                Err(e) => {
+                    // Set the damaged save aside, and open what this page starts from.
+                    set_aside_damaged();
+                    self.notice = Some(format!(
+                        "Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); here is the page's example instead."
+                    ));
+                    self.text.clear();
+                    Sandbox::new(self.base_text(), None)
+                }
+            },
         };
         let typed = self.text.clone();
         self.text = if typed.is_empty() { sb.text.clone() } else { typed };
@@ -494,6 +567,37 @@ impl App {
             }
             let id = std::mem::take(&mut self.apply_id);
             self.post(serde_json::json!({"event": "applied", "id": id, "t": self.sb.cluster.now, "results": results}));
+        }
+    }
+
+    /// Keep the whole session for this page: what a share link would carry, and the editor's
+    /// text (not while the timeline shows the past, or the sandbox is still loading).
+    fn save_session(&self) {
+        if self.live.is_some() || self.waiting.is_some() {
+            return;
+        }
+        if let Some(st) = storage() {
+            let v = serde_json::json!({"v": 1, "link": self.sb.share_with_base(DEFAULT_TEXT), "text": self.text});
+            let _ = st.set_item(&session_key(), &v.to_string());
+        }
+    }
+
+    /// Replay a kept session (loading CEL first if need be), with its editor text.
+    fn open_session(&mut self, ctx: &Context<Self>, link: String, text: String, said: String) {
+        self.live = None;
+        self.text = text;
+        if cel::ready() {
+            self.start(Init::Session(link, said));
+        } else {
+            self.waiting = Some(Init::Session(link, said));
+            self.load_cel(ctx);
+        }
+    }
+
+    /// Forget this page's saved session (the example or the lesson starts over).
+    fn forget_session(&self) {
+        if let Some(st) = storage() {
+            let _ = st.remove_item(&session_key());
         }
     }
 
@@ -632,18 +736,30 @@ impl Component for App {
         let wanted = lessons::from_query(&search);
         let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
         let base = lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone());
-        // A share link wins; else what the person typed here last time; else the example.
+        // A share link wins; else the session kept here (what was done, replayed); else what
+        // the person typed here last time; else the example.
+        let session = if hash.len() > 1 { None } else { storage().and_then(|s| s.get_item(&session_key()).ok().flatten()).map(|t| read_session(&t)) };
+        let mut session_error = None;
         let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| *t != base) };
-        let restored = saved.is_some();
-        let init = if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or(base)) };
+        let (init, restored) = match session {
+            Some(Ok((link, text))) => (Init::Session(link, RESTORED.to_string()), Some(text)),
+            other => {
+                if let Some(Err(e)) = other {
+                    session_error = Some(e);
+                }
+                let restored = saved.clone();
+                (if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or(base)) }, restored)
+            }
+        };
         let needs_cel = match &init {
-            Init::Link(_) => true,
+            Init::Link(_) | Init::Session(..) => true,
             Init::Text(t) => cel::needed_by(t),
         };
         let mut app = App {
             text: match &init {
                 Init::Text(t) => t.clone(),
                 Init::Link(_) => String::new(),
+                Init::Session(..) => restored.clone().unwrap_or_default(),
             },
             seed_input: String::new(),
             sb: Sandbox::new("", None),
@@ -692,14 +808,20 @@ impl Component for App {
             diff_rv: None,
             why_open: false,
             follow: None,
+            ws_name: String::new(),
+            session_saved: 0.0,
             journey_records: Vec::new(),
             playback: None,
         };
         let link = ctx.link().clone();
         app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
-        app.restored = restored;
-        if restored {
+        app.restored = restored.is_some();
+        if app.restored {
             app.notice = Some(RESTORED.into());
+        }
+        if let Some(e) = session_error {
+            set_aside_damaged();
+            app.notice = Some(format!("Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); the editor holds what you last typed, or the example."));
         }
         if let Some(id) = wanted.filter(|_| lesson.is_none()) {
             app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
@@ -720,6 +842,21 @@ impl Component for App {
     }
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        // What the person (or an embedding page) did is kept at once.
+        let act = matches!(
+            msg,
+            Msg::ApplyNow
+                | Msg::TogglePlay
+                | Msg::StepOnce
+                | Msg::Reset
+                | Msg::SetUser(_)
+                | Msg::Fault(..)
+                | Msg::ScaleBy(_)
+                | Msg::FreeEtcd
+                | Msg::TermRun
+                | Msg::Embed(..)
+                | Msg::BackToNow
+        );
         if matches!(
             msg,
             Msg::Edit(_)
@@ -749,6 +886,7 @@ impl Component for App {
             Msg::LoadExample => {
                 self.text = DEFAULT_TEXT.to_string();
                 save_text(&self.text);
+                self.forget_session();
                 self.restored = false;
                 self.notice = None;
                 self.apply();
@@ -806,6 +944,11 @@ impl Component for App {
                 }
                 let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records.len() != self.seen_records;
                 self.absorb();
+                // The clock moved: keep the session every few seconds.
+                if moved && now_ms() - self.session_saved >= 5000.0 {
+                    self.session_saved = now_ms();
+                    self.save_session();
+                }
                 if moved && now_ms() - self.tick_posted >= 250.0 && embed::parent().is_some() {
                     self.tick_posted = now_ms();
                     self.post(self.summary(serde_json::Value::Null));
@@ -842,6 +985,7 @@ impl Component for App {
             Msg::RestartLesson => {
                 let text = self.base_text().to_string();
                 save_text(&text);
+                self.forget_session();
                 self.progress = Progress::default();
                 self.restored = false;
                 self.notice = None;
@@ -896,6 +1040,44 @@ impl Component for App {
             Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
             Msg::ToggleWhy => self.why_open = !self.why_open,
             Msg::Follow(key) => self.follow(key.as_deref()),
+            Msg::WsName(n) => {
+                self.ws_name = n;
+                return false;
+            }
+            Msg::WsKeep => {
+                let name = self.ws_name.trim().to_string();
+                if name.is_empty() {
+                    self.notice = Some("Type a name for the workspace first.".into());
+                } else {
+                    self.apply();
+                    let mut all = workspaces();
+                    all.insert(name.clone(), serde_json::json!({"v": 1, "link": self.sb.share_with_base(DEFAULT_TEXT), "text": self.text}));
+                    save_workspaces(&all);
+                    self.notice = Some(format!("Kept as the workspace {name:?} (in this browser)."));
+                }
+            }
+            Msg::WsOpen(name) => match workspaces().get(&name).map(|v| read_session(&v.to_string())) {
+                Some(Ok((link, text))) => self.open_session(ctx, link, text, format!("Opened the workspace {name:?}.")),
+                Some(Err(e)) => self.notice = Some(format!("The workspace {name:?} could not be opened: {e}.")),
+                None => self.notice = Some(format!("There is no workspace {name:?}.")),
+            },
+            Msg::WsRename(old) => {
+                let new = self.ws_name.trim().to_string();
+                let mut all = workspaces();
+                if new.is_empty() || all.contains_key(&new) {
+                    self.notice = Some(if new.is_empty() { "Type the new name first.".into() } else { format!("A workspace is already named {new:?}.") });
+                } else if let Some(v) = all.remove(&old) {
+                    all.insert(new.clone(), v);
+                    save_workspaces(&all);
+                    self.notice = Some(format!("Renamed {old:?} to {new:?}."));
+                }
+            }
+            Msg::WsDelete(name) => {
+                let mut all = workspaces();
+                all.remove(&name);
+                save_workspaces(&all);
+                self.notice = Some(format!("Deleted the workspace {name:?}."));
+            }
             Msg::Export => {
                 self.apply();
                 let script = kubeloop_core::sandbox::export::kind_script(&self.sb);
@@ -1032,6 +1214,9 @@ impl Component for App {
                 self.link = Some(url);
             }
         }
+        if act {
+            self.save_session();
+        }
         true
     }
 
@@ -1139,6 +1324,7 @@ impl App {
                     } else {
                         <button onclick={link.callback(|_| Msg::Share)}>{ "Share link" }</button>
                         <button onclick={link.callback(|_| Msg::Export)} title="download a script that creates a kind cluster like this one and applies the manifests">{ "Export to kind" }</button>
+                        { self.workspaces_view(ctx) }
                     }
                 </div>
                 if let Some(l) = &self.link {

@@ -18,6 +18,32 @@ pub struct Version {
 }
 
 impl App {
+    /// Named workspaces: keep this session under a name, and open, rename or delete one.
+    pub fn workspaces_view(&self, ctx: &Context<Self>) -> Html {
+        let link = ctx.link();
+        let names: Vec<String> = super::workspaces().keys().cloned().collect();
+        let oninput = link.callback(|e: InputEvent| Msg::WsName(e.target_unchecked_into::<HtmlInputElement>().value()));
+        html! {
+            <details class="workspaces">
+                <summary>{ format!("Workspaces ({})", names.len()) }</summary>
+                <div class="ws-panel">
+                    <label>{ "Name " }<input type="text" value={self.ws_name.clone()} {oninput} aria-label="workspace name" /></label>
+                    <button onclick={link.callback(|_| Msg::WsKeep)}>{ "Keep this session as" }</button>
+                    <ul>
+                        { for names.into_iter().map(|n| {
+                            let (a, b, c) = (n.clone(), n.clone(), n.clone());
+                            html! { <li><span class="ws">{ &n }</span>
+                                <button onclick={link.callback(move |_| Msg::WsOpen(a.clone()))}>{ "Open" }</button>
+                                <button onclick={link.callback(move |_| Msg::WsRename(b.clone()))} title="rename it to the name typed above">{ "Rename" }</button>
+                                <button onclick={link.callback(move |_| Msg::WsDelete(c.clone()))}>{ "Delete" }</button>
+                            </li> }
+                        }) }
+                    </ul>
+                </div>
+            </details>
+        }
+    }
+
     /// Above the diagram: whose journey it shows, and the way back to everything.
     pub fn follow_bar(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
