@@ -358,7 +358,7 @@ pub enum Step {
 /// The seeds' decision chart as a way into the lessons: a symptom, and the lessons that
 /// teach what to look at.
 pub const CHART: &[(&str, &[&str])] = &[
-    ("A pod is Pending?", &["e1-scheduling-untolerated-taint", "e3-storage-zonal-volume", "t1-scheduler-does-not-start-containers"]),
+    ("A pod is Pending?", &["e1-scheduling-untolerated-taint", "e3-storage-zonal-volume", "e4-node-scaling-latency", "t1-scheduler-does-not-start-containers"]),
     ("A pod has a node but does not run?", &["f1-apply-succeeded-nothing-runs", "l1-apply-stores-intent", "l4-bind-then-run"]),
     (
         "A write or deploy fails before any pod exists?",
