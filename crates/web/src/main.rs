@@ -132,6 +132,16 @@ enum Msg {
     ShowRecord(usize),
 }
 
+impl Msg {
+    /// Whether the message does something to the run (applies, runs, breaks, moves time).
+    fn changes_the_run(&self) -> bool {
+        matches!(
+            self,
+            Msg::ApplyNow | Msg::TogglePlay | Msg::StepOnce | Msg::Reset | Msg::SetUser(_) | Msg::Fault(..) | Msg::ScaleBy(_) | Msg::FreeEtcd | Msg::TermRun
+        )
+    }
+}
+
 /// What the sandbox starts from.
 enum Init {
     Link(String),
@@ -842,37 +852,13 @@ impl Component for App {
     }
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
-        // What the person (or an embedding page) did is kept at once.
-        let act = matches!(
-            msg,
-            Msg::ApplyNow
-                | Msg::TogglePlay
-                | Msg::StepOnce
-                | Msg::Reset
-                | Msg::SetUser(_)
-                | Msg::Fault(..)
-                | Msg::ScaleBy(_)
-                | Msg::FreeEtcd
-                | Msg::TermRun
-                | Msg::Embed(..)
-                | Msg::BackToNow
-        );
-        if matches!(
-            msg,
-            Msg::Edit(_)
-                | Msg::ApplyNow
-                | Msg::LoadExample
-                | Msg::TogglePlay
-                | Msg::StepOnce
-                | Msg::Reset
-                | Msg::SetUser(_)
-                | Msg::Fault(..)
-                | Msg::ScaleBy(_)
-                | Msg::FreeEtcd
-                | Msg::TermRun
-        ) {
+        // Acting while the timeline shows the past goes on from there; what the person (or
+        // an embedding page) did is kept at once.
+        let acts = msg.changes_the_run();
+        if acts || matches!(msg, Msg::Edit(_) | Msg::LoadExample) {
             self.branch();
         }
+        let act = acts || matches!(msg, Msg::Embed(..) | Msg::BackToNow);
         match msg {
             Msg::Edit(text) => {
                 save_text(&text);
