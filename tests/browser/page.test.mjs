@@ -155,6 +155,15 @@ await test('a lesson is walked to its goal, and its progress is kept', async (pa
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
 });
 
+await test('a lesson with a policy loads CEL and sees the refusal', async (page) => {
+  await page.goto(base + '?lesson=l6-block-at-admission');
+  await page.locator('.chip.ok', { hasText: 'web-' }).nth(1).waitFor({ timeout: 30000 });
+  await setEditor(page, (await editorText(page)).replace('image: nginx:1.27', 'image: nginx:latest'));
+  await page.locator('.checks li.ok', { hasText: 'the change to web was refused' }).waitFor({ timeout: 10000 });
+  await page.locator('fieldset.ask').first().getByLabel('validating-admission').check();
+  await page.locator('.met', { hasText: 'Goal met' }).waitFor({ timeout: 10000 });
+});
+
 await test('a lesson question is answered from the run', async (page) => {
   await page.goto(base + '?lesson=l4-bind-then-run');
   await page.locator('.chip.ok', { hasText: 'web-' }).nth(1).waitFor({ timeout: 20000 });
