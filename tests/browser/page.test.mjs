@@ -316,6 +316,9 @@ await test('the diagram follows the object just changed, and plays its journey',
   await page.getByRole('button', { name: '▶ Play its journey' }).waitFor({ timeout: 15000 });
   await page.getByRole('button', { name: 'Show everything' }).click();
   if (!/objects · \d+ records/.test(await count(page, '5'))) throw new Error('everything is not shown again');
+  // A document of the editor can be followed from its result line.
+  await page.getByRole('button', { name: 'follow Service/checkout on the diagram' }).click();
+  await page.locator('.follow', { hasText: 'Following Service/default/checkout' }).waitFor();
   // Selecting a pod follows it.
   await readyCheckout(page).first().click();
   await page.locator('.follow', { hasText: /Following Pod\/default\/checkout-/ }).waitFor();

@@ -117,6 +117,8 @@ enum Msg {
     ToggleWhy,
     /// Follow this object's journey on the diagram (`None`: show everything).
     Follow(Option<String>),
+    /// Follow the object of the editor's document that starts at this line.
+    FollowDoc(usize),
     /// Animate the followed journey in simulated time.
     PlayJourney,
     /// Download a script that makes a kind cluster like this one and applies the manifests.
@@ -559,18 +561,7 @@ impl App {
                 self.sb.docs.iter().find(|d| {
                     WORKLOADS.iter().any(|w| d.object.starts_with(w)) && d.start_line > 0 && d.sent && (d.failed() || !d.result.ends_with(" unchanged"))
                 });
-            if let Some(d) = changed {
-                let (kind, name) = d.object.split_once('/').unwrap_or(("", ""));
-                let ns = self
-                    .sb
-                    .cluster
-                    .api
-                    .store
-                    .all()
-                    .find(|o| get_str(o, &["kind"]) == Some(kind) && api::name(o) == name)
-                    .map(|o| api::namespace(o).to_string())
-                    .unwrap_or_else(|| "default".into());
-                let key = format!("{kind}/{ns}/{name}");
+            if let Some(key) = changed.map(|d| self.doc_key(d.start_line)) {
                 if self.follow.as_ref().is_none_or(|j| j.root != key) {
                     self.follow(Some(&key));
                 }
@@ -608,6 +599,20 @@ impl App {
     fn forget_session(&self) {
         if let Some(st) = storage() {
             let _ = st.remove_item(&session_key());
+        }
+    }
+
+    /// The key records use for the object of the editor's document at `start_line`
+    /// (`Deployment/default/web`: its namespace, or `default`).
+    fn doc_key(&self, start_line: usize) -> String {
+        let doc = kubeloop_core::foundation::manifest::parse(&self.sb.text).into_iter().find(|d| d.start_line == start_line).and_then(|d| d.object);
+        let Some(o) = doc else { return String::new() };
+        let kind = get_str(&o, &["kind"]).unwrap_or("");
+        let namespaced = api::resource_for_kind(get_str(&o, &["apiVersion"]).unwrap_or(""), kind).is_none_or(|r| api::RESOURCES[r].namespaced);
+        match (namespaced, api::namespace(&o)) {
+            (false, _) => format!("{kind}/{}", api::name(&o)),
+            (true, "") => format!("{kind}/default/{}", api::name(&o)),
+            (true, ns) => format!("{kind}/{ns}/{}", api::name(&o)),
         }
     }
 
@@ -1026,6 +1031,10 @@ impl Component for App {
             Msg::DiffVersion(rv) => self.diff_rv = Some(rv),
             Msg::ToggleWhy => self.why_open = !self.why_open,
             Msg::Follow(key) => self.follow(key.as_deref()),
+            Msg::FollowDoc(line) => {
+                let key = self.doc_key(line);
+                self.follow(Some(&key));
+            }
             Msg::WsName(n) => {
                 self.ws_name = n;
                 return false;
@@ -1365,7 +1374,13 @@ impl App {
                         let line = d.diagnostics.first().map_or(d.start_line, |x| x.line);
                         let col = d.diagnostics.first().map_or(1, |x| x.column);
                         let place = if d.start_line == 0 { "removed from the editor".to_string() } else { format!("line {line}:{col}") };
-                        html! { <li {class}><span class="where">{ place }</span>{ " " }{ mark }{ &d.result }</li> }
+                        // A document's object can be followed on the diagram from here.
+                        let follow = (d.start_line > 0 && !d.object.is_empty() && !d.object.starts_with("Scenario/")).then(|| {
+                            let line = d.start_line;
+                            let label = format!("follow {} on the diagram", d.object);
+                            html! { <button class="link follow-doc" aria-label={label} onclick={link.callback(move |_| Msg::FollowDoc(line))}>{ "follow" }</button> }
+                        });
+                        html! { <li {class}><span class="where">{ place }</span>{ " " }{ mark }{ &d.result }{ " " }{ for follow }</li> }
                     }) }
                 </ul>
             </section>
