@@ -470,7 +470,7 @@ await test('a share link restores the same objects', async (page, context) => {
   await other.goto(url);
   // A shared link opens paused at the moment it was shared.
   await other.locator('.notice', { hasText: 'paused at the moment it was shared' }).waitFor();
-  await other.getByRole('button', { name: 'Play' }).waitFor();
+  await other.getByRole('button', { name: 'Play', exact: true }).waitFor();
   await other.getByRole('tab', { name: 'Objects' }).click();
   const restored = await other.locator('.object-list li').allTextContents();
   if (JSON.stringify(restored) !== JSON.stringify(objects)) throw new Error(`objects differ:\n${objects.join(',')}\n${restored.join(',')}`);
@@ -618,7 +618,7 @@ await test('absurd replicas keep the page answering and say it runs behind', asy
   // The page still answers: Pause takes effect, and the terminal runs a command.
   const t0 = Date.now();
   await page.getByRole('button', { name: 'Pause' }).click();
-  await page.getByRole('button', { name: 'Play' }).waitFor({ timeout: 5000 });
+  await page.getByRole('button', { name: 'Play', exact: true }).waitFor({ timeout: 5000 });
   results.pause_while_behind_ms = Date.now() - t0;
   if (await page.locator('.behind').count()) throw new Error('"running behind" stays shown while paused');
   await page.getByRole('tab', { name: 'Terminal' }).click();
