@@ -328,28 +328,30 @@ impl Sandbox {
     /// forward to time `t`: what was done in between, at its times.
     pub fn replay_into(&self, past: &mut Sandbox, t: Millis) {
         for d in self.log.iter().skip(past.log.len()).take_while(|d| d.t <= t) {
-            if d.t > past.cluster.now {
-                past.cluster.run_until(d.t);
-            }
-            past.set_user(&d.user);
-            match &d.what {
-                Did::Apply(text) => past.apply(text),
-                Did::Kubectl(line) => {
-                    past.kubectl(line);
-                }
-                Did::Fault(kind, name) => {
-                    // Refused faults were not logged.
-                    let _ = past.fault(kind, name);
-                }
-                Did::Etcdctl(line) => {
-                    past.etcdctl(line);
-                }
-            }
+            // This run did it, so its user is known and its fault was taken.
+            let _ = past.replay(d);
         }
         if t > past.cluster.now {
             past.cluster.run_until(t);
         }
         past.set_user(&self.user);
+    }
+
+    /// Do one logged thing again, at its time and as its user.
+    fn replay(&mut self, d: &Done) -> Result<(), String> {
+        if d.t > self.cluster.now {
+            self.cluster.run_until(d.t);
+        }
+        if !self.set_user(&d.user) {
+            return Err(format!("the link names an unknown user {:?}", d.user));
+        }
+        match &d.what {
+            Did::Apply(text) => self.apply(text),
+            Did::Kubectl(line) => drop(self.kubectl(line)),
+            Did::Fault(kind, name) => drop(self.fault(kind, name)?),
+            Did::Etcdctl(line) => drop(self.etcdctl(line)),
+        }
+        Ok(())
     }
 
     /// The object as stored at a resourceVersion, if the watch history still holds it.
@@ -411,28 +413,16 @@ impl Sandbox {
         let mut sb = Sandbox::new(&setup, Some(s.seed));
         let mut previous = setup;
         for d in s.log {
-            if d.t > sb.cluster.now {
-                sb.cluster.run_until(d.t);
-            }
-            if !sb.set_user(&d.user) {
-                return Err(format!("the link names an unknown user {:?}", d.user));
-            }
-            match &d.what {
+            let what = match d.what {
                 Wire::Apply(e) => {
-                    let text = e.apply_to(&previous)?;
-                    sb.apply(&text);
-                    previous = text;
+                    previous = e.apply_to(&previous)?;
+                    Did::Apply(previous.clone())
                 }
-                Wire::Kubectl(line) => {
-                    sb.kubectl(line);
-                }
-                Wire::Fault(kind, name) => {
-                    sb.fault(kind, name)?;
-                }
-                Wire::Etcdctl(line) => {
-                    sb.etcdctl(line);
-                }
-            }
+                Wire::Kubectl(line) => Did::Kubectl(line),
+                Wire::Fault(kind, name) => Did::Fault(kind, name),
+                Wire::Etcdctl(line) => Did::Etcdctl(line),
+            };
+            sb.replay(&Done { t: d.t, user: d.user, what })?;
         }
         if s.t > sb.cluster.now {
             sb.cluster.run_until(s.t);
