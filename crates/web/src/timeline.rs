@@ -1,21 +1,12 @@
 //! The timeline under the header (scrub to any moment of the run; step between writes),
-//! and an object's history in the inspector (each stored version, who wrote it, and what
-//! changed).
+//! the follow bar over the diagram, the workspaces, and in the inspector "why these
+//! values" and an object's history (each stored version, who wrote it, what it changed).
 
 use super::{App, Msg};
-use kubeloop_core::apiserver::trace::Flow;
-use kubeloop_core::foundation::api::{self, Object, RESOURCES};
+use kubeloop_core::foundation::api::Object;
 use kubeloop_core::kubectl::goyaml::to_yaml;
 use web_sys::HtmlInputElement;
 use yew::prelude::*;
-
-/// One stored version of an object: its revision, when, who wrote it, and the object.
-pub struct Version {
-    pub revision: u64,
-    pub t: u64,
-    pub writer: String,
-    pub object: Option<Object>,
-}
 
 impl App {
     /// Named workspaces: keep this session under a name, and open, rename or delete one.
@@ -80,31 +71,6 @@ impl App {
         }
     }
 
-    /// Every version of an object the store's history still holds, oldest first, with the
-    /// component whose write stored it (from the trace), and the deletion if it was deleted.
-    pub fn versions(&self, o: &Object) -> Vec<Version> {
-        let kind = api::get_str(o, &["kind"]).unwrap_or("");
-        let Some(r) = RESOURCES.iter().position(|x| x.kind == kind) else { return Vec::new() };
-        let (ns, name) = (api::namespace(o), api::name(o));
-        let store = &self.sb.cluster.api.store;
-        let Ok(events) = store.events_since(r, store.compacted_revision()) else { return Vec::new() };
-        let records = &self.sb.cluster.api.trace.records;
-        events
-            .filter(|e| api::name(&e.object) == name && api::namespace(&e.object) == ns)
-            .map(|e| {
-                let rv = e.revision.to_string();
-                let writer = records
-                    .iter()
-                    .rev()
-                    .find(|x| x.flow == Flow::Etcd && x.resource_version == rv && x.result == "ok")
-                    .map(|x| if x.user.is_empty() || x.user == x.component { x.component.clone() } else { format!("{} ({})", x.component, x.user) })
-                    .unwrap_or_default();
-                let deleted = matches!(e.kind, kubeloop_core::apiserver::store::EventType::Deleted);
-                Version { revision: e.revision, t: e.at, writer, object: (!deleted).then(|| e.object.clone()) }
-            })
-            .collect()
-    }
-
     /// "Why these values?": each field, and the write that set it (with a link to its record).
     pub fn why_view(&self, ctx: &Context<Self>, o: &Object) -> Html {
         let link = ctx.link();
@@ -129,7 +95,7 @@ impl App {
     }
 
     pub fn history(&self, ctx: &Context<Self>, o: &Object) -> Html {
-        let versions = self.versions(o);
+        let (versions, _) = kubeloop_core::sandbox::why::versions(&self.sb, o);
         if versions.is_empty() {
             return html! { <p class="hint">{ "History: the store no longer holds older versions of this object (compacted)." }</p> };
         }
@@ -144,7 +110,7 @@ impl App {
             }
         });
         let diff = selected.map(|i| {
-            let yaml = |v: Option<&Version>| v.and_then(|v| v.object.as_ref()).map(|o| to_yaml(o)).unwrap_or_default();
+            let yaml = |v: Option<&kubeloop_core::sandbox::why::Version>| v.and_then(|v| v.object.as_ref()).map(|o| to_yaml(o)).unwrap_or_default();
             let lines = kubeloop_core::kubectl::diff::unified(&yaml(i.checked_sub(1).and_then(|j| versions.get(j))), &yaml(versions.get(i)));
             html! {
                 <pre class="yaml diff" aria-label="changes of this version" tabindex="0">

@@ -37,6 +37,40 @@ pub struct FieldWhy {
     pub exact: bool,
 }
 
+/// One stored version of an object: its revision, when, who wrote it (from the trace) and
+/// the trace record of that write; `object` is `None` for its deletion.
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub revision: u64,
+    pub t: Millis,
+    pub writer: String,
+    pub record: Option<usize>,
+    pub object: Option<Object>,
+}
+
+/// Every version of an object the store's history still holds, oldest first, and whether
+/// the oldest is its creation.
+pub fn versions(sb: &Sandbox, object: &Object) -> (Vec<Version>, bool) {
+    let kind = api::get_str(object, &["kind"]).unwrap_or("");
+    let Some(r) = RESOURCES.iter().position(|x| x.kind == kind) else { return (Vec::new(), false) };
+    let (ns, name) = (api::namespace(object), api::name(object));
+    let store = &sb.cluster.api.store;
+    let Ok(events) = store.events_since(r, store.compacted_revision()) else { return (Vec::new(), false) };
+    let records = &sb.cluster.api.trace.records;
+    let mut created = None;
+    let out = events
+        .filter(|e| api::name(&e.object) == name && api::namespace(&e.object) == ns)
+        .map(|e| {
+            created.get_or_insert(e.kind == EventType::Added);
+            let rv = e.revision.to_string();
+            let record = records.iter().rposition(|x| x.flow == Flow::Etcd && x.result == "ok" && x.resource_version == rv);
+            let writer = record.map(|i| writer_name(&records[i].component, &records[i].user)).unwrap_or_default();
+            Version { revision: e.revision, t: e.at, writer, record, object: (e.kind != EventType::Deleted).then(|| e.object.clone()) }
+        })
+        .collect();
+    (out, created.unwrap_or(false))
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Seg {
     Key(String),
@@ -96,27 +130,18 @@ fn leaves(v: &Value, path: &mut Vec<Seg>, out: &mut Vec<(Vec<Seg>, String)>) {
 
 /// Where each field of `object` (as stored now) came from, in document order.
 pub fn why(sb: &Sandbox, object: &Object) -> Vec<FieldWhy> {
-    let kind = api::get_str(object, &["kind"]).unwrap_or("");
-    let Some(r) = RESOURCES.iter().position(|x| x.kind == kind) else { return Vec::new() };
-    let (ns, name) = (api::namespace(object), api::name(object));
-    let store = &sb.cluster.api.store;
     let rv: u64 = api::resource_version(object).parse().unwrap_or(0);
-    // The object's versions up to the one shown, oldest first; whether the oldest is its
-    // creation.
-    let mut versions: Vec<(u64, Millis, &Object)> = Vec::new();
-    let mut created = false;
-    if let Ok(events) = store.events_since(r, store.compacted_revision()) {
-        for e in events.filter(|e| e.revision <= rv && api::name(&e.object) == name && api::namespace(&e.object) == ns) {
-            if e.kind == EventType::Deleted {
-                versions.clear();
-                created = false;
-                continue;
-            }
-            if versions.is_empty() {
-                created = e.kind == EventType::Added;
-            }
-            versions.push((e.revision, e.at, &e.object));
+    // The object's versions up to the one shown, since it was last created; whether the
+    // oldest of them is its creation.
+    let (all, mut created) = versions(sb, object);
+    let mut kept: Vec<Version> = Vec::new();
+    for v in all.into_iter().filter(|v| v.revision <= rv) {
+        if v.object.is_none() {
+            kept.clear();
+            created = true;
+            continue;
         }
+        kept.push(v);
     }
     let mut fields = Vec::new();
     leaves(object, &mut Vec::new(), &mut fields);
@@ -126,20 +151,19 @@ pub fn why(sb: &Sandbox, object: &Object) -> Vec<FieldWhy> {
         .map(|(path, value)| {
             let now = at(object, &path);
             // The first version of the latest run of versions that all hold this value.
-            let mut i = versions.len();
-            while i > 0 && at(versions[i - 1].2, &path) == now {
+            let mut i = kept.len();
+            while i > 0 && kept[i - 1].object.as_ref().and_then(|o| at(o, &path)) == now {
                 i -= 1;
             }
             let exact = i > 0 || created;
-            let Some(&(revision, t, version)) = versions.get(i).or(versions.last()) else {
+            let Some(v) = kept.get(i).or(kept.last()) else {
                 return from_managed_fields(object, path, value);
             };
-            let record = records.iter().rposition(|x| x.flow == Flow::Etcd && x.result == "ok" && x.resource_version == revision.to_string());
-            let (writer, how) = match record.map(|i| &records[i]) {
-                Some(w) => (writer_name(&w.component, &w.user), how_set(sb, w, version, &path)),
-                None => (String::new(), "the write's trace record is no longer kept".into()),
+            let how = match (v.record, &v.object) {
+                (Some(r), Some(o)) => how_set(sb, &records[r], o, &path),
+                _ => "the write's trace record is no longer kept".into(),
             };
-            FieldWhy { path: path_string(&path), value, revision, t, writer, how, record, exact }
+            FieldWhy { path: path_string(&path), value, revision: v.revision, t: v.t, writer: v.writer.clone(), how, record: v.record, exact }
         })
         .collect()
 }
