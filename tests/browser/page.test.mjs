@@ -220,12 +220,17 @@ await test('the embed API answers only the origins it allows', async (page) => {
       document.body.appendChild(f);
     }
     await new Promise((r) => setTimeout(r, 6000));
-    for (const f of Object.values(frames)) f.contentWindow.postMessage({ kubeloop: 1, id: 9, command: 'state' }, '*');
+    for (const f of Object.values(frames)) {
+      f.contentWindow.postMessage({ kubeloop: 1, id: 9, command: 'state' }, '*');
+      // Not a command, and not JSON kubeloop wrote: answered with an error, nothing breaks.
+      f.contentWindow.postMessage({ kubeloop: 1, id: 10, command: 'rm -rf', text: 7 }, '*');
+      f.contentWindow.postMessage('{"kubeloop": 1, "id": 11', '*');
+    }
     await new Promise((r) => setTimeout(r, 1500));
     return events;
   }, { base, origin });
   if (heard.refused.length) throw new Error('an origin not allowed heard: ' + heard.refused.join(', '));
-  if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
+  if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9') || !heard.allowed.includes('error #10')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
 });
 
 await test("the timeline shows the past, and an object's history shows each write", async (page) => {
