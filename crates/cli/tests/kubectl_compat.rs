@@ -111,7 +111,9 @@ impl Drop for Server {
     }
 }
 
-/// Ages move between two commands; compare everything else.
+/// Ages move between two commands; compare everything else. An age's width moves the
+/// columns after it (`59s` and `2m5s`), so an age and the AGE header are followed by one
+/// space.
 fn without_ages(text: &str) -> String {
     text.split('\n')
         .map(|line| {
@@ -122,8 +124,12 @@ fn without_ages(text: &str) -> String {
                         && t.chars().next().is_some_and(|c| c.is_ascii_digit())
                         && t.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
                         && t.ends_with(|c: char| "smhdy".contains(c));
-                    if age {
-                        w.replace(t, "AGE")
+                    if age || t == "AGE" {
+                        if w.len() > t.len() {
+                            "AGE ".to_string()
+                        } else {
+                            "AGE".to_string()
+                        }
                     } else {
                         w.to_string()
                     }

@@ -194,7 +194,8 @@ pub struct DidCond {
 }
 
 /// Trace records to look for: every field given must match (`object` and `message` by
-/// prefix and by substring).
+/// prefix and by substring), and with `within` (`20s`) only the records of that much
+/// simulated time before now count.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecordQuery {
@@ -205,6 +206,8 @@ pub struct RecordQuery {
     #[serde(default)]
     pub component: Option<String>,
     #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
     pub verb: Option<String>,
     #[serde(default)]
     pub object: Option<String>,
@@ -212,6 +215,8 @@ pub struct RecordQuery {
     pub result: Option<String>,
     #[serde(default)]
     pub message: Option<String>,
+    #[serde(default)]
+    pub within: Option<String>,
 }
 
 impl RecordQuery {
@@ -219,6 +224,7 @@ impl RecordQuery {
         self.flow.as_deref().is_none_or(|f| r.flow.as_str() == f)
             && self.stage.as_deref().is_none_or(|s| r.stage == s)
             && self.component.as_deref().is_none_or(|c| r.component == c)
+            && self.user.as_deref().is_none_or(|u| r.user == u)
             && self.verb.as_deref().is_none_or(|v| r.verb == v)
             && self.object.as_deref().is_none_or(|o| r.object.starts_with(o))
             && self.result.as_deref().is_none_or(|x| r.result == x)
@@ -226,7 +232,15 @@ impl RecordQuery {
     }
 
     fn first<'a>(&self, sb: &'a Sandbox) -> Option<&'a Record> {
-        sb.cluster.api.trace.records.iter().find(|r| self.matches(r))
+        let records = &sb.cluster.api.trace.records;
+        match self.within.as_deref() {
+            None => records.iter().find(|r| self.matches(r)),
+            // The latest records are the last ones: look back only as far as the window.
+            Some(w) => {
+                let since = sb.cluster.now.saturating_sub(parse_duration(w).unwrap_or(0));
+                records.iter().rev().take_while(|r| r.t >= since).filter(|r| self.matches(r)).last()
+            }
+        }
     }
 }
 
@@ -366,6 +380,7 @@ pub const CHART: &[(&str, &[&str])] = &[
     ),
     ("A change was undone, or something will not go away?", &["f3-hand-edits-reverted", "e2-finalizer-stuck-terminating", "l2-declarative-heals"]),
     ("The control plane is down or in trouble?", &["l5-control-plane-down", "m3-outage-keeps-apps-running", "l3-only-the-api-server-talks-to-etcd"]),
+    ("Requests are refused with 429 Too Many Requests?", &["e5-list-storm-429", "l7-what-a-control-plane-costs"]),
 ];
 
 /// Every lesson, checked: unique ids, answers that name real questions and choices.
@@ -402,6 +417,15 @@ pub fn parse(text: &str) -> Result<Vec<Lesson>, String> {
             }
         }
         for c in l.goal.checks.iter().flat_map(|c| &c.when) {
+            let mut inner = c;
+            while let Cond::Not(c) = inner {
+                inner = c;
+            }
+            if let Cond::Record(RecordQuery { within: Some(w), .. }) = inner {
+                if parse_duration(w).is_none() {
+                    return Err(format!("lesson {}: invalid duration {w:?}", l.id));
+                }
+            }
             let resource = match c {
                 Cond::Field(f) => f.object.split_once('/').map(|(r, _)| r).unwrap_or(""),
                 Cond::Count(c) => &c.resource,
