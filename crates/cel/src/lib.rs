@@ -31,10 +31,13 @@ thread_local! {
     static COST: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Compiled expressions by source text, with their cost meters in place.
+/// Compiled expressions by source text, with their cost meters in place, and the
+/// functions of Kubernetes' CEL libraries (registered once: every evaluation is a scope
+/// of its own, with its variables, over them).
 #[derive(Default)]
 pub struct Engine {
     programs: HashMap<String, Result<Rc<Metered>, String>>,
+    functions: Option<Context<'static>>,
     last_cost: u64,
 }
 
@@ -159,8 +162,12 @@ impl Engine {
     pub fn eval<V: Serialize>(&mut self, expr: &str, vars: &[(&str, &V)]) -> Result<Json, String> {
         self.last_cost = 0;
         let program = self.program(expr)?;
-        let mut ctx = Context::default().with_all();
-        ctx.add_function(METER, metered_condition);
+        let functions = self.functions.get_or_insert_with(|| {
+            let mut ctx = Context::default().with_all();
+            ctx.add_function(METER, metered_condition);
+            ctx
+        });
+        let mut ctx = functions.new_inner_scope();
         for (name, v) in vars {
             ctx.add_variable_from_value(*name, kube_cel::cel::to_value(v).unwrap_or(CelValue::Null));
         }

@@ -243,6 +243,9 @@ struct App {
     /// The workspace name being typed, and when the session was last saved (real ms).
     ws_name: String,
     session_saved: f64,
+    /// The person acted since the session was last kept: kept at the next tick (within
+    /// 100 ms), not in the task that answers the keystroke.
+    session_dirty: bool,
     journey_records: Vec<usize>,
     playback: Option<u64>,
 }
@@ -605,15 +608,7 @@ impl App {
     /// The key records use for the object of the editor's document at `start_line`
     /// (`Deployment/default/web`: its namespace, or `default`).
     fn doc_key(&self, start_line: usize) -> String {
-        let doc = kubeloop_core::foundation::manifest::parse(&self.sb.text).into_iter().find(|d| d.start_line == start_line).and_then(|d| d.object);
-        let Some(o) = doc else { return String::new() };
-        let kind = get_str(&o, &["kind"]).unwrap_or("");
-        let namespaced = api::resource_for_kind(get_str(&o, &["apiVersion"]).unwrap_or(""), kind).is_none_or(|r| api::RESOURCES[r].namespaced);
-        match (namespaced, api::namespace(&o)) {
-            (false, _) => format!("{kind}/{}", api::name(&o)),
-            (true, "") => format!("{kind}/default/{}", api::name(&o)),
-            (true, ns) => format!("{kind}/{ns}/{}", api::name(&o)),
-        }
+        self.sb.docs.iter().find(|d| d.start_line == start_line).map(|d| d.key.clone()).unwrap_or_default()
     }
 
     /// Post an event to the embedding page, if there is one.
@@ -825,6 +820,7 @@ impl Component for App {
             follow: None,
             ws_name: String::new(),
             session_saved: 0.0,
+            session_dirty: false,
             journey_records: Vec::new(),
             playback: None,
         };
@@ -901,6 +897,10 @@ impl Component for App {
                 }
             },
             Msg::Tick => {
+                if std::mem::take(&mut self.session_dirty) {
+                    self.session_saved = now_ms();
+                    self.save_session();
+                }
                 if let Some(at) = self.playback {
                     // Forty frames from the journey's first record to its last.
                     let records = &self.sb.cluster.api.trace.records;
@@ -1210,7 +1210,7 @@ impl Component for App {
             }
         }
         if act {
-            self.save_session();
+            self.session_dirty = true;
         }
         true
     }
@@ -1710,7 +1710,7 @@ impl App {
             let i = *i;
             let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
             html! {
-                <tr {class} onclick={ctx.link().callback(move |_| Msg::SelectRecord(i))} tabindex="0">
+                <tr key={i} {class} onclick={ctx.link().callback(move |_| Msg::SelectRecord(i))} tabindex="0">
                     <td>{ format!("{:.3}s", r.t as f64 / 1000.0) }</td><td>{ r.stage }</td><td>{ &r.component }</td>
                     <td>{ &r.object }</td><td>{ &r.resource_version }</td><td>{ r.result }</td><td class="msg">{ &r.message }</td>
                 </tr>
@@ -1810,7 +1810,9 @@ impl App {
             let inv = e.get("involvedObject").cloned().unwrap_or_default();
             let obj = format!("{}/{}", get_str(&inv, &["kind"]).unwrap_or("").to_lowercase(), get_str(&inv, &["name"]).unwrap_or(""));
             let ty = get_str(e, &["type"]).unwrap_or("");
-            html! { <tr class={classes!(ty.to_lowercase())}><td>{ last }</td><td>{ ty }</td><td>{ get_str(e, &["reason"]).unwrap_or("") }</td><td>{ obj }</td><td class="msg">{ get_str(e, &["message"]).unwrap_or("") }</td></tr> }
+            // Keyed: a new event is one new row, not every row rewritten.
+            let key = format!("{}/{}", api::namespace(e), api::name(e));
+            html! { <tr {key} class={classes!(ty.to_lowercase())}><td>{ last }</td><td>{ ty }</td><td>{ get_str(e, &["reason"]).unwrap_or("") }</td><td>{ obj }</td><td class="msg">{ get_str(e, &["message"]).unwrap_or("") }</td></tr> }
         });
         html! {
             <table class="events">

@@ -32,6 +32,9 @@ pub struct DocStatus {
     pub end_line: usize,
     /// `Kind/name` when the document is an object.
     pub object: String,
+    /// The object's key as the trace and the journey name it (`Kind/namespace/name`, or
+    /// `Kind/name` for a cluster-scoped kind); empty if the document is no object.
+    pub key: String,
     /// kubectl's line for it (`deployment.apps/checkout created`, an error, ...).
     pub result: String,
     /// Problems to show at a line: YAML errors at their position, API errors at the
@@ -155,6 +158,7 @@ impl Sandbox {
                 start_line: d.start_line,
                 end_line: d.end_line,
                 object: String::new(),
+                key: String::new(),
                 result: String::new(),
                 diagnostics: d.diagnostics.clone(),
                 sent: false,
@@ -177,6 +181,12 @@ impl Sandbox {
                     if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
                 (r, ns, api::name(&obj).to_string())
             });
+            st.key = match &key {
+                Some((_, ns, name)) if ns.is_empty() => format!("{kind}/{name}"),
+                Some((_, ns, name)) => format!("{kind}/{ns}/{name}"),
+                // A kind the API does not serve: named as a namespaced one would be.
+                None => format!("{kind}/{}/{}", Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default"), api::name(&obj)),
+            };
             if let Some(k) = &key {
                 present.insert(k.clone(), obj.clone());
                 if self.applied.get(k) == Some(&obj) {
@@ -225,6 +235,7 @@ impl Sandbox {
                 start_line: 0,
                 end_line: 0,
                 object: format!("{}/{name}", res.kind),
+                key: if ns.is_empty() { format!("{}/{name}", res.kind) } else { format!("{}/{ns}/{name}", res.kind) },
                 result: format!("pruned: {result}"),
                 diagnostics: vec![],
                 sent: true,
