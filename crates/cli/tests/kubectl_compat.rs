@@ -115,26 +115,33 @@ impl Drop for Server {
 /// columns after it (`59s` and `2m5s`), so an age and the AGE header are followed by one
 /// space.
 fn without_ages(text: &str) -> String {
+    let is_age = |t: &str| {
+        t == "AGE"
+            || (t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                && t.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
+                && t.ends_with(|c: char| "smhdy".contains(c)))
+    };
     text.split('\n')
         .map(|line| {
-            line.split_inclusive(' ')
-                .map(|w| {
-                    let t = w.trim_end();
-                    let age = !t.is_empty()
-                        && t.chars().next().is_some_and(|c| c.is_ascii_digit())
-                        && t.chars().all(|c| c.is_ascii_digit() || "smhdy".contains(c))
-                        && t.ends_with(|c: char| "smhdy".contains(c));
-                    if age || t == "AGE" {
-                        if w.len() > t.len() {
-                            "AGE ".to_string()
-                        } else {
-                            "AGE".to_string()
-                        }
-                    } else {
-                        w.to_string()
+            let mut out = String::new();
+            let mut rest = line;
+            while !rest.is_empty() {
+                let word_end = rest.find(' ').unwrap_or(rest.len());
+                let (word, after) = rest.split_at(word_end);
+                let gap_end = after.find(|c| c != ' ').unwrap_or(after.len());
+                let (gap, next) = after.split_at(gap_end);
+                if is_age(word) {
+                    out.push_str("AGE");
+                    if !gap.is_empty() {
+                        out.push(' ');
                     }
-                })
-                .collect::<String>()
+                } else {
+                    out.push_str(word);
+                    out.push_str(gap);
+                }
+                rest = next;
+            }
+            out
         })
         .collect::<Vec<_>>()
         .join("\n")
