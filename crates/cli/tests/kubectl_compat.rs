@@ -888,3 +888,14 @@ fn size_limits_print_as_the_real_kubectl_does() {
         assert_eq!(theirs.trim(), ours.trim(), "{name}");
     }
 }
+
+#[test]
+fn ages_are_masked_with_the_gaps_they_move() {
+    // The same row printed 5 s apart: the ages' widths move the columns after them.
+    let a = "NAME    STATUS     COMPLETIONS   DURATION   AGE   CONTAINERS\ncount   Complete   2/2           5s         59s   count\n";
+    let b = "NAME    STATUS     COMPLETIONS   DURATION   AGE    CONTAINERS\ncount   Complete   2/2           5s         2m4s   count\n";
+    assert_eq!(without_ages(a), without_ages(b));
+    // What is not an age still counts, spaces included.
+    assert_ne!(without_ages("web   1/1   Running"), without_ages("web   1/1  Running"));
+    assert_ne!(without_ages("count   Complete   AGE"), without_ages("count   Failed   AGE"));
+}
