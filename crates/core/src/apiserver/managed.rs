@@ -440,29 +440,86 @@ fn entries(obj: Option<&Value>) -> Vec<Entry> {
         .collect()
 }
 
-/// How many distinct field sets [`interned`] keeps.
-const INTERNED: usize = 4096;
+/// How many distinct nodes of field sets [`SHARED`] keeps before it starts afresh.
+const SHARED_NODES: usize = 1 << 16;
 
 thread_local! {
-    static FIELD_SETS: std::cell::RefCell<BTreeMap<String, Value>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+    static SHARED: std::cell::RefCell<Shared> = std::cell::RefCell::new(Shared::default());
 }
 
-/// One shared copy of each field set written recently: the objects one writer makes alike
-/// (every event the kubelet records, every pod of a ReplicaSet) hold the same `fieldsV1`,
-/// and share it in memory. Sharing changes no value, only where it is kept.
-fn interned(fields: Value) -> Value {
-    let key = serde_json::to_string(&fields).unwrap_or_default();
-    FIELD_SETS.with(|c| {
-        let mut c = c.borrow_mut();
-        if let Some(v) = c.get(&key) {
+/// One shared copy of each node of the field sets written recently (hash-consing): the
+/// objects one writer makes alike (every event the kubelet records, every pod of a
+/// ReplicaSet) hold the same `fieldsV1`, and two pods' status sets differ only in the
+/// branch that names their IP, so everything else is kept once. A node is found by its
+/// `.` flag and its children's keys and (already shared) values, so looking one up never
+/// serializes anything. Sharing changes no value, only where it is kept.
+#[derive(Default)]
+struct Shared {
+    /// A hash of (own, keys, child pointers) -> the nodes with that hash.
+    nodes: std::collections::HashMap<u64, Vec<Value>>,
+    len: usize,
+    /// Whole `managedFields` entries by what they hold, the field set by pointer.
+    entries: std::collections::HashMap<(String, String, String, String, String, usize), Value>,
+}
+
+/// The address of a shared map: its identity while [`SHARED`] holds it.
+fn map_addr(v: &Value) -> usize {
+    v.as_object().map_or(0, |m| m.addr())
+}
+
+impl Shared {
+    fn node(&mut self, set: &Set) -> Value {
+        let kids: Vec<(&str, Value)> = set.children.iter().map(|(k, c)| (k.as_str(), self.node(c))).collect();
+        let own_leaf = set.own.then(|| self.node(&Set::default()));
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&set.own, &mut h);
+        for (k, v) in &kids {
+            std::hash::Hash::hash(k, &mut h);
+            std::hash::Hash::hash(&map_addr(v), &mut h);
+        }
+        let hash = std::hash::Hasher::finish(&h);
+        let same = |cand: &Value| {
+            let Some(m) = cand.as_object() else { return false };
+            m.len() == kids.len() + usize::from(set.own)
+                && m.contains_key(".") == set.own
+                && kids.iter().all(|(k, v)| m.get(k).is_some_and(|c| map_addr(c) == map_addr(v)))
+        };
+        if let Some(found) = self.nodes.get(&hash).and_then(|b| b.iter().find(|c| same(c))) {
+            return found.clone();
+        }
+        if self.len >= SHARED_NODES {
+            self.nodes.clear();
+            self.entries.clear();
+            self.len = 0;
+        }
+        let mut m = Map::new();
+        if let Some(leaf) = own_leaf {
+            m.insert(".", leaf);
+        }
+        for (k, v) in kids {
+            m.insert(k, v);
+        }
+        let v = Value::Object(m);
+        self.nodes.entry(hash).or_default().push(v.clone());
+        self.len += 1;
+        v
+    }
+
+    fn entry(&mut self, e: &Entry) -> Value {
+        let fields = self.node(&e.set);
+        let time = e.time.as_str().unwrap_or("").to_string();
+        let key = (e.manager.clone(), e.operation.clone(), e.api_version.clone(), e.subresource.clone(), time, map_addr(&fields));
+        if let Some(v) = self.entries.get(&key) {
             return v.clone();
         }
-        if c.len() >= INTERNED {
-            c.clear();
+        let mut v =
+            json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": fields});
+        if !e.subresource.is_empty() {
+            v["subresource"] = json!(e.subresource);
         }
-        c.insert(key, fields.clone());
-        fields
-    })
+        self.entries.insert(key, v.clone());
+        v
+    }
 }
 
 fn write_entries(obj: &mut Value, list: Vec<Entry>) {
@@ -470,19 +527,17 @@ fn write_entries(obj: &mut Value, list: Vec<Entry>) {
         .into_iter()
         .filter(|e| !e.set.is_empty())
         .map(|e| match e.orig {
-            Some(orig) if !e.set_changed && orig.get("time") == Some(&e.time) && orig.get("apiVersion").and_then(Value::as_str) == Some(e.api_version.as_str()) => orig,
+            Some(orig)
+                if !e.set_changed && orig.get("time") == Some(&e.time) && orig.get("apiVersion").and_then(Value::as_str) == Some(e.api_version.as_str()) =>
+            {
+                orig
+            }
             Some(mut orig) if !e.set_changed => {
                 orig["time"] = e.time;
                 orig["apiVersion"] = json!(e.api_version);
                 orig
             }
-            _ => {
-                let mut v = json!({"manager": e.manager, "operation": e.operation, "apiVersion": e.api_version, "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": interned(e.set.to_json())});
-                if !e.subresource.is_empty() {
-                    v["subresource"] = json!(e.subresource);
-                }
-                v
-            }
+            _ => SHARED.with(|c| c.borrow_mut().entry(&e)),
         })
         .collect();
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {

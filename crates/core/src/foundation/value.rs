@@ -305,6 +305,11 @@ impl Map {
             self.entries_mut().retain_mut(|(k, v)| keep(k, v));
         }
     }
+    /// Where the shared entries are kept (0 for an empty map that holds none): two maps
+    /// with the same address are the same entries.
+    pub fn addr(&self) -> usize {
+        self.0.as_ref().map_or(0, |a| Arc::as_ptr(a) as usize)
+    }
     /// Whether both maps are the same shared entries (equal without looking).
     pub fn ptr_eq(&self, other: &Map) -> bool {
         match (&self.0, &other.0) {

@@ -211,6 +211,8 @@ struct Cycle {
     req: Requests,
     ports: Vec<(String, i64)>,
     affinity: bool,
+    /// The pod has `spec.affinity` (its inter-pod terms are checked per node).
+    pod_affinity: bool,
     spread: Vec<Spread>,
     existing_anti: BTreeMap<String, BTreeSet<String>>,
     claims: PodClaims,
@@ -592,7 +594,7 @@ impl Scheduler {
             }
         }
         // InterPodAffinity (required terms)
-        if !cy.existing_anti.is_empty() || get(pod, &["spec", "affinity"]).is_some() {
+        if !cy.existing_anti.is_empty() || cy.pod_affinity {
             if let Some(r) = self.inter_pod_affinity(pod, ni, &cy.existing_anti) {
                 return Err(NodeStatus { reasons: vec![r.into()], resolvable: r != "node(s) didn't match pod affinity rules" });
             }
@@ -937,6 +939,7 @@ impl Scheduler {
             req: pod_requests(&pod),
             ports: host_ports(&pod),
             affinity: pod_has_node_affinity(&pod),
+            pod_affinity: get(&pod, &["spec", "affinity"]).is_some(),
             spread: self.spread_constraints(&pod),
             existing_anti: self.existing_anti_affinity(&pod),
             claims,
