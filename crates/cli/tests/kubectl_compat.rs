@@ -899,3 +899,98 @@ fn ages_are_masked_with_the_gaps_they_move() {
     assert_ne!(without_ages("web   1/1   Running"), without_ages("web   1/1  Running"));
     assert_ne!(without_ages("count   Complete   AGE"), without_ages("count   Failed   AGE"));
 }
+
+#[test]
+fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubectl_does() {
+    let s = checkout();
+    s.until(&["get", "deployment", "checkout", "-o", "jsonpath={.status.availableReplicas}"], 60, |o| o == "2");
+    // Generated manifests. This kubectl (1.32) still writes `creationTimestamp: null` into
+    // a generated object's metadata; from 1.34 the field is omitted when zero.
+    let generated = |text: String| text.replace("  creationTimestamp: null\n", "");
+    for cmd in [
+        "run x --image=nginx --dry-run=client -o yaml",
+        "run web --image=nginx:1.27 --port=80 --env=MODE=demo --env=LEVEL=2 -l app=web,tier=front --restart=Never --image-pull-policy=IfNotPresent --dry-run=client -o yaml",
+        "run once --image=busybox --restart=OnFailure --annotations=team=payments --privileged --dry-run=client -o yaml",
+        "run x --image=nginx -n kube-system --dry-run=client -o yaml",
+        "run x --image=nginx --dry-run=client -o name",
+        "run x --image=nginx --dry-run=client",
+        "expose deployment checkout --name=co2 --port=8080 --target-port=80 --dry-run=client -o yaml",
+        "expose deployment/checkout --name=co3 --type=NodePort --dry-run=client -o yaml",
+        "expose service checkout --name=co4 --port=81 --protocol=UDP --session-affinity=ClientIP --dry-run=client -o yaml",
+        "expose deployment checkout --name=co5 --port=80 --dry-run=client",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(generated(s.ok(&args)), s.terminal(cmd), "{cmd}");
+    }
+    // JSON of a generated object: kubectl writes a typed object's fields in Go's struct
+    // order, kubeloop's terminal in key order; the values are the same.
+    let cmd = "run once --image=busybox --restart=OnFailure --annotations=team=payments --privileged --dry-run=client -o json";
+    let mut real: serde_json::Value = serde_json::from_str(&s.ok(&cmd.split(' ').collect::<Vec<_>>())).unwrap();
+    real["metadata"].as_object_mut().unwrap().remove("creationTimestamp");
+    assert_eq!(real, serde_json::from_str::<serde_json::Value>(&s.terminal(cmd)).unwrap(), "{cmd}");
+    // A command in a container: the words after `--` are its arguments, or with --command
+    // its command.
+    for (argv, line) in [
+        (
+            vec!["run", "sh", "--image=busybox", "--dry-run=client", "-o", "yaml", "--", "sh", "-c", "echo hi"],
+            "run sh --image=busybox --dry-run=client -o yaml -- sh -c 'echo hi'",
+        ),
+        (
+            vec!["run", "sh", "--image=busybox", "--command", "--dry-run=client", "-o", "yaml", "--", "sleep", "3600"],
+            "run sh --image=busybox --command --dry-run=client -o yaml -- sleep 3600",
+        ),
+    ] {
+        assert_eq!(generated(s.ok(&argv)), s.terminal(line), "{line}");
+    }
+    // Real writes, one through each front; the objects and lines differ only in their names.
+    assert_eq!(s.ok(&["run", "real-a", "--image=nginx", "--port=80", "-l", "app=real-a"]), "pod/real-a created\n");
+    assert_eq!(s.terminal("run real-b --image=nginx --port=80 -l app=real-b"), "pod/real-b created\n");
+    assert_eq!(s.ok(&["expose", "pod", "real-a"]), "service/real-a exposed\n");
+    assert_eq!(s.terminal("expose pod real-b"), "service/real-b exposed\n");
+    let spec = |name: &str| s.ok(&["get", "service", name, "-o", "jsonpath={.spec.ports}{.spec.selector}{.metadata.labels}"]).replace(name, "NAME");
+    assert_eq!(spec("real-a"), spec("real-b"));
+    let pod = |name: &str| {
+        s.ok(&[
+            "get",
+            "pod",
+            name,
+            "-o",
+            "jsonpath={.spec.containers[0].name}{.spec.containers[0].image}{.spec.containers[0].ports}{.spec.restartPolicy}{.metadata.labels}",
+        ])
+        .replace(name, "NAME")
+    };
+    assert_eq!(pod("real-a"), pod("real-b"));
+    // Errors, word for word (kubectl writes them to stderr).
+    for cmd in [
+        "run --image=nginx",
+        "run x --image=Nginx",
+        "run x --image=nginx --rm",
+        "run x --image=nginx --restart=Sometimes",
+        "run x --image=nginx --env=FOO",
+        "run x --image=nginx --expose",
+        "run real-a --image=nginx",
+        "run x --image=nginx --dry-run=maybe",
+        "expose deployment checkout",
+        "expose deployment",
+        "expose statefulset web",
+        "expose configmap kube-root-ca.crt",
+        "events --types=Bad",
+        "events --for checkout",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(s.fails(&args, None), s.terminal(cmd), "{cmd}");
+    }
+    // What the cluster says of itself: the control plane's address is the server's own.
+    let server = std::fs::read_to_string(&s.kubeconfig).unwrap().lines().find_map(|l| l.trim().strip_prefix("server: ").map(str::to_string)).unwrap();
+    assert_eq!(s.ok(&["cluster-info"]).replace(&server, "https://127.0.0.1:6443"), s.terminal("cluster-info"));
+    assert_eq!(s.ok(&["api-versions"]), s.terminal("api-versions"));
+    let server_line = |t: &str| t.lines().find(|l| l.starts_with("Server Version:")).map(str::to_string);
+    assert_eq!(server_line(&s.ok(&["version"])), server_line(&s.terminal("version")));
+    assert!(s.terminal("version --client").starts_with("Client Version: v1.36.0\nKustomize Version: "));
+    // kubectl events for one object, by type, and for a namespace with none.
+    for cmd in ["events --for deployment/checkout", "events --for pod/real-a --types=Normal", "events -n kube-public", "events --types=Warning -n kube-system"]
+    {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
+    }
+}

@@ -127,11 +127,8 @@ pub fn route(sh: &Shared, req: &http::Request) -> Reply {
 }
 
 fn version() -> Value {
-    json!({
-        "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
-        "gitVersion": "v1.36.0+kubeloop", "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "kubeloop",
-        "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH }),
-    })
+    let arch = if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH };
+    kubeloop_core::apiserver::version_info(&format!("{}/{arch}", std::env::consts::OS))
 }
 
 fn anonymous() -> UserInfo {

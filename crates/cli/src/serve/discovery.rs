@@ -78,16 +78,7 @@ fn subresources(r: &ResourceInfo) -> Vec<(&'static str, &'static str, &'static s
     out
 }
 
-/// Group-versions in the order `/apis` lists them (the core group first for `/api`).
-pub fn group_versions() -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&str, &str)> = Vec::new();
-    for r in RESOURCES.iter().map(|r| (r.group, r.version)).chain(REVIEWS.iter().map(|r| (r.group, "v1"))) {
-        if !out.contains(&r) {
-            out.push(r);
-        }
-    }
-    out
-}
+pub use kubeloop_core::foundation::api::group_versions;
 
 fn categories(r: &ResourceInfo) -> Vec<&'static str> {
     if ALL_CATEGORY.contains(&r.plural) {

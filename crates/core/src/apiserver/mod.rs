@@ -903,6 +903,15 @@ pub fn as_user(u: &UserInfo) -> Credentials {
     Credentials::User(u.clone())
 }
 
+/// The API server's `/version`, as running on `platform` (`linux/amd64`).
+pub fn version_info(platform: &str) -> Value {
+    json!({
+        "major": "1", "minor": "36", "emulationMajor": "1", "emulationMinor": "36", "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
+        "gitVersion": "v1.36.0+kubeloop", "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "", "compiler": "kubeloop",
+        "platform": platform,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,20 @@ pub struct ResourceInfo {
     pub short_names: &'static [&'static str],
 }
 
+/// The groups whose only resources are reviews (created, never stored), served at v1.
+pub const REVIEW_GROUPS: &[&str] = &["authentication.k8s.io", "authorization.k8s.io"];
+
+/// Group-versions in the order `/apis` lists them (the core group first for `/api`).
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for r in RESOURCES.iter().map(|r| (r.group, r.version)).chain(REVIEW_GROUPS.iter().map(|g| (*g, "v1"))) {
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
 impl ResourceInfo {
     /// `apps/v1`, or `v1` for the core group.
     pub fn api_version(&self) -> String {

@@ -89,6 +89,22 @@ pub(super) const VALUE_FLAGS: &[&str] = &[
     "--cpu",
     "--memory",
     "--raw",
+    "--image",
+    "--port",
+    "--env",
+    "--labels",
+    "--restart",
+    "--target-port",
+    "--name",
+    "--protocol",
+    "--image-pull-policy",
+    "--annotations",
+    "--cluster-ip",
+    "--external-ip",
+    "--session-affinity",
+    "--load-balancer-ip",
+    "--for",
+    "--types",
 ];
 
 pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {

@@ -6,8 +6,10 @@ use super::*;
 pub const COMMANDS: &[&str] = &[
     "annotate",
     "api-resources",
+    "api-versions",
     "apply",
     "auth",
+    "cluster-info",
     "config",
     "cordon",
     "create",
@@ -15,17 +17,21 @@ pub const COMMANDS: &[&str] = &[
     "describe",
     "diff",
     "drain",
+    "events",
     "exec",
     "explain",
+    "expose",
     "get",
     "label",
     "logs",
     "patch",
     "rollout",
+    "run",
     "scale",
     "set",
     "taint",
     "uncordon",
+    "version",
 ];
 
 /// The second word of commands that have subcommands.
@@ -77,6 +83,9 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
     } else if matches!(positional.first(), Some(&"logs") | Some(&"exec")) && positional.len() == 1 {
         // `logs` and `exec` take pod names directly.
         api.store.list(crate::foundation::api::rid::POD, Some(ns)).map(|o| api::name(o).to_string()).collect()
+    } else if matches!(positional.first(), Some(&("run" | "version" | "api-versions" | "cluster-info" | "events"))) {
+        // These take no resource type (run's first word is the new pod's name).
+        vec![]
     } else if positional.len() == type_at {
         RESOURCES.iter().flat_map(|r| std::iter::once(r.plural).chain(r.short_names.iter().copied())).map(str::to_string).collect()
     } else if let Some(r) = positional.get(type_at).and_then(|t| resource_for_name(t)) {

@@ -24,12 +24,15 @@ mod completion;
 mod create;
 mod delete;
 mod drain;
+mod events;
 mod exec;
 mod get;
+mod info;
 mod label;
 mod logs;
 mod patch;
 mod rollout;
+mod run;
 mod scale;
 mod set;
 mod taint;
@@ -163,6 +166,36 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
     let Some(verb) = args.first().cloned() else { return vec!["error: no command given".into()] };
     // `kubectl patch`'s `-p` is `--patch` (elsewhere `-p` means other things).
     let args: Vec<String> = if verb == "patch" { args.into_iter().map(|a| if a == "-p" { "--patch".into() } else { a }).collect() } else { args };
+    // `run`'s words after `--` are the container's, not kubectl's; its `-i`, `-t` (and
+    // `-it`) attach, and `-l` is `--labels` there and in `expose`.
+    let (args, after_dashes) = match args.iter().position(|a| a == "--") {
+        Some(i) if verb == "run" => (args[..i].to_vec(), args[i + 1..].to_vec()),
+        _ => (args, Vec::new()),
+    };
+    let mut attach = (false, false);
+    let args: Vec<String> = match verb.as_str() {
+        "run" | "expose" => args
+            .into_iter()
+            .filter_map(|a| match a.as_str() {
+                "-l" => Some("--labels".into()),
+                _ if a.starts_with("-l=") => Some(format!("--labels={}", &a[3..])),
+                "-i" | "--stdin" | "--stdin=true" if verb == "run" => {
+                    attach.0 = true;
+                    None
+                }
+                "-t" | "--tty" | "--tty=true" if verb == "run" => {
+                    attach.1 = true;
+                    None
+                }
+                "-it" | "-ti" if verb == "run" => {
+                    attach = (true, true);
+                    None
+                }
+                _ => Some(a),
+            })
+            .collect(),
+        _ => args,
+    };
     let f = match parse_flags(&args[1..]) {
         Ok(f) => f,
         Err(e) => return vec![format!("error: {e}")],
@@ -221,9 +254,15 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "cordon" | "uncordon" => cordon(api, creds, &f, &verb),
         "label" | "annotate" => label(api, creds, &f, &ns, &verb),
         "patch" => patch::patch(api, creds, &f, &ns),
+        "run" => run::run_pod(api, creds, &f, &ns, &after_dashes, attach),
+        "expose" => run::expose(api, creds, &f, &ns),
+        "version" => info::version(api, creds, &f),
+        "api-versions" => info::api_versions(&f),
+        "cluster-info" => info::cluster_info(api, creds, &f),
+        "events" => events::events(api, creds, &f, &ns),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, create, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config current-context)"
             )]
         }
     }

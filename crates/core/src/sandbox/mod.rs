@@ -712,7 +712,8 @@ mod tests {
         assert_eq!(crate::kubectl::complete(api, "scale deployment w"), ["web"]);
         assert_eq!(crate::kubectl::complete(api, "rollout status deployments "), ["web"]);
         assert_eq!(crate::kubectl::complete(api, "rollout un"), ["undo"]);
-        assert_eq!(crate::kubectl::complete(api, "ex"), ["exec", "explain"]);
+        assert_eq!(crate::kubectl::complete(api, "ex"), ["exec", "explain", "expose"]);
+        assert!(crate::kubectl::complete(api, "run ").is_empty(), "run takes a new name, not a type");
         assert!(crate::kubectl::complete(api, "exec web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "exec web-").is_empty());
         assert!(crate::kubectl::complete(api, "logs web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "logs web-").is_empty());
         assert!(crate::kubectl::complete(api, "get pods -n kube-system x").is_empty());

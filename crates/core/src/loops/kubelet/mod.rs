@@ -1104,7 +1104,8 @@ impl Kubelets {
             }
             let view = ReadView { volumes: &rt.volumes, volume_read_only: &rt.volume_ro, mounts: &c.mounts, root: &c.root };
             let b = c.behaviour.clone().unwrap_or_default();
-            return serve_http(d, &b, &view, now.saturating_sub(*started), port, path);
+            let hostname = self.pods.get(&key.0, &key.1).and_then(|p| get_str(p, &["spec", "hostname"]).map(str::to_string)).unwrap_or_else(|| key.1.clone());
+            return serve_http(d, &b, &view, now.saturating_sub(*started), port, path, &hostname);
         }
         Err("Connection refused".into())
     }
@@ -1347,7 +1348,13 @@ impl Kubelets {
         let month = MONTHS[t[5..7].parse::<usize>().unwrap_or(1).clamp(1, 12) - 1];
         let nginx = format!("{} {time}", date.replace('-', "/"));
         let redis = format!("{} {month} {} {time}.{:03}", &t[8..10], &t[..4], cx.now % 1000);
-        let boot: Vec<String> = b.logs.iter().map(|l| l.replace("{nginx-time}", &nginx).replace("{redis-time}", &redis)).collect();
+        let js = format!("{}.{:03}Z", &t[..19], cx.now % 1000);
+        let hostname = get_str(&pod, &["spec", "hostname"]).unwrap_or(&key.1).to_string();
+        let boot: Vec<String> = b
+            .logs
+            .iter()
+            .map(|l| l.replace("{nginx-time}", &nginx).replace("{redis-time}", &redis).replace("{js-time}", &js).replace("{hostname}", &hostname))
+            .collect();
         // postStart runs before the container counts as started (`startContainer`).
         if let Some(hook) = get(&c.spec, &["lifecycle", "postStart"]).cloned() {
             if let Err(msg) = self.run_hook(cx, ni, key, i, &hook) {

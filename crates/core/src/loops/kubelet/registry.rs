@@ -548,6 +548,9 @@ impl Registry {
                 "rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"
             ));
         }
+        if let Some(p) = bootcamp(&r) {
+            return p;
+        }
         let trusted = ["registry.k8s.io", "k8s.gcr.io", "gcr.io", "us.gcr.io", "us-docker.pkg.dev", "registry.example", "quay.io"];
         if trusted.contains(&r.registry.as_str()) {
             let mut b = Behaviour { size: 24_000_000, pull_ms: 1200, logs: vec![], ..Behaviour::default() };
@@ -586,8 +589,40 @@ impl Registry {
     }
 }
 
-/// What an image's process prints when it starts; `{nginx-time}` and `{redis-time}` are
-/// the start time in those programs' formats, filled in by the kubelet.
+/// The "Learn Kubernetes Basics" tutorial's app: a Node.js server on port 8080 that names
+/// the pod it runs in and its version (`gcr.io/google-samples/kubernetes-bootcamp:v1`, and
+/// `docker.io/jocatalin/kubernetes-bootcamp:v2` for the rolling update). Other tags do not
+/// exist (the tutorial's `v10` shows a failed update).
+fn bootcamp(r: &Reference) -> Option<Pull> {
+    let version = match (r.registry.as_str(), r.repository.as_str()) {
+        ("gcr.io", "google-samples/kubernetes-bootcamp") => "v1",
+        ("docker.io", "jocatalin/kubernetes-bootcamp") => "v2",
+        _ => return None,
+    };
+    let full = r.full();
+    if r.tag != version {
+        return Some(Pull::Err(format!(
+            "rpc error: code = NotFound desc = failed to pull and unpack image {full:?}: failed to resolve reference {full:?}: {full}: not found"
+        )));
+    }
+    let b = Behaviour {
+        family: Family::Debian,
+        entrypoint: vec![],
+        cmd: vec!["/bin/sh".into(), "-c".into(), "node server.js".into()],
+        server: Some(Server { programs: vec!["node".into(), "/bin/sh".into()], ports: vec![8080], memory: 20 << 20, web_root: None }),
+        lacks: DEBIAN_LACKS.iter().map(|s| s.to_string()).collect(),
+        size: 80_000_000,
+        pull_ms: 500 + 80_000_000 / 25_000,
+        logs: vec!["Kubernetes Bootcamp App Started At: {js-time} | Running On:  {hostname} ".into()],
+        reply: Some(format!("Hello Kubernetes bootcamp! | Running on: {{hostname}} | v={}\n", &version[1..])),
+        ..Behaviour::default()
+    };
+    Some(Pull::Ok { behaviour: Box::new(b), digest: r.digest() })
+}
+
+/// What an image's process prints when it starts; `{nginx-time}`, `{redis-time}` and
+/// `{js-time}` are the start time in those programs' formats and `{hostname}` the pod's,
+/// filled in by the kubelet.
 fn default_logs(repo: &str) -> Vec<String> {
     match repo {
         "docker.io/library/nginx" => vec![

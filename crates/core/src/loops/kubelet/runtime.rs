@@ -544,8 +544,10 @@ fn public_address(name: &str) -> String {
     format!("93.184.{}.{}", 215 + (h % 2), 1 + (h >> 8) % 250)
 }
 
-/// What a server answers to `GET path` on `port`, from the files its container sees.
-pub fn serve_http(server: &Daemon, b: &Behaviour, view: &ReadView, uptime: Millis, port: u16, path: &str) -> Result<(u16, String), String> {
+/// What a server answers to `GET path` on `port`, from the files its container sees (a
+/// fixed reply names the pod's `{hostname}` where the image's server does).
+#[allow(clippy::too_many_arguments)]
+pub fn serve_http(server: &Daemon, b: &Behaviour, view: &ReadView, uptime: Millis, port: u16, path: &str, hostname: &str) -> Result<(u16, String), String> {
     let listens = server.ports.is_empty() || server.ports.contains(&port);
     if !listens {
         return Err("Connection refused".into());
@@ -567,7 +569,7 @@ pub fn serve_http(server: &Daemon, b: &Behaviour, view: &ReadView, uptime: Milli
                 Err(_) => Ok((404, NGINX_404.to_string())),
             }
         }
-        None => Ok((200, b.reply.clone().unwrap_or_default())),
+        None => Ok((200, b.reply.as_deref().unwrap_or_default().replace("{hostname}", hostname))),
     }
 }
 
@@ -625,7 +627,7 @@ impl Host for CtrHost<'_> {
             // The pod's own network namespace: this container's server answers here.
             return match &self.local {
                 Some((d, uptime)) => {
-                    let r = serve_http(d, self.image, &self.view.ro(), *uptime, port, path);
+                    let r = serve_http(d, self.image, &self.view.ro(), *uptime, port, path, &self.hostname);
                     if r.is_ok() {
                         self.net.served.borrow_mut().push((self.pod_ip.clone(), port));
                     }

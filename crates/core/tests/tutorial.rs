@@ -1,0 +1,101 @@
+//! The Kubernetes documentation's first tutorial ("Learn Kubernetes Basics": deploy, explore,
+//! expose, scale, update), typed line by line as a learner types it into the terminal, and
+//! `kubectl run` as tutorials use it: every line answers as kubectl does and the cluster
+//! does what it says.
+
+use kubeloop_core::apiserver::Credentials;
+use kubeloop_core::cluster::{Action, Cluster, Config};
+use kubeloop_core::foundation::api::rid;
+use kubeloop_core::foundation::pod::pod_is_ready;
+
+fn kubectl(c: &mut Cluster, line: &str) -> Vec<String> {
+    c.act(Credentials::Token("admin-token".into()), Action::Kubectl(line.into())).output
+}
+
+#[test]
+fn the_basics_tutorial_deploys_exposes_scales_and_updates() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(
+        kubectl(&mut c, "create deployment kubernetes-bootcamp --image=gcr.io/google-samples/kubernetes-bootcamp:v1"),
+        ["deployment.apps/kubernetes-bootcamp created"]
+    );
+    c.run_to_quiet(120_000);
+    let deployments = kubectl(&mut c, "get deployments");
+    assert_eq!(deployments[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    assert!(deployments[1].starts_with("kubernetes-bootcamp   1/1     1            1"), "{deployments:?}");
+    assert_eq!(kubectl(&mut c, "expose deployment/kubernetes-bootcamp --type=\"NodePort\" --port 8080"), ["service/kubernetes-bootcamp exposed"]);
+    let svc = c.api.store.get_by(rid::SERVICE, "default", "kubernetes-bootcamp").expect("the Service exists").clone();
+    assert_eq!(svc["spec"]["type"], "NodePort");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 8080);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert!(svc["spec"]["ports"][0]["nodePort"].as_i64().is_some_and(|p| (30000..=32767).contains(&p)), "a node port is allocated");
+    assert_eq!(svc["spec"]["selector"]["app"], "kubernetes-bootcamp");
+    c.run_to_quiet(120_000);
+    let described = kubectl(&mut c, "describe services/kubernetes-bootcamp").join("\n");
+    assert!(described.contains("Type:                     NodePort"), "{described}");
+    assert!(described.contains("Endpoints:                10.244."), "the pod is behind the Service:\n{described}");
+    assert_eq!(kubectl(&mut c, "scale deployments/kubernetes-bootcamp --replicas=4"), ["deployment.apps/kubernetes-bootcamp scaled"]);
+    c.run_to_quiet(120_000);
+    let ready = c.api.store.list(rid::POD, Some("default")).filter(|p| pod_is_ready(p)).count();
+    assert_eq!(ready, 4);
+    assert_eq!(
+        kubectl(&mut c, "set image deployments/kubernetes-bootcamp kubernetes-bootcamp=docker.io/jocatalin/kubernetes-bootcamp:v2"),
+        ["deployment.apps/kubernetes-bootcamp image updated"]
+    );
+    c.run_to_quiet(300_000);
+    assert_eq!(kubectl(&mut c, "rollout status deployments/kubernetes-bootcamp"), ["deployment \"kubernetes-bootcamp\" successfully rolled out"]);
+    let images: Vec<String> = c
+        .api
+        .store
+        .list(rid::POD, Some("default"))
+        .filter(|p| pod_is_ready(p))
+        .map(|p| p["spec"]["containers"][0]["image"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(images, vec!["docker.io/jocatalin/kubernetes-bootcamp:v2"; 4]);
+    // The app answers with the pod it runs in and its version, through the Service.
+    let pod = c.api.store.list(rid::POD, Some("default")).find(|p| pod_is_ready(p)).map(|p| kubeloop_core::foundation::api::name(p).to_string()).unwrap();
+    let answer = kubectl(&mut c, &format!("exec {pod} -- curl -s http://kubernetes-bootcamp:8080"));
+    assert!(answer[0].starts_with("Hello Kubernetes bootcamp! | Running on: kubernetes-bootcamp-") && answer[0].ends_with("| v=2"), "{answer:?}");
+    let logs = kubectl(&mut c, &format!("logs {pod}"));
+    assert!(logs[0].starts_with("Kubernetes Bootcamp App Started At: ") && logs[0].contains(&format!("| Running On:  {pod}")), "{logs:?}");
+    // An image that does not exist: the new pods cannot pull it, and the old ones keep serving.
+    kubectl(&mut c, "set image deployments/kubernetes-bootcamp kubernetes-bootcamp=gcr.io/google-samples/kubernetes-bootcamp:v10");
+    c.run_to_quiet(120_000);
+    let pods = kubectl(&mut c, "get pods").join("\n");
+    assert!(pods.contains("ImagePullBackOff") || pods.contains("ErrImagePull"), "{pods}");
+    assert_eq!(c.api.store.list(rid::POD, Some("default")).filter(|p| pod_is_ready(p)).count(), 3, "maxUnavailable 25% of 4");
+    assert_eq!(kubectl(&mut c, "rollout undo deployments/kubernetes-bootcamp"), ["deployment.apps/kubernetes-bootcamp rolled back"]);
+    c.run_to_quiet(300_000);
+    assert_eq!(kubectl(&mut c, "rollout status deployments/kubernetes-bootcamp"), ["deployment \"kubernetes-bootcamp\" successfully rolled out"]);
+    let images: Vec<String> =
+        c.api.store.list(rid::POD, Some("default")).map(|p| p["spec"]["containers"][0]["image"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(images, vec!["docker.io/jocatalin/kubernetes-bootcamp:v2"; 4], "back on v2");
+}
+
+#[test]
+fn kubectl_run_makes_a_pod_that_runs_its_command() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(kubectl(&mut c, "run hello --image=busybox --restart=Never -- sh -c 'echo hello from the pod'"), ["pod/hello created"]);
+    assert_eq!(kubectl(&mut c, "run web --image=nginx --port=80 --labels=app=web,tier=front"), ["pod/web created"]);
+    c.run_to_quiet(120_000);
+    let hello = c.api.store.get_by(rid::POD, "default", "hello").expect("the pod exists").clone();
+    assert_eq!(hello["metadata"]["labels"]["run"], "hello");
+    assert_eq!(hello["spec"]["containers"][0]["args"], kubeloop_core::json!(["sh", "-c", "echo hello from the pod"]));
+    assert_eq!(hello["status"]["phase"], "Succeeded", "the command ran and exited 0");
+    assert_eq!(kubectl(&mut c, "logs hello"), ["hello from the pod"]);
+    let web = c.api.store.get_by(rid::POD, "default", "web").expect("the pod exists").clone();
+    assert!(pod_is_ready(&web));
+    assert_eq!(web["spec"]["containers"][0]["ports"][0]["containerPort"], 80);
+    // Dry runs change nothing; an existing name is refused by the API server.
+    assert_eq!(kubectl(&mut c, "run other --image=nginx --dry-run=client"), ["pod/other created (dry run)"]);
+    assert_eq!(kubectl(&mut c, "run other --image=nginx --dry-run=server"), ["pod/other created (server dry run)"]);
+    assert!(c.api.store.get_by(rid::POD, "default", "other").is_none());
+    assert_eq!(kubectl(&mut c, "run web --image=nginx"), ["Error from server (AlreadyExists): pods \"web\" already exists"]);
+    assert_eq!(kubectl(&mut c, "expose pod web --port=80 --name=web-svc"), ["service/web-svc exposed"]);
+    let svc = c.api.store.get_by(rid::SERVICE, "default", "web-svc").expect("the Service exists").clone();
+    assert_eq!(svc["spec"]["selector"], kubeloop_core::json!({"app": "web", "tier": "front"}));
+    // Attaching needs a terminal with stdin, which kubeloop's does not give a container.
+    let it = kubectl(&mut c, "run -it box --image=busybox --rm -- sh");
+    assert!(it[0].starts_with("error: kubeloop's terminal cannot attach"), "{it:?}");
+    assert!(c.api.store.get_by(rid::POD, "default", "box").is_none());
+}
