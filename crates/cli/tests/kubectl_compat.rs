@@ -984,6 +984,12 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
     let server = std::fs::read_to_string(&s.kubeconfig).unwrap().lines().find_map(|l| l.trim().strip_prefix("server: ").map(str::to_string)).unwrap();
     assert_eq!(s.ok(&["cluster-info"]).replace(&server, "https://127.0.0.1:6443"), s.terminal("cluster-info"));
     assert_eq!(s.ok(&["api-versions"]), s.terminal("api-versions"));
+    // The terminal's kubeconfig is the one kubeloop serve writes: a context per user.
+    for cmd in ["config get-contexts", "config current-context", "config get-users", "config get-clusters"] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(s.ok(&args), s.terminal(cmd), "{cmd}");
+    }
+    assert_eq!(s.ok(&["config", "view"]).replace(&server, "https://127.0.0.1:6443"), s.terminal("config view"));
     let server_line = |t: &str| t.lines().find(|l| l.starts_with("Server Version:")).map(str::to_string);
     assert_eq!(server_line(&s.ok(&["version"])), server_line(&s.terminal("version")));
     assert!(s.terminal("version --client").starts_with("Client Version: v1.36.0\nKustomize Version: "));

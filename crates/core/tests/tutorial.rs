@@ -99,3 +99,36 @@ fn kubectl_run_makes_a_pod_that_runs_its_command() {
     assert!(it[0].starts_with("error: kubeloop's terminal cannot attach"), "{it:?}");
     assert!(c.api.store.get_by(rid::POD, "default", "box").is_none());
 }
+
+#[test]
+fn a_namespace_from_the_flag_or_the_context_is_where_manifests_and_commands_go() {
+    let mut c = Cluster::new(Config::default());
+    kubectl(&mut c, "create namespace dev");
+    // The namespace's default ServiceAccount, which a pod needs, comes from a controller.
+    c.run_to_quiet(60_000);
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: demo}\n";
+    assert_eq!(kubectl(&mut c, &format!("apply -n dev -f - <<EOF\n{cm}EOF")), ["configmap/settings created"]);
+    let stored = c.api.store.get_by(rid::CONFIGMAP, "dev", "settings").expect("applied into dev").clone();
+    let last = stored["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].as_str().unwrap_or("").to_string();
+    assert!(last.contains("\"namespace\":\"dev\""), "the last-applied configuration names the namespace: {last}");
+    let elsewhere = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other, namespace: kube-public}\n";
+    assert_eq!(
+        kubectl(&mut c, &format!("create -n dev -f - <<EOF\n{elsewhere}EOF")),
+        ["error: the namespace from the provided object \"kube-public\" does not match the namespace \"dev\". You must pass '--namespace=kube-public' to perform this operation."]
+    );
+    // The context's namespace is the default of every command, and a manifest's own wins.
+    assert_eq!(kubectl(&mut c, "config set-context --current --namespace=dev"), ["Context \"kubeloop\" modified."]);
+    assert_eq!(kubectl(&mut c, "run web --image=nginx"), ["pod/web created"]);
+    assert!(c.api.store.get_by(rid::POD, "dev", "web").is_some());
+    assert_eq!(kubectl(&mut c, &format!("create -f - <<EOF\n{elsewhere}EOF")), ["configmap/other created"]);
+    assert!(c.api.store.get_by(rid::CONFIGMAP, "kube-public", "other").is_some());
+    c.run_to_quiet(60_000);
+    let pods = kubectl(&mut c, "get pods");
+    assert!(pods.len() == 2 && pods[1].starts_with("web "), "{pods:?}");
+    assert!(kubectl(&mut c, "logs web")[0].starts_with("/docker-entrypoint.sh"), "logs reads the context's namespace");
+    assert_eq!(kubectl(&mut c, "get pods -n default"), ["No resources found in default namespace."]);
+    assert_eq!(
+        kubectl(&mut c, "config get-contexts"),
+        ["CURRENT   NAME       CLUSTER    AUTHINFO   NAMESPACE", "*         kubeloop   kubeloop   admin      dev"]
+    );
+}

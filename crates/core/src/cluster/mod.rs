@@ -154,6 +154,9 @@ pub struct Cluster {
     compact_mark: u64,
     /// Tasks run so far: wakes, timers, steps (for benchmarks).
     pub tasks_run: [u64; 3],
+    /// The kubeconfig of the kubectl that steps and the terminal run (contexts and their
+    /// namespaces).
+    pub kubeconfig: crate::kubectl::config::Kubeconfig,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -208,6 +211,7 @@ pub fn in_controller_manager(name: &str) -> bool {
 impl Cluster {
     pub fn new(config: Config) -> Self {
         let mut api = ApiServer::new(config.seed, config.trace);
+        let user_names: Vec<String> = config.users.iter().map(|(n, _, _)| n.clone()).collect();
         api.store.quota = config.quota_bytes;
         api.tokens.insert(config.admin_token.clone(), UserInfo::admin());
         for (name, token, groups) in &config.users {
@@ -302,6 +306,7 @@ impl Cluster {
             next_step: 0,
             compact_mark: 0,
             tasks_run: [0; 3],
+            kubeconfig: crate::kubectl::config::Kubeconfig::for_users(&user_names.iter().map(String::as_str).collect::<Vec<_>>()),
         };
         for i in 0..n {
             c.push(0, Task::Wake(i), false);
@@ -661,12 +666,16 @@ impl Cluster {
                 crate::kubectl::apply_server_side(&mut self.api, &s.credentials, text, file, "kubectl", false),
             ),
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("logs") => (format!("kubectl {cmd}"), {
+                let cmd = &self.kubeconfig.with_namespace(cmd);
                 self.api.now = self.now;
                 let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
                 crate::kubectl::logs(&mut self.api, kubelet, &s.credentials, cmd)
             }),
-            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("exec") => (format!("kubectl {cmd}"), self.exec(&s.credentials, cmd)),
-            Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run(&mut self.api, &s.credentials, cmd)),
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("exec") => {
+                let line = self.kubeconfig.with_namespace(cmd);
+                (format!("kubectl {cmd}"), self.exec(&s.credentials, &line))
+            }
+            Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run_in(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd)),
             Action::Etcdctl(line) => (format!("etcdctl {line}"), etcdctl::run(&mut self.api.store, line)),
             Action::Fault(f) => {
                 let msg = self.fault(f);

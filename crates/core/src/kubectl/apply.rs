@@ -40,7 +40,12 @@ pub fn three_way(last: Option<&Value>, new: &Value, live: &Value) -> Value {
 
 /// `kubectl apply -f <file>` with `text` as the file's content.
 pub fn apply_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
-    each_document(text, file, |obj| vec![apply_object(api, creds, obj, file)])
+    apply_text_in(api, creds, text, file, &Namespace::default())
+}
+
+/// As [`apply_text`], into namespace `ns` (`kubectl apply -n NS`).
+pub fn apply_text_in(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &Namespace) -> Vec<String> {
+    each_document_in(text, file, ns, |obj| vec![apply_object(api, creds, obj, file)])
 }
 
 /// The field manager of kubectl's client-side apply.
@@ -50,7 +55,12 @@ const CLIENT_SIDE_MANAGER: &str = "kubectl-client-side-apply";
 /// (`kubectl` unless `--field-manager` says otherwise); the API server merges it and
 /// tracks the fields, and refuses fields other managers own unless `force`.
 pub fn apply_server_side(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, manager: &str, force: bool) -> Vec<String> {
-    each_document(text, file, |obj| {
+    apply_server_side_in(api, creds, text, file, &Namespace::default(), manager, force)
+}
+
+/// As [`apply_server_side`], into namespace `ns` (`kubectl apply --server-side -n NS`).
+pub fn apply_server_side_in(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &Namespace, manager: &str, force: bool) -> Vec<String> {
+    each_document_in(text, file, ns, |obj| {
         let av = get_str(&obj, &["apiVersion"]).unwrap_or("").to_string();
         let kind = get_str(&obj, &["kind"]).unwrap_or("").to_string();
         let name = api::name(&obj).to_string();

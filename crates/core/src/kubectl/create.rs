@@ -6,8 +6,8 @@ use super::*;
 /// `kubectl create deployment|namespace|configmap NAME ...`, built as kubectl's generators
 /// build them (`k8s.io/kubectl/pkg/cmd/create`).
 /// `kubectl create -f FILE`: each object created as written.
-pub(super) fn create_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
-    each_document(text, file, |obj| {
+pub(super) fn create_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &Namespace) -> Vec<String> {
+    each_document_in(text, file, ns, |obj| {
         let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) else {
             return vec![format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj))];
         };

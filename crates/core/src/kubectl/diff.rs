@@ -200,7 +200,12 @@ fn shown(obj: &Value) -> String {
 /// `kubectl diff -f FILE` with `text` as the file's content; the headers carry the
 /// simulated time.
 pub fn diff_text(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str) -> Vec<String> {
-    crate::kubectl::each_document(text, file, |obj| diff_object(api, creds, obj, file))
+    diff_text_in(api, creds, text, file, &crate::kubectl::Namespace::default())
+}
+
+/// As [`diff_text`], into namespace `ns` (`kubectl diff -n NS`).
+pub fn diff_text_in(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &crate::kubectl::Namespace) -> Vec<String> {
+    crate::kubectl::each_document_in(text, file, ns, |obj| diff_object(api, creds, obj, file))
 }
 
 fn diff_object(api: &mut ApiServer, creds: &Credentials, obj: Value, file: &str) -> Vec<String> {

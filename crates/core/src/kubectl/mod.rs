@@ -9,6 +9,7 @@ use crate::foundation::api::{self, get_str, resource_for_kind, resource_for_name
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Map, Value};
 
+pub mod config;
 pub mod describe;
 pub mod diff;
 pub mod explain;
@@ -93,13 +94,51 @@ pub fn is_error_line(l: &str) -> bool {
     l.starts_with("error") || l.starts_with("Error") || l.starts_with("The request is invalid") || (l.starts_with("The ") && l.contains(" is invalid: "))
 }
 
-pub fn each_document(text: &str, file: &str, mut each: impl FnMut(Value) -> Vec<String>) -> Vec<String> {
+pub fn each_document(text: &str, file: &str, each: impl FnMut(Value) -> Vec<String>) -> Vec<String> {
+    each_document_in(text, file, &Namespace::default(), each)
+}
+
+/// The namespace a command puts the objects of its files in: the one `-n` names
+/// (`enforce`: an object that names another is refused, as kubectl refuses it), else the
+/// context's.
+#[derive(Debug, Clone)]
+pub struct Namespace {
+    pub name: String,
+    pub enforce: bool,
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Namespace { name: "default".into(), enforce: false }
+    }
+}
+
+/// As [`each_document`], each namespaced object without a namespace given `ns`'s (as
+/// kubectl's resource builder sets it before sending, so that the last-applied
+/// configuration names it).
+pub fn each_document_in(text: &str, file: &str, ns: &Namespace, mut each: impl FnMut(Value) -> Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     for doc in crate::foundation::manifest::parse(text) {
         for d in &doc.diagnostics {
             out.push(format!("error: error parsing {file}: error converting YAML to JSON: {}", d.message));
         }
-        if let Some(obj) = doc.object {
+        if let Some(mut obj) = doc.object {
+            let namespaced =
+                resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")).map(|r| RESOURCES[r].namespaced);
+            if namespaced == Some(true) {
+                let own = api::namespace(&obj).to_string();
+                if own.is_empty() {
+                    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.insert("namespace", json!(ns.name));
+                    }
+                } else if ns.enforce && own != ns.name {
+                    out.push(format!(
+                        "error: the namespace from the provided object \"{own}\" does not match the namespace \"{}\". You must pass '--namespace={own}' to perform this operation.",
+                        ns.name
+                    ));
+                    continue;
+                }
+            }
             out.extend(each(obj));
         }
     }
@@ -156,6 +195,12 @@ fn targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Res
 /// Run a kubectl command line (without the leading `kubectl`); a line may carry a
 /// here-document for `-f -`.
 pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> {
+    run_in(api, creds, &mut config::Kubeconfig::default(), line)
+}
+
+/// As [`run`], with the terminal's kubeconfig: its current context's namespace is the
+/// default, and `kubectl config` reads and changes it.
+pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfig, line: &str) -> Vec<String> {
     let (line, stdin) = heredoc(line);
     let line = line.as_str();
     let args = match split_args(line) {
@@ -200,7 +245,8 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         Ok(f) => f,
         Err(e) => return vec![format!("error: {e}")],
     };
-    let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = f.namespace.clone().unwrap_or_else(|| kc.namespace().to_string());
+    let target_ns = Namespace { name: ns.clone(), enforce: f.namespace.is_some() };
     if api.down_since.is_some() && verb != "config" {
         return unreachable_server(&verb, &f, stdin.as_deref());
     }
@@ -208,20 +254,20 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "apply" if f.get("--server-side").is_some_and(|v| v != "false") => match manifest_input(&f, stdin.as_deref()) {
             Ok((text, file)) => {
                 let force = f.get("--force-conflicts").is_some_and(|v| v != "false");
-                crate::kubectl::apply::apply_server_side(api, creds, &text, file, f.get("--field-manager").unwrap_or("kubectl"), force)
+                crate::kubectl::apply::apply_server_side_in(api, creds, &text, file, &target_ns, f.get("--field-manager").unwrap_or("kubectl"), force)
             }
             Err(e) => vec![e],
         },
         "apply" => match manifest_input(&f, stdin.as_deref()) {
-            Ok((text, file)) => apply_text(api, creds, &text, file),
+            Ok((text, file)) => apply::apply_text_in(api, creds, &text, file, &target_ns),
             Err(e) => vec![e],
         },
         "diff" => match manifest_input(&f, stdin.as_deref()) {
-            Ok((text, file)) => crate::kubectl::diff::diff_text(api, creds, &text, file),
+            Ok((text, file)) => crate::kubectl::diff::diff_text_in(api, creds, &text, file, &target_ns),
             Err(e) => vec![e],
         },
         "create" if f.get("--filename").is_some() => match manifest_input(&f, stdin.as_deref()) {
-            Ok((text, file)) => create_from(api, creds, &text, file),
+            Ok((text, file)) => create_from(api, creds, &text, file, &target_ns),
             Err(e) => vec![e],
         },
         "get" => get(api, creds, &f, &ns),
@@ -246,7 +292,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
             out.extend(drain(api, creds, &f));
             out
         }
-        "config" if f.positional.first().map(String::as_str) == Some("current-context") => vec!["kubeloop".into()],
+        "config" => config::config(kc, &f),
         "scale" => scale(api, creds, &f, &ns),
         "autoscale" => autoscale(api, creds, &f, &ns),
         "top" => top(api, creds, &f, &ns),
@@ -262,7 +308,7 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
         "events" => events::events(api, creds, &f, &ns),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config current-context)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
             )]
         }
     }

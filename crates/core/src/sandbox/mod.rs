@@ -136,6 +136,7 @@ impl Sandbox {
     pub fn set_user(&mut self, user: &str) -> bool {
         if self.users.iter().any(|(n, _)| n == user) {
             self.user = user.to_string();
+            self.cluster.kubeconfig.use_user(user);
             true
         } else {
             false
@@ -263,7 +264,13 @@ impl Sandbox {
             None => line.to_string(),
         };
         self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Kubectl(line.clone()) });
-        self.cluster.act(self.credentials(), Action::Kubectl(line)).output
+        let out = self.cluster.act(self.credentials(), Action::Kubectl(line)).output;
+        // `kubectl config use-context NAME@kubeloop` runs what follows as NAME.
+        let user = self.cluster.kubeconfig.user().to_string();
+        if user != self.user && self.users.iter().any(|(n, _)| *n == user) {
+            self.user = user;
+        }
+        out
     }
 
     /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run
@@ -275,7 +282,8 @@ impl Sandbox {
             return (self.kubectl(line), None);
         }
         let creds = self.credentials();
-        crate::kubectl::run_watching(&mut self.cluster.api, &creds, line)
+        let line = self.cluster.kubeconfig.with_namespace(line);
+        crate::kubectl::run_watching(&mut self.cluster.api, &creds, &line)
     }
 
     /// Inject a fault now (`nodeDown`, `webhookDown`, ... and the name it applies to).
@@ -796,6 +804,26 @@ mod tests {
             sb.kubectl("auth can-i get pods --as admin"),
             ["Error from server (Forbidden): users \"admin\" is forbidden: User \"ajay\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"]
         );
+    }
+
+    #[test]
+    fn a_context_is_a_user_and_replays_with_its_namespace() {
+        let setup = format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  users: [{{name: ajay, token: t, groups: [payments]}}]\n---\n{APP}");
+        let mut sb = Sandbox::new(&setup, Some(1));
+        assert_eq!(sb.kubectl("config use-context ajay@kubeloop"), ["Switched to context \"ajay@kubeloop\"."]);
+        assert_eq!(sb.user, "ajay", "the context's user runs what follows");
+        assert_eq!(sb.kubectl("auth can-i delete nodes"), ["no"]);
+        assert!(sb.set_user("admin"));
+        assert_eq!(sb.kubectl("config current-context"), ["kubeloop"], "the user menu picks the user's context");
+        sb.kubectl("create namespace dev");
+        sb.kubectl("config set-context --current --namespace=dev");
+        sb.advance(30_000);
+        sb.kubectl("create configmap flags --from-literal=a=b");
+        assert!(sb.cluster.api.store.get_by(crate::foundation::api::rid::CONFIGMAP, "dev", "flags").is_some());
+        // A share link replays the context's namespace with everything else.
+        let again = Sandbox::open(&sb.share()).expect("the link replays");
+        assert!(again.cluster.api.store.get_by(crate::foundation::api::rid::CONFIGMAP, "dev", "flags").is_some());
+        assert_eq!(again.cluster.kubeconfig.namespace(), "dev");
     }
 
     #[test]
