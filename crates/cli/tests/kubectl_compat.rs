@@ -922,6 +922,44 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         let args: Vec<&str> = cmd.split(' ').collect();
         assert_eq!(generated(s.ok(&args)), s.terminal(cmd), "{cmd}");
     }
+    // The generators of kubectl create, as manifests. In 1.32 a nested object's metadata
+    // holds only `creationTimestamp: null`; from 1.34 it prints as `metadata: {}`.
+    let nested = |text: String| {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out: Vec<String> = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if l.trim() == "creationTimestamp: null" {
+                let indent = l.len() - l.trim_start().len();
+                let next_indent = lines.get(i + 1).map_or(0, |n| n.len() - n.trim_start().len());
+                if next_indent < indent {
+                    if let Some(prev) = out.last_mut() {
+                        prev.push_str(" {}");
+                    }
+                }
+                continue;
+            }
+            out.push(l.to_string());
+        }
+        out.join("\n") + "\n"
+    };
+    for cmd in [
+        "create deployment x --image=nginx --dry-run=client -o yaml",
+        "create deployment web --image=nginx:1.27 --replicas=3 --port=80 -n kube-system --dry-run=client -o yaml",
+        "create job once --image=busybox --dry-run=client -o yaml",
+        "create cronjob tick --image=busybox --schedule=@hourly --dry-run=client -o yaml",
+        "create configmap settings --from-literal=mode=demo --from-literal=level=2 --dry-run=client -o yaml",
+        "create secret generic creds --from-literal=password=s3cret --dry-run=client -o yaml",
+        "create namespace dev --dry-run=client -o yaml",
+        "create serviceaccount builder --dry-run=client -o yaml",
+        "create service clusterip front --tcp=80:8080 --dry-run=client -o yaml",
+        "create priorityclass high --value=1000 --description=important --dry-run=client -o yaml",
+        "create quota small --hard=pods=4 --dry-run=client -o yaml",
+        "create deployment x --image=nginx --dry-run=client",
+        "create namespace dev --dry-run=server",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(nested(s.ok(&args)), s.terminal(cmd), "{cmd}");
+    }
     // JSON of a generated object: kubectl writes a typed object's fields in Go's struct
     // order, kubeloop's terminal in key order; the values are the same.
     let cmd = "run once --image=busybox --restart=OnFailure --annotations=team=payments --privileged --dry-run=client -o json";
@@ -960,6 +998,26 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         .replace(name, "NAME")
     };
     assert_eq!(pod("real-a"), pod("real-b"));
+    // replace writes the whole object; --force deletes it and creates it again.
+    let cm = |name: &str, v: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{v: \"{v}\"}}\n");
+    let piped = |args: &[&str], text: &str| {
+        let out = s.run(args, Some(text));
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    for (name, front) in [("rep-a", "real"), ("rep-b", "terminal")] {
+        let lines = |args: &str, text: &str| {
+            if front == "real" {
+                piped(&args.split(' ').collect::<Vec<_>>(), text)
+            } else {
+                s.terminal(&format!("{args} <<EOF\n{text}EOF"))
+            }
+        };
+        assert_eq!(lines("create -f -", &cm(name, "1")), format!("configmap/{name} created\n"));
+        assert_eq!(lines("replace -f -", &cm(name, "2")), format!("configmap/{name} replaced\n"));
+        assert_eq!(lines("replace --force -f -", &cm(name, "3")), format!("configmap \"{name}\" deleted\nconfigmap/{name} replaced\n"));
+        assert_eq!(s.ok(&["get", "configmap", name, "-o", "jsonpath={.data.v}"]), "3");
+    }
+    assert_eq!(piped(&["replace", "-f", "-"], &cm("missing", "1")), s.terminal(&format!("replace -f - <<EOF\n{}EOF", cm("missing", "1"))));
     // Errors, word for word (kubectl writes them to stderr).
     for cmd in [
         "run --image=nginx",

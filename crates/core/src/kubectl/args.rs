@@ -105,6 +105,10 @@ pub(super) const VALUE_FLAGS: &[&str] = &[
     "--load-balancer-ip",
     "--for",
     "--types",
+    "--schedule",
+    "--value",
+    "--description",
+    "--preemption-policy",
 ];
 
 pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {

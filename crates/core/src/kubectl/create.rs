@@ -65,8 +65,8 @@ pub(super) fn role_rules(f: &Flags) -> Result<Vec<Value>, String> {
 }
 
 /// `kubectl create TYPE NAME ...`, building the object as kubectl's generators do.
-pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, job, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget and quota";
+pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, after_dashes: &[String]) -> Vec<String> {
+    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, job, cronjob, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget, priorityclass and quota";
     let Some(what) = f.positional.first() else {
         return vec![format!("error: kubeloop creates {supported} (kubectl create TYPE NAME ...); use the editor for anything else")];
     };
@@ -82,6 +82,8 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
         ("service" | "svc", Some("clusterip" | "nodeport" | "loadbalancer")) => Some("Service"),
         ("secret" | "service" | "svc", _) => None,
         ("pdb", _) => Some("PodDisruptionBudget"),
+        ("pc", _) => Some("PriorityClass"),
+        ("cj", _) => Some("CronJob"),
         _ => resource_for_name(what).map(|r| RESOURCES[r].kind),
     };
     let body = match kind {
@@ -123,8 +125,12 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
                 Ok(l) => l.into_iter().map(|(k, v)| (k, json!(base64_std(v.as_bytes())))).collect(),
                 Err(e) => return vec![e],
             };
-            let ty = f.get("--type").unwrap_or("Opaque");
-            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "type": ty, "data": data})
+            // Without --type the API server defaults it (Opaque).
+            let mut v = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "data": data});
+            if let Some(ty) = f.get("--type") {
+                v["type"] = json!(ty);
+            }
+            v
         }
         Some("ServiceAccount") => json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}}),
         Some("Service") => {
@@ -155,6 +161,39 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
             let Some(image) = f.get("--image") else { return vec!["error: required flag(s) \"image\" not set".into()] };
             json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
                 "spec": {"template": {"metadata": {}, "spec": {"containers": [{"name": name, "image": image, "resources": {}}], "restartPolicy": "Never"}}}})
+        }
+        Some("CronJob") => {
+            let Some(image) = f.get("--image") else { return vec!["error: required flag(s) \"image\", \"schedule\" not set".into()] };
+            let Some(schedule) = f.get("--schedule") else { return vec!["error: required flag(s) \"schedule\" not set".into()] };
+            let mut container = json!({"name": name, "image": image, "resources": {}});
+            if !after_dashes.is_empty() {
+                container["command"] = json!(after_dashes);
+            }
+            let restart = f.get("--restart").unwrap_or("OnFailure");
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name, "namespace": ns},
+                "spec": {"jobTemplate": {"metadata": {"name": name}, "spec": {"template": {"metadata": {}, "spec": {"containers": [container], "restartPolicy": restart}}}}, "schedule": schedule}})
+        }
+        Some("PriorityClass") => {
+            let value = match f.get("--value").map(str::parse::<i64>) {
+                None => 0,
+                Some(Ok(v)) => v,
+                Some(Err(_)) => {
+                    return vec![format!(
+                        "error: invalid argument {:?} for \"--value\" flag: strconv.ParseInt: parsing {:?}: invalid syntax",
+                        f.get("--value").unwrap_or(""),
+                        f.get("--value").unwrap_or("")
+                    )]
+                }
+            };
+            let mut v = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
+                "preemptionPolicy": f.get("--preemption-policy").unwrap_or("PreemptLowerPriority")});
+            if f.get("--global-default") == Some("true") {
+                v["globalDefault"] = json!(true);
+            }
+            if let Some(d) = f.get("--description").filter(|d| !d.is_empty()) {
+                v["description"] = json!(d);
+            }
+            v
         }
         Some(k @ ("Role" | "ClusterRole")) => match role_rules(f) {
             Ok(rules) => {
@@ -219,8 +258,71 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
     };
     let r = resource_for_kind(get_str(&body, &["apiVersion"]).unwrap_or(""), get_str(&body, &["kind"]).unwrap_or("")).unwrap_or(0);
     let ns = if RESOURCES[r].namespaced { ns } else { "" };
-    match api.handle(Request::create(r, ns, body, creds.clone())) {
-        Ok(_) => vec![format!("{}/{name} created", kind_prefix(r))],
+    let dry = match super::run::dry_run(f) {
+        Ok(d) => d,
+        Err(e) => return vec![e],
+    };
+    let output = f.get("--output");
+    if dry == super::run::DryRun::Client {
+        let mut body = body;
+        // kubectl names the namespace of a generated object only when -n gave it.
+        if f.namespace.is_none() {
+            if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("namespace");
+            }
+        }
+        // The typed object's empty status, as kubectl prints it.
+        match RESOURCES[r].kind {
+            "Deployment" | "Job" | "CronJob" | "ResourceQuota" => body["status"] = json!({}),
+            "Namespace" => {
+                body["spec"] = json!({});
+                body["status"] = json!({});
+            }
+            "Service" => body["status"] = json!({"loadBalancer": {}}),
+            "PodDisruptionBudget" => body["status"] = json!({"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}),
+            _ => {}
+        }
+        return super::run::print_made(r, &body, " created", dry, output).unwrap_or_else(|e| vec![e]);
+    }
+    let mut req = Request::create(r, ns, body, creds.clone());
+    req.dry_run = dry == super::run::DryRun::Server;
+    match api.handle(req) {
+        Ok(o) => super::run::print_made(r, &o, " created", dry, output).unwrap_or_else(|e| vec![e]),
         Err(s) => vec![format!("error: failed to create {}: {}", RESOURCES[r].singular, s.message)],
     }
+}
+
+/// `kubectl replace -f FILE [--force]`: each object is written whole over the stored one
+/// (a PUT; without a resourceVersion, unconditionally); `--force` deletes it and creates
+/// it again.
+pub(super) fn replace_from(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &Namespace, force: bool) -> Vec<String> {
+    each_document_in(text, file, ns, |obj| {
+        let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) else {
+            return vec![format!("error: resource mapping not found for name: {:?} from {file:?}", api::name(&obj))];
+        };
+        let ns = if RESOURCES[r].namespaced { api::namespace(&obj).to_string() } else { String::new() };
+        let name = api::name(&obj).to_string();
+        let mut out = Vec::new();
+        if force {
+            match api.handle(Request::new(Verb::Delete, r, &ns, &name, creds.clone())) {
+                Ok(_) => out.push(format!("{} {name:?} deleted", kind_prefix(r))),
+                Err(s) if s.code == 404 => {}
+                Err(s) => return vec![s.kubectl_message(Some(file), "deleting")],
+            }
+            let mut fresh = obj;
+            if let Some(m) = fresh.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+                m.remove("uid");
+            }
+            match api.handle(Request::create(r, &ns, fresh, creds.clone())) {
+                Ok(o) => out.push(with_warnings(api, format!("{}/{} replaced", kind_prefix(r), api::name(&o)))),
+                Err(s) => out.push(s.kubectl_message(Some(file), "creating")),
+            }
+            return out;
+        }
+        match api.handle(Request::update(r, &ns, &name, obj, creds.clone())) {
+            Ok(o) => vec![with_warnings(api, format!("{}/{} replaced", kind_prefix(r), api::name(&o)))],
+            Err(s) => vec![s.kubectl_message(Some(file), "replacing")],
+        }
+    })
 }

@@ -214,7 +214,7 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
     // `run`'s words after `--` are the container's, not kubectl's; its `-i`, `-t` (and
     // `-it`) attach, and `-l` is `--labels` there and in `expose`.
     let (args, after_dashes) = match args.iter().position(|a| a == "--") {
-        Some(i) if verb == "run" => (args[..i].to_vec(), args[i + 1..].to_vec()),
+        Some(i) if verb == "run" || verb == "create" => (args[..i].to_vec(), args[i + 1..].to_vec()),
         _ => (args, Vec::new()),
     };
     let mut attach = (false, false);
@@ -270,6 +270,12 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
             Ok((text, file)) => create_from(api, creds, &text, file, &target_ns),
             Err(e) => vec![e],
         },
+        "replace" => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => create::replace_from(api, creds, &text, file, &target_ns, f.get("--force") == Some("true")),
+            Err(e) => vec![e
+                .replace("no objects passed to apply", "no objects passed to replace")
+                .replace("must specify one of -f and -k", "must specify --filename to replace")],
+        },
         "get" => get(api, creds, &f, &ns),
         "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
@@ -283,7 +289,7 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
         "explain" => explain::command(&f),
         "describe" => describe::command(api, creds, &f, &ns),
         "taint" => taint(api, creds, &f),
-        "create" => create(api, creds, &f, &ns),
+        "create" => create(api, creds, &f, &ns, &after_dashes),
         "drain" => {
             let mut out = run(api, creds, &format!("cordon {}", f.positional.join(" ")));
             if out.iter().any(|l| is_error_line(l)) {
@@ -308,7 +314,7 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
         "events" => events::events(api, creds, &f, &ns),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
             )]
         }
     }
