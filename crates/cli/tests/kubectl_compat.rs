@@ -998,6 +998,26 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         .replace(name, "NAME")
     };
     assert_eq!(pod("real-a"), pod("real-b"));
+    // set env and set resources patch the pod template, from either front.
+    assert_eq!(s.ok(&["set", "env", "deployment/checkout", "MODE=demo", "LEVEL=2"]), "deployment.apps/checkout env updated\n");
+    assert_eq!(s.terminal("set env deployment/checkout COLOUR=blue -c checkout"), "deployment.apps/checkout env updated\n");
+    assert_eq!(s.ok(&["set", "env", "deployment/checkout", "--list"]), s.terminal("set env deployment/checkout --list"));
+    assert_eq!(s.terminal("set env deployment/checkout LEVEL-"), "deployment.apps/checkout env updated\n");
+    assert_eq!(s.ok(&["set", "env", "deployment", "checkout", "--list"]), s.terminal("set env deployment checkout --list"));
+    assert!(!s.ok(&["set", "env", "deployment/checkout", "--list"]).contains("LEVEL="));
+    assert_eq!(
+        s.ok(&["set", "resources", "deployment", "checkout", "-c=checkout", "--limits=cpu=300m,memory=256Mi"]),
+        "deployment.apps/checkout resource requirements updated\n"
+    );
+    assert_eq!(s.terminal("set resources deployment/checkout --requests=cpu=150m"), "deployment.apps/checkout resource requirements updated\n");
+    assert_eq!(
+        s.ok(&["get", "deployment", "checkout", "-o", "jsonpath={.spec.template.spec.containers[0].resources}"]),
+        r#"{"limits":{"cpu":"300m","memory":"256Mi"},"requests":{"cpu":"150m","memory":"256Mi"}}"#
+    );
+    // Nothing to change is no write and no line; no update at all is an error.
+    assert_eq!(s.ok(&["set", "env", "deployment/checkout", "MODE=demo"]), "");
+    assert_eq!(s.terminal("set env deployment/checkout MODE=demo"), "");
+    assert_eq!(s.fails(&["set", "resources", "deployment/checkout"], None), s.terminal("set resources deployment/checkout"));
     // replace writes the whole object; --force deletes it and creates it again.
     let cm = |name: &str, v: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{v: \"{v}\"}}\n");
     let piped = |args: &[&str], text: &str| {

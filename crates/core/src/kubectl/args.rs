@@ -109,6 +109,9 @@ pub(super) const VALUE_FLAGS: &[&str] = &[
     "--value",
     "--description",
     "--preemption-policy",
+    "--containers",
+    "--limits",
+    "--requests",
 ];
 
 pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {

@@ -39,7 +39,7 @@ pub const COMMANDS: &[&str] = &[
 pub(super) fn subcommands(command: &str) -> &'static [&'static str] {
     match command {
         "rollout" => &["history", "pause", "restart", "resume", "status", "undo"],
-        "set" => &["image"],
+        "set" => &["env", "image", "resources"],
         "auth" => &["can-i"],
         "config" => &["current-context", "get-clusters", "get-contexts", "get-users", "set-context", "use-context", "view"],
         "create" => &[

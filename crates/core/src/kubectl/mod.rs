@@ -219,6 +219,15 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
     };
     let mut attach = (false, false);
     let args: Vec<String> = match verb.as_str() {
+        "set" => args
+            .into_iter()
+            .map(|a| match a.as_str() {
+                "-c" => "--containers".to_string(),
+                "-e" => "--env".to_string(),
+                _ if a.starts_with("-c=") => format!("--containers={}", &a[3..]),
+                _ => a,
+            })
+            .collect(),
         "run" | "expose" => args
             .into_iter()
             .filter_map(|a| match a.as_str() {
@@ -285,6 +294,8 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
         "rollout" if f.positional.first().map(String::as_str) == Some("pause") => rollout_pause(api, creds, &f, &ns, true),
         "rollout" if f.positional.first().map(String::as_str) == Some("resume") => rollout_pause(api, creds, &f, &ns, false),
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
+        "set" if f.positional.first().map(String::as_str) == Some("env") => set_env(api, creds, &f, &ns),
+        "set" if f.positional.first().map(String::as_str) == Some("resources") => set_resources(api, creds, &f, &ns),
         "api-resources" => api_resources(),
         "explain" => explain::command(&f),
         "describe" => describe::command(api, creds, &f, &ns),
@@ -314,7 +325,7 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
         "events" => events::events(api, creds, &f, &ns),
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image|env|resources, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
             )]
         }
     }
