@@ -57,14 +57,11 @@ fn chosen_containers<'a>(live: &'a Value, f: &Flags) -> Vec<&'a Value> {
     api::get_array(live, &["spec", "template", "spec", "containers"]).iter().filter(|c| matches(get_str(c, &["name"]).unwrap_or(""))).collect()
 }
 
+/// Objects by resource and name, and words.
+type Named = (Vec<(ResourceId, String)>, Vec<String>);
+
 /// The objects a `set SUBCOMMAND` line names, and its other words.
-fn set_targets(
-    api: &mut ApiServer,
-    creds: &Credentials,
-    f: &Flags,
-    ns: &str,
-    is_change: impl Fn(&str) -> bool,
-) -> Result<(Vec<(ResourceId, String)>, Vec<String>), String> {
+fn set_targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, is_change: impl Fn(&str) -> bool) -> Result<Named, String> {
     let (changes, objs): (Vec<&String>, Vec<&String>) = f.positional[1..].iter().partition(|a| is_change(a));
     let rest = Flags { positional: objs.into_iter().cloned().collect(), ..f.clone() };
     if rest.positional.is_empty() {
@@ -121,7 +118,10 @@ pub(super) fn set_env(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             for ch in &changes {
                 match ch.split_once('=') {
                     // A variable that already has the value is no change (and no write).
-                    Some((k, v)) if api::get_array(c, &["env"]).iter().any(|e| get_str(e, &["name"]) == Some(k) && get_str(e, &["value"]) == Some(v) && e.get("valueFrom").is_none()) => {}
+                    Some((k, v))
+                        if api::get_array(c, &["env"])
+                            .iter()
+                            .any(|e| get_str(e, &["name"]) == Some(k) && get_str(e, &["value"]) == Some(v) && e.get("valueFrom").is_none()) => {}
                     Some((k, v)) => env.push(json!({"name": k, "value": v})),
                     None => {
                         let k = ch.trim_end_matches('-');
