@@ -57,78 +57,81 @@ fn chosen_containers<'a>(live: &'a Value, f: &Flags) -> Vec<&'a Value> {
     api::get_array(live, &["spec", "template", "spec", "containers"]).iter().filter(|c| matches(get_str(c, &["name"]).unwrap_or(""))).collect()
 }
 
-/// Objects by resource and name, and words.
-type Named = (Vec<(ResourceId, String)>, Vec<String>);
+/// A strategic merge patch of a pod template's containers under `kubectl-set`: kubectl's
+/// line for it (`deployment.apps/web env updated`) or the server's refusal.
+fn patch_containers(api: &mut ApiServer, creds: &Credentials, (r, ns, name): (ResourceId, &str, &str), containers: Vec<Value>, what: &str) -> String {
+    let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
+    let mut req = Request::patch(r, ns, name, PatchType::Strategic, patch, creds.clone());
+    req.field_manager = "kubectl-set".into();
+    match api.handle(req) {
+        Ok(_) => format!("{}/{name} {what}", kind_prefix(r)),
+        Err(s) => s.kubectl_message(None, ""),
+    }
+}
 
-/// The objects a `set SUBCOMMAND` line names, and its other words.
-fn set_targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, is_change: impl Fn(&str) -> bool) -> Result<Named, String> {
+/// A `set SUBCOMMAND` line's changes (the words `is_change` picks), and the line without
+/// them, whose words after the subcommand name the objects.
+fn split_changes(f: &Flags, is_change: impl Fn(&str) -> bool) -> Result<(Vec<String>, Flags), String> {
     let (changes, objs): (Vec<&String>, Vec<&String>) = f.positional[1..].iter().partition(|a| is_change(a));
-    let rest = Flags { positional: objs.into_iter().cloned().collect(), ..f.clone() };
-    if rest.positional.is_empty() {
+    if objs.is_empty() {
         return Err("error: You must provide one or more resources by argument or filename.".into());
     }
-    Ok((targets(api, creds, &rest, ns)?, changes.into_iter().cloned().collect()))
+    let positional = std::iter::once(f.positional[0].clone()).chain(objs.into_iter().cloned()).collect();
+    Ok((changes.into_iter().cloned().collect(), Flags { positional, ..f.clone() }))
+}
+
+/// One env line of `set env --list`.
+fn env_line(e: &Value) -> String {
+    let n = get_str(e, &["name"]).unwrap_or("");
+    let from = |k: &str, p: &str| get_str(e, &["valueFrom", k, p]).map(str::to_string);
+    if let Some(v) = get_str(e, &["value"]) {
+        format!("{n}={v}")
+    } else if let (Some(cm), Some(key)) = (from("configMapKeyRef", "name"), from("configMapKeyRef", "key")) {
+        format!("# {n} from configmap {cm}, key {key}")
+    } else if let (Some(s), Some(key)) = (from("secretKeyRef", "name"), from("secretKeyRef", "key")) {
+        format!("# {n} from secret {s}, key {key}")
+    } else if let Some(p) = from("fieldRef", "fieldPath") {
+        format!("# {n} from field path {p}")
+    } else if let Some(res) = from("resourceFieldRef", "resource") {
+        format!("# {n} from resource {res}")
+    } else {
+        format!("{n}=")
+    }
 }
 
 /// `kubectl set env TYPE/NAME KEY=VALUE... KEY-... [-c CONTAINER] [--list]`: a strategic
 /// merge patch of the pod template's containers' `env` (`set_env.go`).
 pub(super) fn set_env(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
-    let is_change = |a: &str| a.contains('=') || (a.ends_with('-') && !a.contains('/'));
-    let (ts, mut changes) = match set_targets(api, creds, f, ns, is_change) {
-        Ok(t) => t,
+    let (mut changes, objs) = match split_changes(f, |a| a.contains('=') || (a.ends_with('-') && !a.contains('/'))) {
+        Ok(c) => c,
         Err(e) => return vec![e],
     };
     changes.extend(f.values.iter().filter(|(k, _)| k == "--env").map(|(_, v)| v.clone()));
     let list = f.get("--list") == Some("true");
-    let mut out = Vec::new();
-    for (r, name) in ts {
-        let live = match fetch(api, creds, r, ns, &name) {
-            Ok(o) => o,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
+    each_fetched(api, creds, &objs, ns, |api, r, name, live| {
         if list {
-            for c in chosen_containers(&live, f) {
+            let mut out = Vec::new();
+            for c in chosen_containers(live, f) {
                 out.push(format!("# {} {name}, container {}", RESOURCES[r].kind, get_str(c, &["name"]).unwrap_or("")));
-                for e in api::get_array(c, &["env"]) {
-                    let n = get_str(e, &["name"]).unwrap_or("");
-                    let from = |k: &str, p: &[&str]| get_str(e, &[&["valueFrom", k][..], p].concat()).map(str::to_string);
-                    out.push(if let Some(v) = get_str(e, &["value"]) {
-                        format!("{n}={v}")
-                    } else if let (Some(cm), Some(key)) = (from("configMapKeyRef", &["name"]), from("configMapKeyRef", &["key"])) {
-                        format!("# {n} from configmap {cm}, key {key}")
-                    } else if let (Some(s), Some(key)) = (from("secretKeyRef", &["name"]), from("secretKeyRef", &["key"])) {
-                        format!("# {n} from secret {s}, key {key}")
-                    } else if let Some(p) = from("fieldRef", &["fieldPath"]) {
-                        format!("# {n} from field path {p}")
-                    } else if let Some(res) = from("resourceFieldRef", &["resource"]) {
-                        format!("# {n} from resource {res}")
-                    } else {
-                        format!("{n}=")
-                    });
-                }
+                out.extend(api::get_array(c, &["env"]).iter().map(env_line));
             }
-            continue;
+            return out;
         }
         let mut containers = Vec::new();
-        for c in chosen_containers(&live, f) {
+        for c in chosen_containers(live, f) {
+            let has = |k: &str, v: Option<&str>| {
+                api::get_array(c, &["env"])
+                    .iter()
+                    .any(|e| get_str(e, &["name"]) == Some(k) && (v.is_none() || (get_str(e, &["value"]) == v && e.get("valueFrom").is_none())))
+            };
             let mut env: Vec<Value> = Vec::new();
             for ch in &changes {
                 match ch.split_once('=') {
                     // A variable that already has the value is no change (and no write).
-                    Some((k, v))
-                        if api::get_array(c, &["env"])
-                            .iter()
-                            .any(|e| get_str(e, &["name"]) == Some(k) && get_str(e, &["value"]) == Some(v) && e.get("valueFrom").is_none()) => {}
+                    Some((k, v)) if has(k, Some(v)) => {}
                     Some((k, v)) => env.push(json!({"name": k, "value": v})),
-                    None => {
-                        let k = ch.trim_end_matches('-');
-                        if api::get_array(c, &["env"]).iter().any(|e| get_str(e, &["name"]) == Some(k)) {
-                            env.push(json!({"name": k, "$patch": "delete"}));
-                        }
-                    }
+                    None if has(ch.trim_end_matches('-'), None) => env.push(json!({"name": ch.trim_end_matches('-'), "$patch": "delete"})),
+                    None => {}
                 }
             }
             if !env.is_empty() {
@@ -136,17 +139,10 @@ pub(super) fn set_env(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             }
         }
         if containers.is_empty() {
-            continue;
+            return vec![];
         }
-        let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
-        let mut req = Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone());
-        req.field_manager = "kubectl-set".into();
-        out.push(match api.handle(req) {
-            Ok(_) => format!("{}/{name} env updated", kind_prefix(r)),
-            Err(s) => s.kubectl_message(None, ""),
-        });
-    }
-    out
+        vec![patch_containers(api, creds, (r, ns, name), containers, "env updated")]
+    })
 }
 
 /// `kubectl set resources TYPE/NAME [-c CONTAINER] --limits=cpu=200m,memory=512Mi
@@ -161,46 +157,29 @@ pub(super) fn set_resources(api: &mut ApiServer, creds: &Credentials, f: &Flags,
         }
         Ok(m)
     };
-    let (limits, requests) = match (parse("--limits"), parse("--requests")) {
-        (Ok(l), Ok(r)) => (l, r),
-        (Err(e), _) | (_, Err(e)) => return vec![e],
-    };
-    if limits.is_empty() && requests.is_empty() {
+    let mut resources = Map::new();
+    for (flag, key) in [("--limits", "limits"), ("--requests", "requests")] {
+        match parse(flag) {
+            Ok(m) if m.is_empty() => {}
+            Ok(m) => {
+                resources.insert(key, Value::Object(m));
+            }
+            Err(e) => return vec![e],
+        }
+    }
+    if resources.is_empty() {
         return vec!["error: you must specify an update to requests or limits (in the form of --requests/--limits)".into()];
     }
-    let (ts, _) = match set_targets(api, creds, f, ns, |_| false) {
-        Ok(t) => t,
+    let objs = match split_changes(f, |_| false) {
+        Ok((_, o)) => o,
         Err(e) => return vec![e],
     };
-    let mut out = Vec::new();
-    for (r, name) in ts {
-        let live = match fetch(api, creds, r, ns, &name) {
-            Ok(o) => o,
-            Err(e) => {
-                out.push(e);
-                continue;
-            }
-        };
-        let mut resources = Map::new();
-        if !limits.is_empty() {
-            resources.insert("limits", Value::Object(limits.clone()));
-        }
-        if !requests.is_empty() {
-            resources.insert("requests", Value::Object(requests.clone()));
-        }
+    each_fetched(api, creds, &objs, ns, |api, r, name, live| {
         let containers: Vec<Value> =
-            chosen_containers(&live, f).iter().map(|c| json!({"name": get_str(c, &["name"]).unwrap_or(""), "resources": resources.clone()})).collect();
+            chosen_containers(live, f).iter().map(|c| json!({"name": get_str(c, &["name"]).unwrap_or(""), "resources": resources.clone()})).collect();
         if containers.is_empty() {
-            out.push(format!("error: unable to find container named {}", f.get("--containers").unwrap_or("*")));
-            continue;
+            return vec![format!("error: unable to find container named {}", f.get("--containers").unwrap_or("*"))];
         }
-        let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
-        let mut req = Request::patch(r, ns, &name, PatchType::Strategic, patch, creds.clone());
-        req.field_manager = "kubectl-set".into();
-        out.push(match api.handle(req) {
-            Ok(_) => format!("{}/{name} resource requirements updated", kind_prefix(r)),
-            Err(s) => s.kubectl_message(None, ""),
-        });
-    }
-    out
+        vec![patch_containers(api, creds, (r, ns, name), containers, "resource requirements updated")]
+    })
 }
