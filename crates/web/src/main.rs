@@ -860,6 +860,10 @@ impl Component for App {
             self.branch();
         }
         let act = acts || matches!(msg, Msg::Embed(..) | Msg::BackToNow);
+        // What the editor applies is kept at the next tick, out of the task that answers the
+        // keystroke; a discrete act (a command, a fault) is kept at once, so that a reload
+        // right after it cannot lose it.
+        let keep_later = matches!(msg, Msg::ApplyNow);
         match msg {
             Msg::Edit(text) => {
                 save_text(&text);
@@ -1209,8 +1213,11 @@ impl Component for App {
                 self.link = Some(url);
             }
         }
-        if act {
+        if act && keep_later {
             self.session_dirty = true;
+        } else if act {
+            self.session_saved = now_ms();
+            self.save_session();
         }
         true
     }
