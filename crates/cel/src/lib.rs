@@ -8,6 +8,7 @@
 
 use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue};
 use kube_cel::cel::common::types::CelInt;
+use kube_cel::cel::extractors::This;
 use kube_cel::cel::{objects::Key, Context, ExecutionError, FunctionContext, IdedExpr, Program, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde::Serialize;
@@ -15,6 +16,7 @@ use serde_json::Value as Json;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The most one expression may cost at run time: the API server's `celconfig.PerCallLimit`
 /// (cel-go's cost units, about a tenth of a second).
@@ -83,6 +85,86 @@ fn entry(e: &mut EntryExpr, next_id: &mut u64) -> u64 {
         EntryExpr::StructField(f) => meter(&mut f.value, next_id),
         EntryExpr::MapEntry(m) => meter(&mut m.key, next_id) + meter(&mut m.value, next_id),
     }
+}
+
+/// CEL's standard functions and Kubernetes' libraries, with the cost meter. This is
+/// `Context::default()` with `matches` on `regex-lite` instead of `regex`: RE2's syntax
+/// with its ASCII `\d`, `\w` and `\s`, without the Unicode tables (`\p{..}` classes are
+/// refused with the regex's error), which keeps the page's CEL module small.
+fn library() -> Context<'static> {
+    use kube_cel::cel::functions as f;
+    use kube_cel::cel::functions::time as t;
+    let mut ctx = Context::empty();
+    ctx.add_function("contains", f::contains);
+    ctx.add_function("size", size);
+    ctx.add_function("max", f::max);
+    ctx.add_function("min", f::min);
+    ctx.add_function("startsWith", f::starts_with);
+    ctx.add_function("endsWith", f::ends_with);
+    ctx.add_function("string", f::string);
+    ctx.add_function("bytes", f::bytes);
+    ctx.add_function("double", f::double);
+    ctx.add_function("int", f::int);
+    ctx.add_function("uint", f::uint);
+    ctx.add_function("optional.none", f::optional_none);
+    ctx.add_function("optional.of", f::optional_of);
+    ctx.add_function("optional.ofNonZeroValue", f::optional_of_non_zero_value);
+    ctx.add_function("value", f::optional_value);
+    ctx.add_function("hasValue", f::optional_has_value);
+    ctx.add_function("or", f::optional_or_optional);
+    ctx.add_function("orValue", f::optional_or_value);
+    ctx.add_function("matches", matches);
+    ctx.add_function("duration", f::duration);
+    ctx.add_function("timestamp", f::timestamp);
+    ctx.add_function("getFullYear", t::timestamp_year);
+    ctx.add_function("getMonth", t::timestamp_month);
+    ctx.add_function("getDayOfYear", t::timestamp_year_day);
+    ctx.add_function("getDayOfMonth", t::timestamp_month_day);
+    ctx.add_function("getDate", t::timestamp_date);
+    ctx.add_function("getDayOfWeek", t::timestamp_weekday);
+    ctx.add_function("getHours", t::get_hours);
+    ctx.add_function("getMinutes", t::get_minutes);
+    ctx.add_function("getSeconds", t::get_seconds);
+    ctx.add_function("getMilliseconds", t::get_milliseconds);
+    ctx.register_all();
+    ctx.add_function(METER, metered_condition);
+    ctx
+}
+
+/// `size(x)`: a string's size is its number of code points, as in cel-go (the `cel`
+/// crate counts bytes); lists, maps and bytes as `cel` does.
+fn size(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<i64, ExecutionError> {
+    match this {
+        CelValue::String(s) => Ok(s.chars().count() as i64),
+        other => kube_cel::cel::functions::size(ftx, This(other)),
+    }
+}
+
+/// `s.matches(re)`: whether `re` matches anywhere in `s` (cel-go's `matches`). Compiled
+/// patterns are kept: a policy's pattern is the same on every request.
+fn matches(ftx: &FunctionContext, This(this): This<Arc<String>>, re: Arc<String>) -> Result<bool, ExecutionError> {
+    thread_local! {
+        static COMPILED: std::cell::RefCell<HashMap<Arc<String>, regex_lite::Regex>> = Default::default();
+    }
+    COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        if let Some(r) = c.get(&re) {
+            return Ok(r.is_match(&this));
+        }
+        let r = regex_lite::Regex::new(&re).map_err(|err| {
+            if re.contains("\\p") || re.contains("\\P") {
+                ftx.error(format!("'{re}' uses a Unicode class (\\p{{..}}), which kubeloop's CEL does not support (cel-go does)"))
+            } else {
+                ftx.error(format!("'{re}' not a valid regex:\n{err}"))
+            }
+        })?;
+        let m = r.is_match(&this);
+        if c.len() >= 256 {
+            c.clear();
+        }
+        c.insert(re, r);
+        Ok(m)
+    })
 }
 
 /// The meter: add one iteration's cost, stop past the limit, else answer the condition.
@@ -162,11 +244,7 @@ impl Engine {
     pub fn eval<V: Serialize>(&mut self, expr: &str, vars: &[(&str, &V)]) -> Result<Json, String> {
         self.last_cost = 0;
         let program = self.program(expr)?;
-        let functions = self.functions.get_or_insert_with(|| {
-            let mut ctx = Context::default().with_all();
-            ctx.add_function(METER, metered_condition);
-            ctx
-        });
+        let functions = self.functions.get_or_insert_with(library);
         let mut ctx = functions.new_inner_scope();
         for (name, v) in vars {
             ctx.add_variable_from_value(*name, kube_cel::cel::to_value(v).unwrap_or(CelValue::Null));
@@ -267,6 +345,30 @@ mod tests {
         assert_eq!(e.eval("{'b': 1, 'a': [quantity('1Gi').isGreaterThan(quantity('1Mi'))]}", &[] as &[(&str, &Json)]).unwrap(), json!({"a": [true], "b": 1}));
         assert_eq!(e.eval("'abc'.matches('^a.c$')", &[] as &[(&str, &Json)]).unwrap(), json!(true));
         assert!(e.check("object.spec.").is_err());
+        // Every function of the standard library is there, Kubernetes' too.
+        for (expr, want) in [
+            ("'a1b'.matches('\\\\d')", json!(true)),
+            ("'k8s'.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')", json!(true)),
+            ("'ABC'.matches('(?i)^abc$')", json!(true)),
+            ("'abc'.matches('b')", json!(true)),
+            ("'abc'.matches('^b')", json!(false)),
+            ("size('héllo')", json!(5)),
+            ("'héllo'.size()", json!(5)),
+            ("size([1, 2])", json!(2)),
+            ("timestamp('2024-01-02T03:04:05Z').getFullYear()", json!(2024)),
+            ("duration('90s') > duration('1m')", json!(true)),
+            ("optional.of(1).orValue(2)", json!(1)),
+            ("int('42') + 1 == 43 && uint(1) == 1u", json!(true)),
+            ("'a,b'.split(',')", json!(["a", "b"])),
+            ("[3, 1, 2].sort()", json!([1, 2, 3])),
+            ("max(1, 5)", json!(5)),
+        ] {
+            assert_eq!(e.eval(expr, &[] as &[(&str, &Json)]), Ok(want), "{expr}");
+        }
+        let bad = e.eval("'x'.matches('(')", &[] as &[(&str, &Json)]).unwrap_err();
+        assert!(bad.contains("not a valid regex"), "{bad}");
+        let unicode = e.eval("'x'.matches('\\\\p{L}')", &[] as &[(&str, &Json)]).unwrap_err();
+        assert!(unicode.contains("Unicode class"), "{unicode}");
         assert!(e.eval("object.missing", &[("object", &json!({}))]).is_err());
     }
 
