@@ -9,8 +9,10 @@
 use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue};
 use kube_cel::cel::common::types::CelInt;
 use kube_cel::cel::extractors::This;
-use kube_cel::cel::{objects::Key, Context, ExecutionError, FunctionContext, IdedExpr, Program, Value as CelValue};
+use kube_cel::cel::{objects::Key, Context, ExecutionError, FunctionContext, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
+
+mod parse;
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::cell::Cell;
@@ -219,8 +221,7 @@ impl Engine {
         self.programs
             .entry(expr.to_string())
             .or_insert_with(|| {
-                let program = Program::compile(expr).map_err(|e| e.to_string().trim().to_string())?;
-                let mut e = program.expression().clone();
+                let mut e = parse::parse(expr)?;
                 let mut next_id = max_id(&e);
                 let base = meter(&mut e, &mut next_id);
                 Ok(Rc::new(Metered { expr: e, base }))
