@@ -8,7 +8,7 @@
 
 use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, LiteralValue};
 use kube_cel::cel::common::types::CelInt;
-use kube_cel::cel::extractors::This;
+use kube_cel::cel::extractors::{Arguments, This};
 use kube_cel::cel::{objects::Key, Context, ExecutionError, FunctionContext, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 
@@ -90,9 +90,10 @@ fn entry(e: &mut EntryExpr, next_id: &mut u64) -> u64 {
 }
 
 /// CEL's standard functions and Kubernetes' libraries, with the cost meter. This is
-/// `Context::default()` with `matches` on `regex-lite` instead of `regex`: RE2's syntax
-/// with its ASCII `\d`, `\w` and `\s`, without the Unicode tables (`\p{..}` classes are
-/// refused with the regex's error), which keeps the page's CEL module small.
+/// `Context::default()` with `matches` (and Kubernetes' `find` and `findAll`) on
+/// `regex-lite` instead of `regex`: RE2's syntax with its ASCII `\d`, `\w` and `\s`,
+/// without the Unicode tables (`\p{..}` classes are refused, saying so), which keeps the
+/// page's CEL module small.
 fn library() -> Context<'static> {
     use kube_cel::cel::functions as f;
     use kube_cel::cel::functions::time as t;
@@ -116,6 +117,8 @@ fn library() -> Context<'static> {
     ctx.add_function("or", f::optional_or_optional);
     ctx.add_function("orValue", f::optional_or_value);
     ctx.add_function("matches", matches);
+    ctx.add_function("find", find);
+    ctx.add_function("findAll", find_all);
     ctx.add_function("duration", f::duration);
     ctx.add_function("timestamp", f::timestamp);
     ctx.add_function("getFullYear", t::timestamp_year);
@@ -142,31 +145,51 @@ fn size(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<i64, Execut
     }
 }
 
-/// `s.matches(re)`: whether `re` matches anywhere in `s` (cel-go's `matches`). Compiled
-/// patterns are kept: a policy's pattern is the same on every request.
-fn matches(ftx: &FunctionContext, This(this): This<Arc<String>>, re: Arc<String>) -> Result<bool, ExecutionError> {
+/// Run `f` with `re` compiled (patterns are kept: a policy's is the same on every request).
+fn with_regex<T>(ftx: &FunctionContext, re: &Arc<String>, f: impl FnOnce(&regex_lite::Regex) -> T) -> Result<T, ExecutionError> {
     thread_local! {
         static COMPILED: std::cell::RefCell<HashMap<Arc<String>, regex_lite::Regex>> = Default::default();
     }
     COMPILED.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some(r) = c.get(&re) {
-            return Ok(r.is_match(&this));
+        if let Some(r) = c.get(re) {
+            return Ok(f(r));
         }
-        let r = regex_lite::Regex::new(&re).map_err(|err| {
+        let r = regex_lite::Regex::new(re).map_err(|err| {
             if re.contains("\\p") || re.contains("\\P") {
                 ftx.error(format!("'{re}' uses a Unicode class (\\p{{..}}), which kubeloop's CEL does not support (cel-go does)"))
             } else {
                 ftx.error(format!("'{re}' not a valid regex:\n{err}"))
             }
         })?;
-        let m = r.is_match(&this);
+        let out = f(&r);
         if c.len() >= 256 {
             c.clear();
         }
-        c.insert(re, r);
-        Ok(m)
+        c.insert(re.clone(), r);
+        Ok(out)
     })
+}
+
+/// `s.matches(re)`: whether `re` matches anywhere in `s` (cel-go's `matches`).
+fn matches(ftx: &FunctionContext, This(this): This<Arc<String>>, re: Arc<String>) -> Result<bool, ExecutionError> {
+    with_regex(ftx, &re, |r| r.is_match(&this))
+}
+
+/// Kubernetes' regex library: `s.find(re)` is the first match or `""`.
+fn find(ftx: &FunctionContext, This(this): This<Arc<String>>, re: Arc<String>) -> Result<CelValue, ExecutionError> {
+    with_regex(ftx, &re, |r| CelValue::String(Arc::new(r.find(&this).map(|m| m.as_str().to_string()).unwrap_or_default())))
+}
+
+/// `s.findAll(re)` and `s.findAll(re, limit)`: the matches, at most `limit` of them (all
+/// when it is negative, as Go's `FindAllString`).
+fn find_all(ftx: &FunctionContext, This(this): This<Arc<String>>, Arguments(args): Arguments) -> Result<CelValue, ExecutionError> {
+    let (re, limit) = match (args.first(), args.get(1)) {
+        (Some(CelValue::String(re)), None) => (re.clone(), usize::MAX),
+        (Some(CelValue::String(re)), Some(CelValue::Int(n))) => (re.clone(), usize::try_from(*n).unwrap_or(usize::MAX)),
+        _ => return Err(ftx.error("findAll takes a pattern and an optional int limit")),
+    };
+    with_regex(ftx, &re, |r| CelValue::List(Arc::new(r.find_iter(&this).take(limit).map(|m| CelValue::String(Arc::new(m.as_str().to_string()))).collect())))
 }
 
 /// The meter: add one iteration's cost, stop past the limit, else answer the condition.
@@ -363,6 +386,11 @@ mod tests {
             ("'a,b'.split(',')", json!(["a", "b"])),
             ("[3, 1, 2].sort()", json!([1, 2, 3])),
             ("max(1, 5)", json!(5)),
+            ("'abc 123 45'.find('[0-9]+')", json!("123")),
+            ("'abc'.find('[0-9]+')", json!("")),
+            ("'abc 123 45'.findAll('[0-9]+')", json!(["123", "45"])),
+            ("'1 2 3'.findAll('[0-9]', 2)", json!(["1", "2"])),
+            ("'1 2 3'.findAll('[0-9]', -1)", json!(["1", "2", "3"])),
         ] {
             assert_eq!(e.eval(expr, &[] as &[(&str, &Json)]), Ok(want), "{expr}");
         }
