@@ -17,6 +17,7 @@ use gloo_timers::callback::{Interval, Timeout};
 use kubeloop_core::apiserver::trace::{Flow, Record};
 use kubeloop_core::foundation::api::{self, get, get_str, rid, Object};
 use kubeloop_core::foundation::quantity::value_milli;
+use kubeloop_core::foundation::sort::Sort;
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::kubectl::printers::{human_duration, pod_row};
 use kubeloop_core::loops::scheduler::pod_requests;
@@ -1811,7 +1812,7 @@ impl App {
     fn events(&self) -> Html {
         let now = self.sb.cluster.now;
         let mut evs: Vec<&Object> = self.sb.cluster.api.store.list(rid::EVENT, None).collect();
-        evs.sort_by_key(|e| get_str(e, &["lastTimestamp"]).unwrap_or("").to_string());
+        evs.sort_stable_by_key(|e| get_str(e, &["lastTimestamp"]).unwrap_or("").to_string());
         let rows = evs.iter().rev().take(300).map(|e| {
             let last = get_str(e, &["lastTimestamp"]).and_then(kubeloop_core::foundation::sim::parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
             let inv = e.get("involvedObject").cloned().unwrap_or_default();

@@ -18,6 +18,7 @@ use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::Store;
 use crate::foundation::api::{get, get_array, get_str, ResourceInfo};
 use crate::foundation::labels::selector_matches;
+use crate::foundation::sort::Sort;
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Value};
 use std::collections::BTreeSet;
@@ -177,7 +178,7 @@ pub fn default_storage_class(store: &Store) -> Option<crate::foundation::api::Ob
         .filter(|c| [IS_DEFAULT_CLASS, BETA_IS_DEFAULT_CLASS].iter().any(|k| crate::foundation::api::annotation(c, k) == Some("true")))
         .collect();
     // RFC 3339 times in UTC sort as text.
-    defaults.sort_by(|a, b| {
+    defaults.sort_stable_by(|a, b| {
         let t = |o: &Value| get_str(o, &["metadata", "creationTimestamp"]).unwrap_or("").to_string();
         t(b).cmp(&t(a)).then_with(|| crate::foundation::api::name(a).cmp(crate::foundation::api::name(b)))
     });
@@ -461,11 +462,11 @@ pub fn limit_ranger(store: &Store, req: &Request, pod: &mut Value) -> Result<(),
                     }
                 }
                 if !set_requests.is_empty() {
-                    set_requests.sort();
+                    set_requests.sort_stable();
                     notes.push(format!("{} request for {prefix} {cname}", set_requests.join(", ")));
                 }
                 if !set_limits.is_empty() {
-                    set_limits.sort();
+                    set_limits.sort_stable();
                     notes.push(format!("{} limit for {prefix} {cname}", set_limits.join(", ")));
                 }
             }

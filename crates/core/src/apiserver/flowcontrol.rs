@@ -27,6 +27,7 @@ use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::Store;
 use crate::foundation::api::{get, get_array, get_i64, get_str, rid, ResourceInfo};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use crate::foundation::value::Value;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -149,7 +150,7 @@ fn rule_matches(rule: &Value, a: &Attrs) -> bool {
 /// The FlowSchema that matches first, and its priority level (`catch-all` if none).
 pub fn classify(store: &Store, a: &Attrs) -> (String, String) {
     let mut schemas: Vec<&Value> = store.list(rid::FLOWSCHEMA, None).map(|o| &**o).collect();
-    schemas.sort_by_key(|f| (get_i64(f, &["spec", "matchingPrecedence"]).unwrap_or(1000), crate::foundation::api::name(f).to_string()));
+    schemas.sort_stable_by_key(|f| (get_i64(f, &["spec", "matchingPrecedence"]).unwrap_or(1000), crate::foundation::api::name(f).to_string()));
     for f in schemas {
         if get_array(f, &["spec", "rules"]).iter().any(|r| rule_matches(r, a)) {
             let level = get_str(f, &["spec", "priorityLevelConfiguration", "name"]).unwrap_or("catch-all");

@@ -17,6 +17,7 @@
 
 use crate::apiserver::schema::{Cursor, ListType, Shape};
 use crate::foundation::sim::{rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -707,7 +708,7 @@ pub fn apply(
     if let Some(old) = list.iter().find(|e| mine(e)).map(|e| e.set.clone()) {
         let mut gone: Vec<Vec<String>> =
             old.paths().into_iter().filter(|p| !applied.contains(p)).filter(|p| !list.iter().any(|e| !mine(e) && e.set.contains(p))).collect();
-        gone.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        gone.sort_stable_by_key(|p| std::cmp::Reverse(p.len()));
         for p in gone {
             remove_at(&mut obj, &p);
         }

@@ -14,6 +14,7 @@
 
 use crate::foundation::api::{get, get_array, get_i64, get_str, rid, ResourceId, ResourceInfo, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -510,7 +511,7 @@ pub fn check_request(quotas: &[&Value], ev: &Evaluator, operation: &str, obj: &V
         let used = get(q, &["status", "used"]).and_then(Value::as_object);
         if restricted.iter().any(|r| used.is_none_or(|u| !u.contains_key(r.as_str()))) {
             let mut names = restricted.clone();
-            names.sort();
+            names.sort_stable();
             return Err(format!("status unknown for quota: {name}, resources: {}", names.join(",")));
         }
         interesting.push(i);

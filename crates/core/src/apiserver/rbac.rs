@@ -6,6 +6,7 @@
 
 use crate::apiserver::store::Store;
 use crate::foundation::api::{get_array, get_str, name, rid};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 
 /// An authenticated identity.
@@ -152,7 +153,7 @@ pub fn authorize(store: &Store, user: &UserInfo, a: &Attributes) -> Decision {
     if errors.is_empty() {
         Decision::Deny(None)
     } else {
-        errors.sort();
+        errors.sort_stable();
         errors.dedup();
         let joined = if errors.len() == 1 { errors[0].clone() } else { format!("[{}]", errors.join(", ")) };
         Decision::Deny(Some(format!("RBAC: {joined}")))

@@ -2,6 +2,7 @@
 //! `env in (a,b)`, `!canary`), and node selector terms
 //! (`k8s.io/apimachinery/pkg/labels/selector.go`, `pkg/apis/meta/v1/helpers.go`).
 
+use crate::foundation::sort::Sort;
 use std::collections::BTreeSet;
 
 use crate::foundation::status::FieldError;
@@ -163,7 +164,7 @@ pub fn selector_string(selector: Option<&Value>) -> String {
             _ => {}
         }
     }
-    parts.sort();
+    parts.sort_stable();
     if parts.is_empty() {
         "<none>".into()
     } else {
@@ -549,7 +550,7 @@ impl Selector {
         }
         let mut reqs = Parser { items, position: 0 }.parse()?;
         // sort.Sort(ByKey(items)): a deterministic order.
-        reqs.sort_by(|a, b| a.0.cmp(&b.0));
+        reqs.sort_stable_by(|a, b| a.0.cmp(&b.0));
         let reqs = reqs
             .into_iter()
             .map(|(k, op, vals)| {

@@ -10,6 +10,7 @@ pub mod manifest;
 pub mod pod;
 pub mod quantity;
 pub mod sim;
+pub mod sort;
 pub mod status;
 pub mod value;
 pub mod volume;

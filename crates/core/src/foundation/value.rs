@@ -11,6 +11,7 @@
 //! and keys iterate in sorted order, as a `serde_json` map without `preserve_order` does,
 //! so output is the same byte for byte.
 
+use crate::foundation::sort::Sort;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::fmt;
@@ -414,7 +415,7 @@ impl<K: Into<Str>> FromIterator<(K, Value)> for Map {
             return Map::new();
         }
         if !v.windows(2).all(|w| w[0].0 < w[1].0) {
-            v.sort_by(|a, b| a.0.cmp(&b.0)); // stable: equal keys keep their order
+            v.sort_stable_by(|a, b| a.0.cmp(&b.0)); // stable: equal keys keep their order
             let mut out: Vec<(Str, Value)> = Vec::with_capacity(v.len());
             for e in v {
                 match out.last_mut() {

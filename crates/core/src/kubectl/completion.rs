@@ -1,6 +1,7 @@
 //! Tab completion of commands, subcommands, resource types and names, for the page's terminal.
 
 use super::*;
+use crate::foundation::sort::Sort;
 
 /// The commands the terminal knows, for completion.
 pub const COMMANDS: &[&str] = &[
@@ -98,7 +99,7 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
         vec![]
     };
     out.retain(|c| c.starts_with(partial));
-    out.sort();
+    out.sort_stable();
     out.dedup();
     out
 }

@@ -3,6 +3,7 @@
 //! each with its namespace (`k8s.io/kubectl/pkg/cmd/config`).
 
 use super::Flags;
+use crate::foundation::sort::Sort;
 use crate::foundation::status::API_SERVER;
 use crate::kubectl::printers::table;
 
@@ -84,9 +85,9 @@ impl Kubeconfig {
     /// `kubectl config view`: secrets redacted, as kubectl prints them.
     fn view(&self, minify: bool) -> Vec<String> {
         let mut contexts: Vec<&Context> = self.contexts.iter().filter(|c| !minify || c.name == self.current).collect();
-        contexts.sort_by(|a, b| a.name.cmp(&b.name));
+        contexts.sort_stable_by(|a, b| a.name.cmp(&b.name));
         let mut users: Vec<&str> = contexts.iter().map(|c| c.user.as_str()).collect();
-        users.sort();
+        users.sort_stable();
         users.dedup();
         let mut out = vec![
             "apiVersion: v1".to_string(),
@@ -123,7 +124,7 @@ pub(super) fn config(kc: &mut Kubeconfig, f: &Flags) -> Vec<String> {
             if let Some(a) = arg.filter(|_| contexts.is_empty()) {
                 return vec![format!("error: context {a} not found")];
             }
-            contexts.sort_by(|a, b| a.name.cmp(&b.name));
+            contexts.sort_stable_by(|a, b| a.name.cmp(&b.name));
             if f.get("--output") == Some("name") {
                 return contexts.iter().map(|c| c.name.clone()).collect();
             }
@@ -140,7 +141,7 @@ pub(super) fn config(kc: &mut Kubeconfig, f: &Flags) -> Vec<String> {
         "get-clusters" => vec!["NAME".into(), "kubeloop".into()],
         "get-users" => {
             let mut users: Vec<&str> = kc.contexts.iter().map(|c| c.user.as_str()).collect();
-            users.sort();
+            users.sort_stable();
             users.dedup();
             std::iter::once("NAME".to_string()).chain(users.into_iter().map(str::to_string)).collect()
         }

@@ -9,6 +9,7 @@ use crate::apiserver::{ApiServer, Credentials, Request, Verb};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str};
 use crate::foundation::api::{ResourceId, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::Value;
 use crate::kubectl::printers::human_duration;
 use std::collections::BTreeSet;
@@ -420,7 +421,7 @@ fn mounts(o: &mut String, c: &Value) {
     let mut list: Vec<&Value> = get_array(c, &["volumeMounts"]).iter().collect();
     let none = if list.is_empty() { "\t<none>" } else { "" };
     o.push_str(&format!("    Mounts:{none}\n"));
-    list.sort_by_key(|m| get_str(m, &["mountPath"]).unwrap_or(""));
+    list.sort_stable_by_key(|m| get_str(m, &["mountPath"]).unwrap_or(""));
     for m in list {
         let mut flags = vec![if api::get_bool(m, &["readOnly"]) == Some(true) { "ro".to_string() } else { "rw".to_string() }];
         if let Some(sub) = get_str(m, &["subPath"]).filter(|s| !s.is_empty()) {
@@ -431,7 +432,7 @@ fn mounts(o: &mut String, c: &Value) {
     let mut devices: Vec<&Value> = get_array(c, &["volumeDevices"]).iter().collect();
     if !devices.is_empty() {
         o.push_str("    Devices:\n");
-        devices.sort_by_key(|d| get_str(d, &["devicePath"]).unwrap_or(""));
+        devices.sort_stable_by_key(|d| get_str(d, &["devicePath"]).unwrap_or(""));
         for d in devices {
             o.push_str(&format!("      {} from {}\n", get_str(d, &["devicePath"]).unwrap_or(""), get_str(d, &["name"]).unwrap_or("")));
         }
@@ -556,7 +557,7 @@ fn tolerations(o: &mut String, title: &str, list: &[Value]) {
         o.push_str(&format!("{title}:\t<none>\n"));
         return;
     }
-    list.sort_by_key(|t| get_str(t, &["key"]).unwrap_or(""));
+    list.sort_stable_by_key(|t| get_str(t, &["key"]).unwrap_or(""));
     for (i, t) in list.iter().enumerate() {
         let field = |k: &str| get_str(t, &[k]).unwrap_or("");
         let mut s = if i == 0 { format!("{title}:\t") } else { "\t".to_string() };
@@ -582,7 +583,7 @@ fn tolerations(o: &mut String, title: &str, list: &[Value]) {
 /// `describeTopologySpreadConstraints`, sorted by topology key; nothing when there are none.
 fn topology_spread(o: &mut String, list: &[Value], space: &str) {
     let mut list: Vec<&Value> = list.iter().collect();
-    list.sort_by_key(|c| get_str(c, &["topologyKey"]).unwrap_or(""));
+    list.sort_stable_by_key(|c| get_str(c, &["topologyKey"]).unwrap_or(""));
     for (i, c) in list.iter().enumerate() {
         o.push_str(&if i == 0 { format!("{space}Topology Spread Constraints:\t") } else { format!("{space}\t") });
         o.push_str(&format!(
@@ -668,7 +669,7 @@ fn selector_text(sel: Option<&Value>) -> String {
         };
         reqs.push((key.to_string(), text));
     }
-    reqs.sort_by(|a, b| a.0.cmp(&b.0));
+    reqs.sort_stable_by(|a, b| a.0.cmp(&b.0));
     reqs.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(",")
 }
 
@@ -1013,7 +1014,7 @@ pub fn deployment(d: &Value, rs: &[&Value], events: &[&Value], now: Millis) -> S
     // template is the Deployment's (ignoring the hash label) is the new one, and every
     // other is old, scaled to zero or not.
     let mut rs: Vec<&Value> = rs.to_vec();
-    rs.sort_by(|a, b| {
+    rs.sort_stable_by(|a, b| {
         let t = |r: &Value| get_str(r, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339).unwrap_or(0);
         t(a).cmp(&t(b)).then_with(|| api::name(a).cmp(api::name(b)))
     });
@@ -1705,13 +1706,13 @@ fn resource_quotas(o: &mut String, quotas: &[&Value]) {
         return;
     }
     let mut quotas = quotas.to_vec();
-    quotas.sort_by_key(|q| api::name(q).to_string());
+    quotas.sort_stable_by_key(|q| api::name(q).to_string());
     o.push_str("Resource Quotas\n");
     for q in quotas {
         o.push_str(&format!("  Name:\t{}\n", api::name(q)));
         let mut scopes: Vec<&str> = api::get_array(q, &["spec", "scopes"]).iter().filter_map(Value::as_str).collect();
         if !scopes.is_empty() {
-            scopes.sort();
+            scopes.sort_stable();
             o.push_str(&format!("  Scopes:\t{}\n", scopes.join(", ")));
             for s in scopes {
                 let help = quota_scope_help(s);
@@ -1770,7 +1771,7 @@ pub fn resource_quota(q: &Value) -> String {
     o.push_str(&format!("Name:\t{}\nNamespace:\t{}\n", api::name(q), api::namespace(q)));
     let mut scopes: Vec<&str> = api::get_array(q, &["spec", "scopes"]).iter().filter_map(Value::as_str).collect();
     if !scopes.is_empty() {
-        scopes.sort();
+        scopes.sort_stable();
         o.push_str(&format!("Scopes:\t{}\n", scopes.join(", ")));
         for s in scopes {
             let help = quota_scope_help(s);
@@ -1881,7 +1882,7 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             get_str(e, &["involvedObject", "uid"]) == Some(api::uid(&obj))
                 || (kind == "Node" && get_str(e, &["involvedObject", "kind"]) == Some("Node") && get_str(e, &["involvedObject", "name"]) == Some(name.as_str()))
         });
-        events.sort_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
+        events.sort_stable_by(|a, b| get_str(a, &["lastTimestamp"]).cmp(&get_str(b, &["lastTimestamp"])));
         let events: Vec<&Value> = events.iter().collect();
         // What the workload's selector matches and its controllerRef claims, as
         // `getPodStatusForController` and `listReplicaSets` count them.
@@ -1927,7 +1928,7 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
                             || (v.get("ephemeral").is_some_and(|e| !e.is_null()) && format!("{}-{}", api::name(p), get_str(v, &["name"]).unwrap_or("")) == name)
                     })
                 });
-                users.sort_by(|a, b| api::name(a).cmp(api::name(b)));
+                users.sort_stable_by(|a, b| api::name(a).cmp(api::name(b)));
                 persistent_volume_claim(&obj, &users.iter().collect::<Vec<_>>(), &events, now)
             }
             "Service" => {

@@ -5,6 +5,7 @@ use super::Flags;
 use crate::apiserver::{ApiServer, Credentials, Request, Verb};
 use crate::foundation::api::{self, get_array, get_str, resource_for_name, rid, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::Value;
 use crate::kubectl::printers::{human_duration, table};
 
@@ -85,7 +86,7 @@ pub(super) fn events(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
     if items.is_empty() {
         return vec![if f.all_namespaces { "No events found.".to_string() } else { format!("No events found in {ns} namespace.") }];
     }
-    items.sort_by_key(|e| last_seen(e));
+    items.sort_stable_by_key(|e| last_seen(e));
     let mut rows = Vec::new();
     if f.get("--no-headers") != Some("true") {
         let mut h: Vec<String> = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"].map(String::from).to_vec();

@@ -2,6 +2,7 @@
 //! `-o yaml|json|name|jsonpath`, and a watch that prints rows as the store's history moves.
 
 use super::*;
+use crate::foundation::sort::Sort;
 
 /// The resources in the `all` category (`categories: [all]` in discovery).
 const ALL_CATEGORY: [&str; 10] = [
@@ -130,7 +131,7 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
     if let Some(path) = f.get("--sort-by") {
         let field: Vec<&str> = path.trim_start_matches('{').trim_end_matches('}').trim_start_matches('.').split('.').filter(|p| !p.is_empty()).collect();
         // Numbers compare as numbers, everything else as text; objects without the field first.
-        objects.sort_by(|a, b| {
+        objects.sort_stable_by(|a, b| {
             let (x, y) = (api::get(a, &field), api::get(b, &field));
             match (x.and_then(Value::as_f64), y.and_then(Value::as_f64)) {
                 (Some(m), Some(n)) => m.total_cmp(&n),

@@ -5,6 +5,7 @@
 //! `"True"`, timestamps), single quotes for strings plain style cannot carry, `|` blocks
 //! for text with line breaks, and long plain lines folded at 80 columns.
 
+use crate::foundation::sort::Sort;
 use crate::foundation::value::Value;
 use std::cmp::Ordering;
 
@@ -361,7 +362,7 @@ impl Writer {
     /// A mapping's entries at `indent`; the first key goes where the cursor is.
     fn mapping(&mut self, m: &crate::foundation::value::Map, indent: usize) {
         let mut keys: Vec<&str> = m.keys().map(|k| k.as_str()).collect();
-        keys.sort_by(|a, b| key_order(a, b));
+        keys.sort_stable_by(|a, b| key_order(a, b));
         for (i, k) in keys.iter().enumerate() {
             if i > 0 {
                 self.newline(indent);

@@ -5,6 +5,7 @@
 use super::{get::json_indent4, Flags};
 use crate::apiserver::{ApiServer, Credentials, Request, Verb};
 use crate::foundation::api::{self, get_array, get_str, group_versions, rid};
+use crate::foundation::sort::Sort;
 use crate::foundation::status::API_SERVER;
 use crate::foundation::value::json;
 
@@ -49,7 +50,7 @@ pub(super) fn api_versions(f: &Flags) -> Vec<String> {
         return vec![format!("error: unexpected arguments: [{}]", f.positional.join(" ")), "See 'kubectl api-versions -h' for help and examples".into()];
     }
     let mut out: Vec<String> = group_versions().into_iter().map(|(g, v)| if g.is_empty() { v.to_string() } else { format!("{g}/{v}") }).collect();
-    out.sort();
+    out.sort_stable();
     out
 }
 

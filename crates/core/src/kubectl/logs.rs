@@ -2,6 +2,7 @@
 //! container, and the lines the API server reads from the node's kubelet.
 
 use super::*;
+use crate::foundation::sort::Sort;
 
 /// The order `kubectl logs TYPE/NAME` picks a pod in (`podutils.ByLogging`): scheduled,
 /// running, ready (longest first), most restarts, oldest.
@@ -101,7 +102,7 @@ pub(super) fn pod_for_target(
             };
             let mut matching: Vec<&Value> =
                 api::get_array(&pods, &["items"]).iter().filter(|p| crate::foundation::labels::selector_matches(selector.as_ref(), api::labels(p))).collect();
-            matching.sort_by_key(|p| logging_rank(p));
+            matching.sort_stable_by_key(|p| logging_rank(p));
             let Some(first) = matching.first() else { return Err(vec!["error: timed out waiting for the condition".to_string()]) };
             if matching.len() > 1 {
                 out.push(format!("Found {} pods, using pod/{}", matching.len(), api::name(first)));

@@ -6,6 +6,7 @@
 
 use crate::apiserver::{ApiServer, Credentials, KubeletClient, PatchType, Request, Verb};
 use crate::foundation::api::{self, get_str, resource_for_kind, resource_for_name, ResourceId, RESOURCES};
+use crate::foundation::sort::Sort;
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Map, Value};
 
@@ -358,7 +359,7 @@ fn fetch(api: &mut ApiServer, creds: &Credentials, r: ResourceId, ns: &str, name
 /// `kubectl api-resources`: the kinds kubeloop serves.
 fn api_resources() -> Vec<String> {
     let mut rows: Vec<&crate::foundation::api::ResourceInfo> = RESOURCES.iter().collect();
-    rows.sort_by_key(|r| (r.group, r.plural));
+    rows.sort_stable_by_key(|r| (r.group, r.plural));
     let mut table = vec![vec!["NAME".to_string(), "SHORTNAMES".into(), "APIVERSION".into(), "NAMESPACED".into(), "KIND".into()]];
     table.extend(rows.into_iter().map(|r| vec![r.plural.to_string(), r.short_names.join(","), r.api_version(), r.namespaced.to_string(), r.kind.to_string()]));
     crate::kubectl::printers::table(&table).lines().map(str::to_string).collect()

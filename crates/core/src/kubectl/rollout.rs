@@ -2,6 +2,7 @@
 //! (`k8s.io/kubectl/pkg/cmd/rollout`, `k8s.io/kubectl/pkg/polymorphichelpers`).
 
 use super::*;
+use crate::foundation::sort::Sort;
 
 /// `kubectl rollout status deployment/NAME`, as `--watch=false` prints it (the page does not
 /// block; run it again to see progress). Wording from `polymorphichelpers/rollout_status.go`.
@@ -75,7 +76,7 @@ pub(super) fn revisions(api: &mut ApiServer, creds: &Credentials, ns: &str, d: &
         .filter(|x| api::controller_ref(x).and_then(|c| get_str(c, &["uid"])) == Some(api::uid(d)))
         .filter_map(|x| Some((api::annotation(x, "deployment.kubernetes.io/revision")?.parse().ok()?, x.clone())))
         .collect();
-    revs.sort_by_key(|(n, _)| *n);
+    revs.sort_stable_by_key(|(n, _)| *n);
     Ok(revs)
 }
 

@@ -5,6 +5,7 @@
 use super::*;
 use crate::foundation::quantity::parse_milli;
 use crate::foundation::sim::parse_rfc3339;
+use crate::foundation::sort::Sort;
 
 /// `metricsCreationDelay`: a pod younger than this may not have metrics yet.
 const METRICS_CREATION_DELAY: crate::foundation::sim::Millis = 120_000;
@@ -53,11 +54,11 @@ fn sorted(rows: &mut [(Vec<String>, i64, i64)], f: &Flags) -> Result<(), String>
     match f.get("--sort-by") {
         None | Some("") => Ok(()),
         Some("cpu") => {
-            rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+            rows.sort_stable_by_key(|r| std::cmp::Reverse(r.1));
             Ok(())
         }
         Some("memory") => {
-            rows.sort_by_key(|r| std::cmp::Reverse(r.2));
+            rows.sort_stable_by_key(|r| std::cmp::Reverse(r.2));
             Ok(())
         }
         Some(_) => Err("error: --sort-by accepts only cpu or memory".into()),

@@ -165,6 +165,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::foundation::sort::Sort;
 
     fn api() -> ApiServer {
         let mut api = ApiServer::new(1, false);
@@ -205,7 +206,7 @@ mod tests {
         }
         rec.record(&mut api, &kubelet, &first, None, "Warning", "BackOff", "Back-off restarting failed container", None);
         let mut counts = count(&api, "first");
-        counts.sort();
+        counts.sort_stable();
         assert_eq!(counts, vec![1, 3]);
     }
 }

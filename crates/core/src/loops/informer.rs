@@ -169,6 +169,7 @@ impl Informer {
 mod tests {
     use super::*;
     use crate::foundation::api::{rid, ObjectKey};
+    use crate::foundation::sort::Sort;
     use crate::foundation::value::json;
     use std::sync::Arc;
 
@@ -196,7 +197,7 @@ mod tests {
         let r = inf.sync(&s);
         assert!(r.relisted.as_deref().unwrap().starts_with("too old resource version"));
         let mut kinds: Vec<_> = r.deltas.iter().map(|d| (d.kind, crate::foundation::api::name(&d.object).to_string())).collect();
-        kinds.sort_by(|a, b| a.1.cmp(&b.1));
+        kinds.sort_stable_by(|a, b| a.1.cmp(&b.1));
         assert_eq!(kinds, vec![(EventType::Deleted, "a".into()), (EventType::Added, "c".into())]);
         assert_eq!(inf.len(), 2);
     }

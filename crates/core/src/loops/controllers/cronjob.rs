@@ -17,6 +17,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_bool, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::cron::{self, Schedule};
 use crate::foundation::sim::{epoch, parse_rfc3339, rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::job::finished_type;
 use crate::loops::events::Source;
@@ -259,7 +260,7 @@ impl CronJobController {
                 continue;
             }
             // `byJobStartTime`: started before not started, then by start, then by name.
-            list.sort_by(|a, b| {
+            list.sort_stable_by(|a, b| {
                 let start = |j: &Value| get_str(j, &["status", "startTime"]).and_then(parse_rfc3339);
                 match (start(a), start(b)) {
                     (None, Some(_)) => std::cmp::Ordering::Greater,

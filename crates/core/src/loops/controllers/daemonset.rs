@@ -17,6 +17,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::selector_matches;
 use crate::foundation::pod::{condition, pod_is_available, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::deployment::pod_template_hash;
 use crate::loops::controllers::history::{self, REVISION_HASH_LABEL};
@@ -156,7 +157,7 @@ fn created(p: &Value) -> Millis {
 
 /// `podByCreationTimestampAndPhase`: scheduled first, then oldest, then by name.
 fn sort_pods(pods: &mut [Object]) {
-    pods.sort_by(|a, b| {
+    pods.sort_stable_by(|a, b| {
         let unbound = |p: &Value| get_str(p, &["spec", "nodeName"]).is_none_or(str::is_empty);
         unbound(a).cmp(&unbound(b)).then(created(a).cmp(&created(b))).then_with(|| api::name(a).cmp(api::name(b)))
     });

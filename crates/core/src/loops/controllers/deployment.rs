@@ -14,6 +14,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::pod_is_active;
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Map, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -479,7 +480,7 @@ impl DeploymentController {
                 _ => {}
             }
         }
-        all.sort_by(|a, b| created(a).cmp(&created(b)).then(api::name(a).cmp(api::name(b))));
+        all.sort_stable_by(|a, b| created(a).cmp(&created(b)).then(api::name(a).cmp(api::name(b))));
         if api::is_deleting(&d) {
             self.sync_deployment_status(cx, &d, &all, None);
             return;
@@ -680,7 +681,7 @@ impl DeploymentController {
             return false;
         }
         let mut sorted: Vec<Object> = old.to_vec();
-        sorted.sort_by(|a, b| created(a).cmp(&created(b)).then(api::name(a).cmp(api::name(b))));
+        sorted.sort_stable_by(|a, b| created(a).cmp(&created(b)).then(api::name(a).cmp(api::name(b))));
         let mut cleaned = 0;
         let mut changed = false;
         for rs in &sorted {
@@ -800,9 +801,9 @@ impl DeploymentController {
         // older ones first when scaling down (`ReplicaSetsBySizeNewer`/`BySizeOlder`).
         let mut sorted = active.clone();
         if to_add > 0 {
-            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(b).cmp(&created(a))).then(api::name(b).cmp(api::name(a))));
+            sorted.sort_stable_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(b).cmp(&created(a))).then(api::name(b).cmp(api::name(a))));
         } else if to_add < 0 {
-            sorted.sort_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(a).cmp(&created(b))).then(api::name(a).cmp(api::name(b))));
+            sorted.sort_stable_by(|a, b| replicas(b).cmp(&replicas(a)).then(created(a).cmp(&created(b))).then(api::name(a).cmp(api::name(b))));
         }
         let mut added = 0i64;
         let mut sizes: Vec<i64> = Vec::with_capacity(sorted.len());
@@ -831,7 +832,7 @@ impl DeploymentController {
         if diff <= 0 {
             return;
         }
-        alive.sort_by(|a, b| revision(a).cmp(&revision(b)).then(created(a).cmp(&created(b))));
+        alive.sort_stable_by(|a, b| revision(a).cmp(&revision(b)).then(created(a).cmp(&created(b))));
         for rs in alive.into_iter().take(diff as usize) {
             if st(rs, "replicas") != 0 || replicas(rs) != 0 || api::generation(rs) > st(rs, "observedGeneration") {
                 continue;

@@ -10,6 +10,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::pod_is_ready;
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
@@ -42,7 +43,7 @@ pub fn desired_endpoints(svc: &Value, pods: &[&Object], nodes: &Informer) -> Vec
             e
         })
         .collect();
-    eps.sort_by(|a, b| get_str(a, &["targetRef", "name"]).cmp(&get_str(b, &["targetRef", "name"])));
+    eps.sort_stable_by(|a, b| get_str(a, &["targetRef", "name"]).cmp(&get_str(b, &["targetRef", "name"])));
     eps
 }
 

@@ -8,6 +8,7 @@
 //! count, encoded with `rand.SafeEncodeString`.
 
 use crate::foundation::api::{self, get, get_i64, Object};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Map, Value};
 
 /// `history.ControllerRevisionHashLabel`, set on StatefulSet revisions.
@@ -116,7 +117,7 @@ pub fn revision_number(r: &Value) -> i64 {
 
 /// `SortControllerRevisions`: stable, by revision number.
 pub fn sort_by_revision(revisions: &mut [Object]) {
-    revisions.sort_by_key(|r| revision_number(r));
+    revisions.sort_stable_by_key(|r| revision_number(r));
 }
 
 /// `EqualRevision`: the same data (hash labels are not decimal, so only the bytes count).

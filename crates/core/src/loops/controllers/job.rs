@@ -22,6 +22,7 @@ use crate::apiserver::{Credentials, PatchType, Request};
 use crate::foundation::api::{self, get, get_array, get_bool, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::{condition, pod_is_active, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::{Informer, WatchState};
@@ -574,7 +575,7 @@ fn sort_for_removal(pods: &mut [Object]) {
     let ready_at = |p: &Value| condition(p, "Ready").and_then(|c| get_str(c, &["lastTransitionTime"])).and_then(parse_rfc3339);
     let restarts = |p: &Value| get_array(p, &["status", "containerStatuses"]).iter().map(|c| get_i64(c, &["restartCount"]).unwrap_or(0)).max().unwrap_or(0);
     let created = |p: &Value| get_str(p, &["metadata", "creationTimestamp"]).and_then(parse_rfc3339);
-    pods.sort_by(|a, b| {
+    pods.sort_stable_by(|a, b| {
         assigned(a)
             .cmp(&assigned(b))
             .then(phase_rank(a).cmp(&phase_rank(b)))
@@ -1341,7 +1342,7 @@ impl JobController {
         let n = completions(job).unwrap_or(0);
         let now = cx.now;
         if indexed {
-            c.pods.sort_by_key(|p| completion_index(p).unwrap_or(-1));
+            c.pods.sort_stable_by_key(|p| completion_index(p).unwrap_or(-1));
         }
         let mut with_finalizer: BTreeSet<String> =
             c.pods.iter().filter(|p| has_tracking_finalizer(p) && !c.expected_rm_finalizers.contains(api::uid(p))).map(|p| api::uid(p).to_string()).collect();

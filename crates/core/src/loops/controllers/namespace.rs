@@ -23,6 +23,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request, Verb};
 use crate::foundation::api::{self, get_str, rid, Object, ResourceId, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
@@ -154,7 +155,7 @@ impl ConditionUpdater {
     pub fn process_content_totals(&mut self, totals: &ContentTotals) {
         if !totals.resources.is_empty() {
             let mut items: Vec<String> = totals.resources.iter().filter(|(_, n)| **n > 0).map(|(r, n)| format!("{r} has {n} resource instances")).collect();
-            items.sort();
+            items.sort_stable();
             self.new_conditions.push((
                 "NamespaceContentRemaining".into(),
                 "SomeResourcesRemain".into(),
@@ -163,7 +164,7 @@ impl ConditionUpdater {
         }
         if !totals.finalizers.is_empty() {
             let mut items: Vec<String> = totals.finalizers.iter().filter(|(_, n)| **n > 0).map(|(f, n)| format!("{f} in {n} resource instances")).collect();
-            items.sort();
+            items.sort_stable();
             self.new_conditions.push((
                 "NamespaceFinalizersRemaining".into(),
                 "SomeFinalizersRemain".into(),
@@ -177,7 +178,7 @@ impl ConditionUpdater {
     pub fn update(mut self, conditions: &mut Vec<Value>, now: Millis) -> bool {
         if !self.new_conditions.iter().any(|(t, _, _)| t == "NamespaceDeletionContentFailure") && !self.delete_content_errors.is_empty() {
             let mut msgs = std::mem::take(&mut self.delete_content_errors);
-            msgs.sort();
+            msgs.sort_stable();
             self.new_conditions.push((
                 "NamespaceDeletionContentFailure".into(),
                 "ContentDeletionFailed".into(),

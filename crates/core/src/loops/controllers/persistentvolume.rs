@@ -19,6 +19,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request, Verb};
 use crate::foundation::api::{self, get, get_array, get_str, rid, ResourceId};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -107,7 +108,7 @@ pub fn check_volume_satisfy_claim(volume: &Value, claim: &Value) -> Result<(), S
 pub fn find_best_match<'a>(claim: &Value, volumes: &[&'a Value], delay_binding: bool) -> Option<&'a Value> {
     let wanted = access_modes(claim, &["spec", "accessModes"]);
     let mut groups: Vec<BTreeSet<String>> = volumes.iter().map(|v| access_modes(v, &["spec", "accessModes"])).filter(|m| wanted.is_subset(m)).collect();
-    groups.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    groups.sort_stable_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
     groups.dedup();
     let requested = storage_bytes(get(claim, &["spec", "resources", "requests", "storage"]));
     let class = claim_class(claim);

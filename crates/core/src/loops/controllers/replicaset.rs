@@ -15,6 +15,7 @@ use crate::apiserver::{PatchType, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::{condition, pod_is_active, pod_is_available, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -60,7 +61,7 @@ pub fn rank_for_deletion(pods: &mut [(Object, i64)], now: Millis) {
             _ => 0,
         }
     }
-    pods.sort_by(|(a, ra), (b, rb)| {
+    pods.sort_stable_by(|(a, ra), (b, rb)| {
         let assigned = |p: &Value| get_str(p, &["spec", "nodeName"]).is_some_and(|n| !n.is_empty());
         let cost = |p: &Value| api::annotation(p, "controller.kubernetes.io/pod-deletion-cost").and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
         let ready_at = |p: &Value| condition(p, "Ready").and_then(|c| get_str(c, &["lastTransitionTime"])).and_then(parse_rfc3339);

@@ -17,6 +17,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::selector_matches;
 use crate::foundation::pod::{condition, pod_is_available, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, Millis};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Map, Value};
 use crate::loops::controllers::history;
 use crate::loops::events::Source;
@@ -439,7 +440,7 @@ pub fn plan(set: &Value, revs: &Revisions, pods: &[Object], claims: &dyn Fn(&str
     if expect < n {
         first_missing = Some(expect);
     }
-    condemned.sort_by_key(|p| std::cmp::Reverse(ordinal(p)));
+    condemned.sort_stable_by_key(|p| std::cmp::Reverse(ordinal(p)));
     let first_existing_unavailable = existing.iter().find(|(_, p)| unavailable(p, min_ready, now)).map(|(i, _)| *i);
     let first_unhealthy: Option<String> = match (first_missing, first_existing_unavailable) {
         (Some(a), Some(b)) => Some(api::name(&slot(a.min(b))).to_string()),
@@ -791,7 +792,7 @@ impl StatefulSetController {
                 }
             }
         }
-        out.sort_by_key(|p| ordinal(p));
+        out.sort_stable_by_key(|p| ordinal(p));
         out
     }
 

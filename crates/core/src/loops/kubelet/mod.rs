@@ -14,6 +14,7 @@
 use crate::apiserver::{Credentials, Request};
 use crate::apiserver::{ExecInput, ExecOutput, ExecProgress};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
+use crate::foundation::sort::Sort;
 mod expand;
 pub mod node;
 pub mod registry;
@@ -2023,7 +2024,7 @@ impl Kubelets {
         // Order as the kubelet writes them.
         let order = ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"];
         if let Some(conds) = holder["status"]["conditions"].as_array_mut() {
-            conds.sort_by_key(|c| order.iter().position(|o| get_str(c, &["type"]) == Some(o)).unwrap_or(9));
+            conds.sort_stable_by_key(|c| order.iter().position(|o| get_str(c, &["type"]) == Some(o)).unwrap_or(9));
         }
         holder["status"].take()
     }

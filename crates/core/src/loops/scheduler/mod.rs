@@ -20,6 +20,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::{node_selector_term_matches, selector_matches};
 use crate::foundation::quantity::value_milli;
 use crate::foundation::sim::{Millis, Rng, Stream};
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -977,7 +978,7 @@ impl Scheduler {
                 }
             }
             let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
-            parts.sort();
+            parts.sort_stable();
             let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
             match self.preempt(cx, &pod, &cy.req, &statuses) {
                 Ok(Some(node)) => {
@@ -1152,7 +1153,7 @@ impl Scheduler {
             let info = &self.infos[*ni];
             let mut victims: Vec<(i64, Key)> =
                 info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
-            victims.sort();
+            victims.sort_stable();
             let freed_cpu: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
             let freed_mem: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
             let freed_eph: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.ephemeral).sum();
@@ -1187,7 +1188,7 @@ impl Scheduler {
         }
         let Some((ni, victims, _)) = best else {
             let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
-            parts.sort();
+            parts.sort_stable();
             return Err(format!("preemption: 0/{total} nodes are available: {}.", parts.join(", ")));
         };
         let node = self.infos[ni].name.clone();

@@ -14,6 +14,7 @@
 use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_str, rid, Object};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::foundation::volume::{self as vol, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE};
 use crate::loops::informer::Informer;
@@ -154,7 +155,9 @@ impl Volumes {
             }
             if unbound_ok {
                 // Smallest requests first, each taking the smallest volume that fits.
-                to_match.sort_by_key(|c| get(c, &["spec", "resources", "requests", "storage"]).and_then(crate::foundation::quantity::value_milli).unwrap_or(0));
+                to_match.sort_stable_by_key(|c| {
+                    get(c, &["spec", "resources", "requests", "storage"]).and_then(crate::foundation::quantity::value_milli).unwrap_or(0)
+                });
                 let mut chosen: Vec<String> = Vec::new();
                 for c in to_match {
                     let class = vol::claim_class(c);

@@ -3,6 +3,7 @@
 
 use super::{compile, Daemon, Flavour, Flow, Host, Process};
 use crate::foundation::sim::{civil_from_days, epoch, Millis};
+use crate::foundation::sort::Sort;
 
 /// Shell builtins (`exit`, `export`, `set`, `cd`, `test`, `echo`, …).
 pub fn builtin(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Option<Flow> {
@@ -1354,7 +1355,7 @@ fn text_tool(p: &mut Process, host: &mut dyn Host, name: &str, args: &[String]) 
         }
         "sort" => {
             let mut lines: Vec<&str> = inputs.iter().flat_map(|(_, c)| c.lines()).collect();
-            lines.sort();
+            lines.sort_stable();
             if opts.contains('r') {
                 lines.reverse();
             }

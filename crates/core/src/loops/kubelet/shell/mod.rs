@@ -13,6 +13,7 @@ pub mod fs;
 pub mod parse;
 
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use parse::{Assign, Command, List, ParamOp, Part, Piped, Redir, RedirOp, Simple, Word};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -1423,7 +1424,7 @@ impl Process {
             paths = next;
         }
         let mut out: Vec<String> = paths.into_iter().filter(|(_, a)| host.kind(a).is_some()).map(|(s, _)| s).collect();
-        out.sort();
+        out.sort_stable();
         out
     }
 }
