@@ -86,7 +86,7 @@ pub(super) fn events(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
     if items.is_empty() {
         return vec![if f.all_namespaces { "No events found.".to_string() } else { format!("No events found in {ns} namespace.") }];
     }
-    items.sort_stable_by_key(|e| last_seen(e));
+    items.sort_stable_by_cached_key(|e| last_seen(e));
     let mut rows = Vec::new();
     if f.get("--no-headers") != Some("true") {
         let mut h: Vec<String> = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"].map(String::from).to_vec();

@@ -64,7 +64,8 @@ impl Remembered {
 /// each builds its own event broadcaster and correlator.
 #[derive(Debug, Default)]
 pub struct Recorder {
-    seen: HashMap<(&'static str, String), Remembered>,
+    /// component -> host -> what that source remembers.
+    seen: HashMap<&'static str, HashMap<String, Remembered>>,
     counter: u64,
 }
 
@@ -95,9 +96,10 @@ impl Recorder {
         let key = format!("{}\u{1f}{}\u{1f}{uid}{}\u{1f}{ty}\u{1f}{reason}\u{1f}{message}", src.component, src.host, field_path.unwrap_or(""));
         let now = api.now;
         let creds = Credentials::User(src.user.clone());
-        let seen = match self.seen.get_mut(&(src.component, src.host.clone())) {
+        let hosts = self.seen.entry(src.component).or_default();
+        let seen = match hosts.get_mut(src.host.as_str()) {
             Some(s) => s,
-            None => self.seen.entry((src.component, src.host.clone())).or_default(),
+            None => hosts.entry(src.host.clone()).or_default(),
         };
         if let Some((ens, ename, count)) = seen.get(&key) {
             let patch = json!({"count": count + 1, "lastTimestamp": rfc3339(now)});
@@ -154,7 +156,7 @@ impl Recorder {
         req.internal = true;
         let r = api.handle(req);
         if r.is_ok() {
-            if let Some(seen) = self.seen.get_mut(&(src.component, src.host.clone())) {
+            if let Some(seen) = self.seen.get_mut(src.component).and_then(|h| h.get_mut(src.host.as_str())) {
                 seen.put(key, ns, name, 1);
             }
         }
