@@ -389,7 +389,7 @@ fn kubectl(args: &[String]) -> ExitCode {
             }
         }
     }
-    let out = sb.kubectl(&line);
+    let out = sb.kubectl_to_end(&line);
     let failed = out.iter().any(|l| l.starts_with("error:") || l.starts_with("Error from server"));
     for l in out {
         println!("{l}");

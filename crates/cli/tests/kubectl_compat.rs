@@ -1077,4 +1077,23 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         let args: Vec<&str> = cmd.split(' ').collect();
         assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(cmd)), "{cmd}");
     }
+    // kubectl wait, on conditions already met (the real kubectl watches; the terminal polls
+    // the simulation), and its errors.
+    s.until(&["get", "pods", "-l", "app=checkout", "-o", "jsonpath={.items[*].status.phase}"], 60, |o| o == "Running Running");
+    for cmd in [
+        "wait --for=condition=Available deployment/checkout --timeout=5s",
+        "wait --for=condition=Ready pod -l app=checkout",
+        "wait --for=condition=ready=true pods -l app=checkout --timeout=10s",
+        "wait --for=jsonpath={.status.phase}=Running pod -l app=checkout",
+        "wait --for=jsonpath={.spec.replicas} deployment/checkout",
+        "wait --for=delete pod/no-such-pod",
+        "wait --for=create deployment/checkout",
+    ] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(s.ok(&args), s.terminal(cmd), "{cmd}");
+    }
+    for cmd in ["wait --for=ready pod/real-a", "wait --for=condition=Ready pod/no-such-pod", "wait --for=condition=Ready pod -l app=nothing-has-this"] {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        assert_eq!(s.fails(&args, None), s.terminal(cmd), "{cmd}");
+    }
 }

@@ -132,3 +132,56 @@ fn a_namespace_from_the_flag_or_the_context_is_where_manifests_and_commands_go()
         ["CURRENT   NAME       CLUSTER    AUTHINFO   NAMESPACE", "*         kubeloop   kubeloop   admin      dev"]
     );
 }
+
+/// `kubectl wait` as tutorials and scripts use it: in the terminal it follows the run and
+/// ends when the condition is met or its timeout passes on the simulated clock; as a
+/// scenario step, its line is printed when that happens.
+#[test]
+fn kubectl_wait_follows_the_run_until_met_or_timed_out() {
+    use kubeloop_core::kubectl::Follow;
+    use kubeloop_core::sandbox::Sandbox;
+    let mut sb = Sandbox::new("", Some(1));
+    assert_eq!(sb.kubectl("create deployment web --image=nginx --replicas=2"), ["deployment.apps/web created"]);
+    // Not available yet: nothing printed, a wait to follow.
+    let (out, follow) = sb.kubectl_watching("wait --for=condition=Available deployment/web --timeout=60s");
+    assert!(out.is_empty(), "{out:?}");
+    let Some(mut w @ Follow::Wait(_)) = follow else { panic!("no wait to follow") };
+    let mut printed = Vec::new();
+    let started = sb.cluster.now;
+    while printed.is_empty() {
+        sb.advance(500);
+        let (lines, done) = w.poll(&sb.cluster.api);
+        printed.extend(lines);
+        assert_eq!(done, !printed.is_empty());
+        assert!(sb.cluster.now - started < 60_000, "the Deployment never became Available");
+    }
+    assert_eq!(printed, ["deployment.apps/web condition met"]);
+    let available = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap()["status"]["availableReplicas"].clone();
+    assert_eq!(available, 2);
+    // Each pod in turn; met at once, so nothing is left to follow.
+    let (out, follow) = sb.kubectl_watching("wait --for=condition=Ready pod -l app=web");
+    assert_eq!(out.len(), 2);
+    assert!(out.iter().all(|l| l.starts_with("pod/web-") && l.ends_with(" condition met")), "{out:?}");
+    assert!(follow.is_none());
+    // A condition that never comes times out on the simulated clock.
+    let before = sb.cluster.now;
+    let out = sb.kubectl_to_end("wait --for=condition=Ready=False pod -l app=web --timeout=5s");
+    assert_eq!(out.len(), 1);
+    assert!(out[0].starts_with("error: timed out waiting for the condition on pods/web-"), "{out:?}");
+    assert_eq!(sb.cluster.now - before, 5_000);
+    // A deletion: the pod goes, with its grace period.
+    let pod = out[0].rsplit('/').next().unwrap().to_string();
+    assert_eq!(sb.kubectl(&format!("delete pod {pod} --wait=false")), [format!("pod \"{pod}\" deleted from default namespace")]);
+    assert_eq!(sb.kubectl_to_end(&format!("wait --for=delete pod/{pod} --timeout=60s")), [format!("pod/{pod} condition met")]);
+    assert!(sb.cluster.api.store.get_by(rid::POD, "default", &pod).is_none());
+
+    // As a scenario step: the line comes when the Deployment is available, not at the step.
+    let mut c = Cluster::new(Config::default());
+    kubectl(&mut c, "create deployment api --image=nginx");
+    let at = c.now;
+    assert!(kubectl(&mut c, "wait --for=condition=Available deployment/api").is_empty());
+    c.run_to_quiet(120_000);
+    let done = c.outputs.iter().find(|o| o.output == ["deployment.apps/api condition met"]).expect("the wait's line is printed");
+    assert!(done.t > at, "printed when met ({} ms), after the step ({at} ms)", done.t);
+    assert_eq!(done.command, "kubectl wait --for=condition=Available deployment/api");
+}

@@ -211,8 +211,9 @@ struct App {
     term_input: String,
     term_history: Vec<String>,
     term_pos: usize,
-    /// A `kubectl get -w` printing rows as the run goes (any next command stops it).
-    term_watch: Option<kubeloop_core::kubectl::Watch>,
+    /// A `kubectl get -w` printing rows as the run goes, or a `kubectl wait` not over yet
+    /// (any next command stops it).
+    term_watch: Option<kubeloop_core::kubectl::Follow>,
     /// Terminal lines already scrolled into view.
     term_seen: usize,
     /// Every lesson; the open one, where the person is in it, and its goal as last seen.
@@ -410,8 +411,10 @@ impl App {
     /// Fold the records written since the last look into the diagram.
     fn absorb(&mut self) {
         if let Some(w) = &mut self.term_watch {
-            for l in w.poll(&self.sb.cluster.api) {
-                self.term_lines.push((false, l));
+            let (lines, done) = w.poll(&self.sb.cluster.api);
+            self.term_lines.extend(lines.into_iter().map(|l| (false, l)));
+            if done {
+                self.term_watch = None;
             }
         }
         let records = &self.sb.cluster.api.trace.records;

@@ -57,6 +57,8 @@ enum Task {
     Machine(Machine),
     /// metrics-server scrapes the kubelets.
     Scrape,
+    /// A `kubectl wait` step's timeout (the wait is polled after every task).
+    WaitDeadline,
 }
 
 /// A scheduled scenario action.
@@ -157,6 +159,8 @@ pub struct Cluster {
     /// The kubeconfig of the kubectl that steps and the terminal run (contexts and their
     /// namespaces).
     pub kubeconfig: crate::kubectl::config::Kubeconfig,
+    /// `kubectl wait` steps not over yet: their user, command and wait.
+    waits: Vec<(String, String, crate::kubectl::wait::Wait)>,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -294,6 +298,7 @@ impl Cluster {
             now: 0,
             events: Recorder::default(),
             outputs: vec![],
+            waits: vec![],
             queue: Queue::default(),
             work_tasks: 0,
             sessions: 0,
@@ -607,9 +612,27 @@ impl Cluster {
                 self.api.scrape_metrics(kubelet);
                 self.push(self.now + crate::apiserver::metrics::METRIC_RESOLUTION, Task::Scrape, true);
             }
+            Task::WaitDeadline => {}
         }
         self.dispatch();
+        if !self.waits.is_empty() {
+            self.poll_waits();
+        }
         true
+    }
+
+    /// Print what the pending `kubectl wait` steps now find: each line when its object
+    /// meets the condition, or the timeout's error.
+    fn poll_waits(&mut self) {
+        let mut waits = std::mem::take(&mut self.waits);
+        waits.retain_mut(|(user, command, w)| {
+            let (lines, done) = w.poll(&self.api);
+            if !lines.is_empty() {
+                self.record_output(user.clone(), command.clone(), lines);
+            }
+            !done
+        });
+        self.waits = waits;
     }
 
     fn with_controller(&mut self, i: usize, f: impl FnOnce(&mut Box<dyn Controller>, &mut Cx)) {
@@ -675,6 +698,14 @@ impl Cluster {
                 let line = self.kubeconfig.with_namespace(cmd);
                 (format!("kubectl {cmd}"), self.exec(&s.credentials, &line))
             }
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("wait") => {
+                let (out, w) = crate::kubectl::run_in_waiting(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd);
+                if let Some(w) = w {
+                    self.push(w.deadline(), Task::WaitDeadline, false);
+                    self.waits.push((user.clone(), format!("kubectl {cmd}"), w));
+                }
+                (format!("kubectl {cmd}"), out)
+            }
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run_in(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd)),
             Action::Etcdctl(line) => (format!("etcdctl {line}"), etcdctl::run(&mut self.api.store, line)),
             Action::Fault(f) => {
@@ -683,6 +714,11 @@ impl Cluster {
                 (format!("fault: {}", f.describe()), out)
             }
         };
+        self.record_output(user, command, output)
+    }
+
+    /// What a step printed, in the trace (as kubectl's or etcdctl's lines) and the outputs.
+    fn record_output(&mut self, user: String, command: String, output: Vec<String>) -> StepOutput {
         if self.api.trace.enabled {
             let lines: Vec<String> = if output.is_empty() { vec![String::new()] } else { output.clone() };
             for line in &lines {
@@ -690,7 +726,7 @@ impl Cluster {
                     t: self.now,
                     flow: Flow::Request,
                     stage: "client",
-                    component: if matches!(s.action, Action::Etcdctl(_)) { "etcdctl".into() } else { "kubectl".into() },
+                    component: if command.starts_with("etcdctl ") { "etcdctl".into() } else { "kubectl".into() },
                     user: user.clone(),
                     verb: String::new(),
                     object: String::new(),

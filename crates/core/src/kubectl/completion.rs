@@ -34,6 +34,7 @@ pub const COMMANDS: &[&str] = &[
     "taint",
     "uncordon",
     "version",
+    "wait",
 ];
 
 /// The second word of commands that have subcommands.

@@ -39,6 +39,7 @@ mod scale;
 mod set;
 mod taint;
 mod top;
+pub mod wait;
 
 pub use apply::{apply_object, apply_object_dry, apply_server_side, apply_text, three_way};
 use args::*;
@@ -202,6 +203,36 @@ pub fn run(api: &mut ApiServer, creds: &Credentials, line: &str) -> Vec<String> 
 /// As [`run`], with the terminal's kubeconfig: its current context's namespace is the
 /// default, and `kubectl config` reads and changes it.
 pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfig, line: &str) -> Vec<String> {
+    run_in_waiting(api, creds, kc, line).0
+}
+
+/// What a command keeps printing as the run goes on: `get -w`'s rows, or a `kubectl wait`
+/// that is not over yet.
+#[derive(Debug, Clone)]
+pub enum Follow {
+    Watch(Watch),
+    Wait(wait::Wait),
+}
+
+impl Follow {
+    /// Lines since the last poll, and whether the command is over.
+    pub fn poll(&mut self, api: &ApiServer) -> (Vec<String>, bool) {
+        match self {
+            Follow::Watch(w) => (w.poll(api), false),
+            Follow::Wait(w) => w.poll(api),
+        }
+    }
+}
+
+/// As [`run_in`]; a `kubectl wait` that is not over yet also gives its [`wait::Wait`], to
+/// poll as the simulation runs (alone, `run_in` prints only what a first look finds).
+pub fn run_in_waiting(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfig, line: &str) -> (Vec<String>, Option<wait::Wait>) {
+    let mut waiting = None;
+    let out = dispatch(api, creds, kc, line, &mut waiting);
+    (out, waiting)
+}
+
+fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfig, line: &str, waiting: &mut Option<wait::Wait>) -> Vec<String> {
     let (line, stdin) = heredoc(line);
     let line = line.as_str();
     let args = match split_args(line) {
@@ -324,9 +355,14 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
         "api-versions" => info::api_versions(&f),
         "cluster-info" => info::cluster_info(api, creds, &f),
         "events" => events::events(api, creds, &f, &ns),
+        "wait" => {
+            let (out, w) = wait::start(api, creds, &f, &ns);
+            *waiting = w;
+            out
+        }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, set image|env|resources, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
             )]
         }
     }

@@ -273,17 +273,43 @@ impl Sandbox {
         out
     }
 
-    /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run
-    /// (a watch changes nothing, so it is not logged for share links).
-    pub fn kubectl_watching(&mut self, line: &str) -> (Vec<String>, Option<crate::kubectl::Watch>) {
+    /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run,
+    /// for a `kubectl wait` not over yet the wait (neither changes anything, so neither is
+    /// logged for share links).
+    pub fn kubectl_watching(&mut self, line: &str) -> (Vec<String>, Option<crate::kubectl::Follow>) {
         let words = crate::kubectl::split_args(line).unwrap_or_default();
-        let get = words.iter().find(|w| *w != "kubectl").map(String::as_str) == Some("get");
-        if !(get && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
+        let verb = words.iter().find(|w| *w != "kubectl").map(String::as_str);
+        let creds = self.credentials();
+        if verb == Some("wait") {
+            self.cluster.api.now = self.cluster.now;
+            let (out, w) = crate::kubectl::run_in_waiting(&mut self.cluster.api, &creds, &mut self.cluster.kubeconfig, line);
+            return (out, w.map(crate::kubectl::Follow::Wait));
+        }
+        if !(verb == Some("get") && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
             return (self.kubectl(line), None);
         }
-        let creds = self.credentials();
         let line = self.cluster.kubeconfig.with_namespace(line);
-        crate::kubectl::run_watching(&mut self.cluster.api, &creds, &line)
+        let (out, w) = crate::kubectl::run_watching(&mut self.cluster.api, &creds, &line);
+        (out, w.map(crate::kubectl::Follow::Watch))
+    }
+
+    /// As [`Sandbox::kubectl`] for a command that is over when it returns: a `kubectl wait`
+    /// runs the simulation on until it is met or times out (`kubeloop kubectl`).
+    pub fn kubectl_to_end(&mut self, line: &str) -> Vec<String> {
+        if crate::kubectl::verb_of(line) != Some("wait") {
+            return self.kubectl(line);
+        }
+        let (mut out, follow) = self.kubectl_watching(line);
+        let Some(crate::kubectl::Follow::Wait(mut w)) = follow else { return out };
+        loop {
+            let next = self.cluster.next_time().map_or(w.deadline(), |t| t.min(w.deadline())).max(self.cluster.now);
+            self.cluster.run_until(next);
+            let (lines, done) = w.poll(&self.cluster.api);
+            out.extend(lines);
+            if done {
+                return out;
+            }
+        }
     }
 
     /// Inject a fault now (`nodeDown`, `webhookDown`, ... and the name it applies to).
@@ -701,11 +727,12 @@ mod tests {
         let mut w = w.expect("a watch");
         sb.apply(APP);
         sb.advance(30_000);
-        let rows = w.poll(&sb.cluster.api);
+        let (rows, done) = w.poll(&sb.cluster.api);
+        assert!(!done, "a watch goes on until stopped");
         assert!(rows.iter().any(|r| r.contains(" Pending ")), "{rows:?}");
         assert!(rows.iter().any(|r| r.contains(" ContainerCreating ")), "{rows:?}");
         assert!(rows.iter().filter(|r| r.contains(" 1/1 ") && r.contains(" Running ")).count() >= 2, "{rows:?}");
-        assert!(w.poll(&sb.cluster.api).is_empty(), "nothing new");
+        assert!(w.poll(&sb.cluster.api).0.is_empty(), "nothing new");
         let (_, none) = sb.kubectl_watching("get pods");
         assert!(none.is_none());
     }
