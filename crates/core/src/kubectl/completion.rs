@@ -26,6 +26,8 @@ pub const COMMANDS: &[&str] = &[
     "label",
     "logs",
     "patch",
+    "plugin",
+    "proxy",
     "replace",
     "rollout",
     "run",

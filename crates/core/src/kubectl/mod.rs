@@ -355,6 +355,11 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         "api-versions" => info::api_versions(&f),
         "cluster-info" => info::cluster_info(api, creds, &f),
         "events" => events::events(api, creds, &f, &ns),
+        // Commands that need what a terminal in a sandbox has not: say so, and where to go.
+        "proxy" => vec![
+            "error: kubectl proxy serves the API server on a local port, and this terminal has no local ports: run `kubeloop serve` and the real `kubectl proxy` against it".into(),
+        ],
+        "plugin" => vec!["error: kubectl plugins are programs found on your PATH, and this terminal runs no programs of yours: the real kubectl runs them against `kubeloop serve`".into()],
         "wait" => {
             let (out, w) = wait::start(api, creds, &f, &ns);
             *waiting = w;
@@ -427,6 +432,16 @@ fn each_fetched(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proxy_and_plugin_say_why_they_do_not_apply() {
+        let mut api = ApiServer::new(1, false);
+        let admin = Credentials::User(crate::apiserver::rbac::UserInfo::admin());
+        for (line, why) in [("proxy --port=8001", "no local ports"), ("plugin list", "runs no programs of yours")] {
+            let out = run(&mut api, &admin, line);
+            assert!(out.len() == 1 && out[0].starts_with("error: ") && out[0].contains(why), "{line}: {out:?}");
+        }
+    }
 
     #[test]
     fn splits_like_a_shell() {
