@@ -11,13 +11,14 @@ use kubeloop_core::json;
 use std::process::ExitCode;
 
 mod serve;
+mod sweep;
 
 // A faster allocator for large simulations (the core itself is allocator-agnostic).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Each command: its synopsis and what it does, for `kubeloop help` and `kubeloop COMMAND --help`.
-const COMMANDS: [(&str, &str, &str); 4] = [
+const COMMANDS: [(&str, &str, &str); 5] = [
     (
         "run",
         "kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]",
@@ -45,6 +46,18 @@ const COMMANDS: [(&str, &str, &str); 4] = [
         "kubeloop bench --nodes N --pods M [--seed N]",
         "applies one Deployment of M replicas to N nodes, runs until every pod is Ready
         and prints wall time, API writes per second and peak memory as JSON.",
+    ),
+    (
+        "sweep",
+        "kubeloop sweep N [--from SEED] [--for DURATION] [--jobs N] [--out DIR] [--hashes] | kubeloop sweep --check FILE | --print SEED [--for DURATION]",
+        "generates N random scenarios from seeds SEED.. (default 1): workloads of every kind,
+        some subtly invalid, hand edits, scaling, rollouts, deletions with each cascade,
+        drains and node, API server, etcd, controller and storage outages. Each runs for
+        DURATION (default 1h, the last 20m quiet) with the invariants checked after every
+        task and convergence checked at the end. A failure prints its seed and writes a
+        minimized scenario to DIR (default target/sweep) that --check replays. --hashes
+        prints each seed's run fingerprint; --print writes a seed's scenario
+        without running it.",
     ),
 ];
 
@@ -99,7 +112,7 @@ fn main() -> ExitCode {
     tune_allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some(command @ ("run" | "bench" | "kubectl" | "serve")) if wants_help(&args[1..]) => {
+        Some(command @ ("run" | "bench" | "kubectl" | "serve" | "sweep")) if wants_help(&args[1..]) => {
             println!("{}", command_usage(command));
             ExitCode::SUCCESS
         }
@@ -115,6 +128,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("kubectl") => kubectl(&args[1..]),
         Some("serve") => serve::serve(&args[1..]),
+        Some("sweep") => sweep::sweep(&args[1..]),
         Some("help") | Some("--help") | Some("-h") | None => {
             println!("{}", usage());
             ExitCode::SUCCESS

@@ -11,6 +11,7 @@
 
 pub mod etcdctl;
 pub mod scenario;
+pub mod sweep;
 
 pub use crate::loops::kubelet::node::NodeSpec;
 pub use crate::loops::Fault;
@@ -485,13 +486,22 @@ impl Cluster {
     /// What the container runtimes run now, as the kubelets' resource endpoints report it:
     /// (namespace, pod, container) of every running container on a node that answers.
     pub fn running_containers(&self) -> Vec<(String, String, String)> {
+        self.running_pods_with(|_, pod, out| out.extend(pod.containers.into_iter().map(|c| (pod.namespace.clone(), pod.name.clone(), c.name))))
+    }
+
+    /// Every pod a kubelet runs: (node, namespace, pod).
+    pub fn running_pods(&self) -> Vec<(String, String, String)> {
+        self.running_pods_with(|node, pod, out| out.push((node.to_string(), pod.namespace, pod.name)))
+    }
+
+    fn running_pods_with<T>(&self, mut each: impl FnMut(&str, crate::apiserver::metrics::PodStats, &mut Vec<T>)) -> Vec<T> {
         let Some(kubelet) = self.controllers.iter().enumerate().find_map(|(i, c)| c.kubelet_client().filter(|_| self.running[i])) else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for node in kubelet.resource_stats(self.now) {
             for pod in node.pods {
-                out.extend(pod.containers.into_iter().map(|c| (pod.namespace.clone(), pod.name.clone(), c.name)));
+                each(&node.name, pod, &mut out);
             }
         }
         out

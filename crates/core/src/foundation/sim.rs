@@ -134,6 +134,8 @@ pub enum Stream {
     Scheduler = 2,
     Kubelet = 3,
     Registry = 4,
+    /// The seed sweep's scenario generator (outside any run).
+    Sweep = 5,
 }
 
 /// A ChaCha8 stream forked from the scenario seed.

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// `kubectl delete TYPE NAME... [--cascade=background|foreground|orphan] [--grace-period=N] [--force]`.
+/// `kubectl delete TYPE NAME... [--cascade=background|foreground|orphan] [--grace-period=N] [--force] [--ignore-not-found]`.
 pub(super) fn delete(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let cascade = f.get("--cascade").unwrap_or("background");
     let mut lines = Vec::new();
@@ -18,6 +18,8 @@ pub(super) fn delete(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
     };
     let grace = f.get("--grace-period").and_then(|g| g.parse::<i64>().ok());
     let force = f.get("--force") == Some("true");
+    // kubectl ignores what is already gone when asked, and always for --all.
+    let ignore_not_found = f.get("--ignore-not-found").map_or(f.get("--all") == Some("true"), |v| v == "true");
     if force && grace == Some(0) {
         lines.push("Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.".into());
     }
@@ -34,6 +36,7 @@ pub(super) fn delete(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
                         let base = format!("{} {name:?} {what}", kind_prefix(r));
                         lines.push(if RESOURCES[r].namespaced { format!("{base} from {ns} namespace") } else { base });
                     }
+                    Err(s) if ignore_not_found && s.code == 404 => {}
                     Err(s) => lines.push(s.kubectl_message(None, "")),
                 }
             }
