@@ -127,7 +127,12 @@ fn sweep_inner(args: &[String]) -> Result<ExitCode, String> {
         let path = format!("{out}/sweep-{seed}.yaml");
         let text = format!("# {last}\n{}", small.render());
         std::fs::write(&path, text).map_err(|e| format!("cannot write {path}: {e}"))?;
-        println!("seed {seed}: {last}\n  minimized from {} to {} steps: {path}\n  replay: kubeloop sweep --check {path} --for {}s", plan.steps.len(), small.steps.len(), end / 1000);
+        println!(
+            "seed {seed}: {last}\n  minimized from {} to {} steps: {path}\n  replay: kubeloop sweep --check {path} --for {}s",
+            plan.steps.len(),
+            small.steps.len(),
+            end / 1000
+        );
     }
     Ok(ExitCode::FAILURE)
 }

@@ -94,6 +94,7 @@ pub fn heading(s: &Step, t: &Tally) -> (&'static str, &'static str) {
         (Flow::DeploymentController, "ttl-after-finished-controller") => ("6 TTL ctrl", "deletes finished Jobs"),
         (Flow::DeploymentController, "horizontal-pod-autoscaler") => ("6 HPA ctrl", "scales by metrics"),
         (Flow::DeploymentController, "garbage-collector") => ("6 Garbage collector", "owners and dependents"),
+        (Flow::ReplicaSetController, "pod-garbage-collector") => ("7 Pod GC", "deletes orphaned and excess Pods"),
         (Flow::ReplicaSetController, "garbage-collector") => ("7 Garbage collector", "deletes orphaned Pods"),
         (Flow::ReplicaSetController, "statefulset-controller") => ("7 StatefulSet ctrl", "creates Pods in order"),
         (Flow::ReplicaSetController, "daemon-set-controller") => ("7 DaemonSet ctrl", "a Pod per node"),

@@ -243,6 +243,7 @@ pub const CONTROLLER_ACCOUNTS: &[&str] = &[
     "replicaset-controller",
     "endpointslice-controller",
     "generic-garbage-collector",
+    "pod-garbage-collector",
     "node-controller",
     "taint-eviction-controller",
     "namespace-controller",
@@ -467,6 +468,10 @@ pub fn bootstrap_policy() -> Vec<Value> {
                 rule(&[""], &["pods"], &["list", "watch", "delete"]),
                 event_rule(),
             ],
+        ),
+        cluster_role(
+            "system:controller:pod-garbage-collector",
+            vec![rule(&[""], &["pods"], &["list", "watch", "delete"]), rule(&[""], &["nodes"], &["get", "list"]), rule(&[""], &["pods/status"], &["patch"])],
         ),
         cluster_role("system:controller:ttl-after-finished-controller", vec![rule(&["batch"], &["jobs"], &["get", "list", "watch", "delete"]), event_rule()]),
         cluster_role(

@@ -257,6 +257,7 @@ impl Cluster {
             Box::new(crate::loops::kubelet::Kubelets::new(&nodes, total, config.registry.clone(), config.seed).with_drivers(&config.storage_drivers)),
             Box::new(crate::loops::controllers::endpointslice::EndpointSliceController::new()),
             Box::new(crate::loops::controllers::garbagecollector::GarbageCollector::new()),
+            Box::new(crate::loops::controllers::podgc::PodGcController::new()),
             Box::new(crate::loops::controllers::nodelifecycle::NodeLifecycleController::new()),
             Box::new(crate::loops::controllers::nodelifecycle::TaintEvictionController::new()),
             Box::new(crate::loops::controllers::namespace::ServiceAccountsController::new()),

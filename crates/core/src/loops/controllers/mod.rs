@@ -17,6 +17,7 @@ pub mod job;
 pub mod namespace;
 pub mod nodelifecycle;
 pub mod persistentvolume;
+pub mod podgc;
 pub mod protection;
 pub mod provisioner;
 pub mod replicaset;

@@ -502,6 +502,14 @@ impl Kubelets {
                 let terminating = self.nodes[ni].pods.get(key).is_some_and(|rt| rt.stage == Stage::Terminating);
                 if api::is_deleting(&pod) && !terminating {
                     self.terminate(cx, ni, key, &pod);
+                    return;
+                }
+                // The status manager's `needsReconcile`: someone else wrote this pod's
+                // status (the node lifecycle controller marking it not Ready while the
+                // node was away), so the kubelet posts what it knows again.
+                let written = self.nodes[ni].pods.get(key).and_then(|rt| rt.last_written.as_ref());
+                if written.is_some_and(|w| api::resource_version(w) != api::resource_version(&pod) && w.get("status") != pod.get("status")) {
+                    self.write_status(cx, ni, key);
                 }
             }
         }
@@ -1904,6 +1912,15 @@ impl Kubelets {
         let mut r = Request::delete(rid::POD, &key.0, &key.1, Credentials::User(user.clone()));
         r.grace_period = Some(0);
         let res = cx.api.handle(req_as(r, "kubelet", &user));
+        if let Err(e) = &res {
+            if e.code == 0 || e.code == 429 || e.code >= 500 {
+                // The API server did not answer: the status manager tries again at its
+                // next 10-second batch, keeping the pod until the delete goes through.
+                let (node_name, epoch) = (self.nodes[ni].name.clone(), self.nodes[ni].pods[key].epoch);
+                cx.after(10_000, Self::timer_key(&node_name, key, epoch, "stopped"));
+                return;
+            }
+        }
         if res.is_ok() {
             cx.trace(
                 Flow::Kubelet,

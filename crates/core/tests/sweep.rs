@@ -1,0 +1,108 @@
+//! The seed sweep: generated scenarios hold their invariants and replay identically, the
+//! checker catches what it is meant to catch, the minimizer keeps only what a failure
+//! needs, and the bugs the sweep found (`tests/sweep/*.yaml`) stay fixed.
+
+// Tests read the regression scenarios from the repository.
+#![allow(clippy::disallowed_methods)]
+
+use kubeloop_core::cluster::sweep::{self, Plan, DEFAULT_DURATION, SETTLE};
+use kubeloop_core::cluster::Cluster;
+use kubeloop_core::foundation::api::{get_array, get_str, rid};
+
+const HALF_HOUR: u64 = 30 * 60 * 1000;
+
+fn regression(name: &str) -> String {
+    let path = format!("{}/../../tests/sweep/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn cluster_after(text: &str, end: u64) -> Cluster {
+    let sc = sweep::scenario(text).expect("the scenario parses");
+    let mut c = Cluster::new(sc.config(None, true));
+    c.add_steps(sc.steps.clone());
+    c.run_until(end);
+    c
+}
+
+#[test]
+fn every_scenario_the_sweep_found_now_holds() {
+    let dir = format!("{}/../../tests/sweep", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(&dir).expect("tests/sweep").map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert!(names.len() >= 3, "{names:?}");
+    for n in names {
+        if let Err(v) = sweep::run(&regression(&n), DEFAULT_DURATION) {
+            panic!("{n}: {v}");
+        }
+    }
+}
+
+#[test]
+fn the_pod_garbage_collector_deletes_pods_of_a_deleted_node() {
+    let c = cluster_after(&regression("orphaned-pods.yaml"), DEFAULT_DURATION);
+    assert!(c.api.store.list(rid::POD, None).all(|p| get_str(p, &["spec", "nodeName"]) != Some("node-c")));
+    // Marked Failed with the DisruptionTarget condition, then deleted with grace period 0,
+    // 40 to 60 seconds after the node went (at 900 s).
+    let gc: Vec<_> = c.api.trace.requests.iter().filter(|r| r.user == "system:serviceaccount:kube-system:pod-garbage-collector").collect();
+    let verbs: Vec<(&str, u16)> = gc.iter().filter(|r| r.verb != "get").map(|r| (r.verb.as_str(), r.code)).collect();
+    assert_eq!(verbs, [("patch", 200), ("delete", 200)], "{gc:?}");
+    let deleted_at = gc.last().unwrap().t;
+    assert!((940_000..=960_000).contains(&deleted_at), "deleted at {deleted_at}");
+    let msg = c.api.trace.records.iter().find(|r| r.stage == "pod-gc").map(|r| r.message.clone());
+    assert_eq!(msg.as_deref(), Some("pod garbage collector: bound to node node-c, which no longer exists: force-deleted"));
+}
+
+#[test]
+fn pods_are_ready_again_when_their_node_returns() {
+    let c = cluster_after(&regression("ready-after-node-returns.yaml"), DEFAULT_DURATION);
+    let on_b: Vec<_> = c.api.store.list(rid::POD, None).filter(|p| get_str(p, &["spec", "nodeName"]) == Some("node-b")).collect();
+    assert_eq!(on_b.len(), 1);
+    let ready = get_array(on_b[0], &["status", "conditions"]).iter().find(|c| get_str(c, &["type"]) == Some("Ready")).cloned();
+    assert_eq!(ready.as_ref().and_then(|r| get_str(r, &["status"])), Some("True"), "{ready:?}");
+}
+
+#[test]
+fn generated_seeds_hold_and_replay_identically() {
+    for seed in 1..=3 {
+        let text = sweep::generate(seed, HALF_HOUR).render();
+        let a = sweep::run(&text, HALF_HOUR).unwrap_or_else(|v| panic!("seed {seed}: {v}"));
+        let b = sweep::run(&text, HALF_HOUR).unwrap();
+        assert_eq!(a, b, "seed {seed} replays");
+        assert!(a.checks > a.tasks && a.requests > 100, "seed {seed}: {a:?}");
+    }
+    assert_ne!(sweep::generate(1, HALF_HOUR), sweep::generate(2, HALF_HOUR));
+}
+
+#[test]
+fn a_plan_renders_to_the_scenario_it_describes() {
+    for seed in [7, 40] {
+        let plan = sweep::generate(seed, DEFAULT_DURATION);
+        let sc = sweep::scenario(&plan.render()).unwrap_or_else(|v| panic!("seed {seed}: {v}"));
+        assert_eq!(sc.steps.len(), plan.steps.len(), "seed {seed}");
+        assert!(plan.steps.iter().all(|(at, _)| *at <= DEFAULT_DURATION - SETTLE), "seed {seed}: a step in the quiet end");
+    }
+}
+
+#[test]
+fn a_workload_that_cannot_converge_is_reported() {
+    let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: forever}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox:1.36, command: [sleep, '100000']}]\n";
+    let v = sweep::run(text, DEFAULT_DURATION).expect_err("a Job that sleeps past the end does not converge");
+    assert_eq!(v.invariant, "every workload converges once faults clear");
+    assert!(v.message.contains("forever"), "{v}");
+}
+
+#[test]
+fn the_minimizer_keeps_only_the_steps_a_failure_needs() {
+    let steps: Vec<(u64, String)> = (0..13).map(|i| (i * 1000, format!("kubectl: \"step {i}\""))).collect();
+    let plan = Plan { seed: 9, end: DEFAULT_DURATION, steps };
+    let broken = sweep::Violation { invariant: "synthetic", t: 0, message: String::new() };
+    let mut runs = 0;
+    let small = sweep::minimize(&plan, &broken, |p| {
+        runs += 1;
+        let has = |i: u64| p.steps.iter().any(|(at, _)| *at == i * 1000);
+        (has(3) && has(11)).then(|| broken.clone())
+    });
+    let kept: Vec<u64> = small.steps.iter().map(|(at, _)| at / 1000).collect();
+    assert_eq!(kept, [3, 11]);
+    assert!(runs < 40, "{runs} trial runs");
+}
