@@ -106,3 +106,33 @@ fn the_minimizer_keeps_only_the_steps_a_failure_needs() {
     assert_eq!(kept, [3, 11]);
     assert!(runs < 40, "{runs} trial runs");
 }
+
+#[test]
+fn a_writer_that_spins_is_reported() {
+    use kubeloop_core::apiserver::Credentials;
+    use kubeloop_core::cluster::{Action, Config};
+    let mut c = Cluster::new(Config::default());
+    c.run_until(1_000);
+    let mut checker = sweep::Checker::new(&c);
+    let many: String = (0..=sweep::MAX_WRITES_PER_SECOND).map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}}}\n---\n")).collect();
+    c.act(Credentials::Token("admin-token".into()), Action::Apply { text: many, file: "many.yaml".into() });
+    let v = checker.after_task(&c).expect_err("201 writes in one second");
+    assert_eq!(v.invariant, "no loop spins");
+    assert!(v.message.starts_with("admin made more than 200 writes in one second"), "{v}");
+}
+
+#[test]
+fn faults_left_at_the_end_are_named() {
+    let text = |steps: &str| format!("apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: f}}\nspec:\n  steps:\n{steps}");
+    let sc = sweep::scenario(&text("  - at: 20s\n    fault: {nodeUp: node-a}\n  - at: 10s\n    fault: {nodeDown: node-a}\n  - at: 30s\n    fault: etcdDown\n"))
+        .unwrap();
+    assert_eq!(sweep::faults_left(&sc.steps), ["etcd goes down: the API server is up but cannot read or write"]);
+    // Convergence is not owed while a fault lasts: the Job that cannot finish is not reported.
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: forever}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox:1.36, command: [sleep, '100000']}]\n";
+    let faulted = format!(
+        "{}  - at: 30s\n    fault: {{nodeDown: node-b}}\n  - at: 40s\n    apply: |\n{}",
+        text(""),
+        job.lines().map(|l| format!("      {l}\n")).collect::<String>()
+    );
+    assert!(sweep::run(&faulted, DEFAULT_DURATION).is_ok());
+}

@@ -324,7 +324,14 @@ pub struct Checker {
     snapshots: Vec<(u64, Vec<BTreeMap<String, u64>>)>,
     pub checks: u64,
     tasks: u64,
+    /// Successful writes per user in the current simulated second.
+    second: Millis,
+    writes: BTreeMap<String, u32>,
 }
+
+/// More successful writes than this by one user in one simulated second is a loop that
+/// spins (the generated workloads have at most a few dozen pods).
+pub const MAX_WRITES_PER_SECOND: u32 = 200;
 
 fn key(o: &Value) -> String {
     format!("{}/{}", api::namespace(o), api::name(o))
@@ -352,7 +359,17 @@ impl Checker {
                 s.insert(key(o), k);
             }
         }
-        Checker { shadow, uids, revision: c.api.store.revision(), requests: c.api.trace.requests.len(), snapshots: Vec::new(), checks: 0, tasks: 0 }
+        Checker {
+            shadow,
+            uids,
+            revision: c.api.store.revision(),
+            requests: c.api.trace.requests.len(),
+            snapshots: Vec::new(),
+            checks: 0,
+            tasks: 0,
+            second: 0,
+            writes: BTreeMap::new(),
+        }
     }
 
     fn fail(&self, c: &Cluster, invariant: &'static str, message: String) -> Result<(), Violation> {
@@ -386,6 +403,21 @@ impl Checker {
             // InternalError by the real API server too.
             if r.code >= 500 && !matches!(r.code, 503 | 504) && !msg.starts_with("Internal error occurred: failed calling webhook") {
                 return self.fail(c, "no internal errors", format!("{} {} by {} answered {}: {msg}", r.verb, r.object, r.user, r.code));
+            }
+            if (200..300).contains(&r.code) && !matches!(r.verb.as_str(), "get" | "list" | "watch") {
+                if r.t / 1000 != self.second {
+                    self.second = r.t / 1000;
+                    self.writes.clear();
+                }
+                let n = self.writes.entry(r.user.clone()).or_insert(0);
+                *n += 1;
+                if *n > MAX_WRITES_PER_SECOND {
+                    return self.fail(
+                        c,
+                        "no loop spins",
+                        format!("{} made more than {MAX_WRITES_PER_SECOND} writes in one second, the last {} {}", r.user, r.verb, r.object),
+                    );
+                }
             }
             if r.user == GC_USER && r.verb == "delete" && (200..300).contains(&r.code) {
                 gc_deletes.insert(r.object.clone());
@@ -597,6 +629,10 @@ impl Checker {
                 }
                 let want = get_i64(o, &["spec", "replicas"]).unwrap_or(1);
                 let have = owned(api::uid(o));
+                if have.iter().any(|p| stranded(c, p)) {
+                    // As in a real cluster: its volume lives where no node is left.
+                    continue;
+                }
                 let status = get_i64(o, &["status", "replicas"]).unwrap_or(0);
                 if !caught_up(o) || have.len() as i64 != want || status != want {
                     return self.fail(
@@ -661,6 +697,37 @@ impl Checker {
     }
 }
 
+/// A pending pod whose claimed volume is pinned (by its node affinity) where no node
+/// exists any more: no controller can bring it up, in kubeloop as in Kubernetes.
+fn stranded(c: &Cluster, pod: &Value) -> bool {
+    let store = &c.api.store;
+    if get_str(pod, &["spec", "nodeName"]).is_some() {
+        return false;
+    }
+    let nodes: Vec<_> = store.list(rid::NODE, None).collect();
+    get_array(pod, &["spec", "volumes"]).iter().filter_map(|v| get_str(v, &["persistentVolumeClaim", "claimName"])).any(|claim| {
+        let Some(pv) = store
+            .get_by(rid::PVC, api::namespace(pod), claim)
+            .and_then(|pvc| get_str(&pvc, &["spec", "volumeName"]).map(str::to_string))
+            .and_then(|name| store.get_by(rid::PV, "", &name))
+        else {
+            return false;
+        };
+        let terms = get_array(&pv, &["spec", "nodeAffinity", "required", "nodeSelectorTerms"]);
+        !terms.is_empty()
+            && !nodes.iter().any(|n| {
+                terms.iter().any(|t| {
+                    get_array(t, &["matchExpressions"]).iter().all(|e| {
+                        let key = get_str(e, &["key"]).unwrap_or("");
+                        let values: Vec<&str> = get_array(e, &["values"]).iter().filter_map(|v| v.as_str()).collect();
+                        let label = if key == "kubernetes.io/hostname" { Some(api::name(n)) } else { api::label(n, key) };
+                        get_str(e, &["operator"]) == Some("In") && label.is_some_and(|l| values.contains(&l))
+                    })
+                })
+            })
+    })
+}
+
 fn get(v: &Value, k: &str) -> String {
     v.get(k).map(|s| s.to_string()).unwrap_or_default()
 }
@@ -700,6 +767,39 @@ pub fn scenario(text: &str) -> Result<Scenario, Violation> {
     }
 }
 
+/// The faults a scenario's steps leave in force at its end, described.
+pub fn faults_left(steps: &[crate::cluster::Step]) -> Vec<String> {
+    use crate::loops::Fault as F;
+    let mut order: Vec<&crate::cluster::Step> = steps.iter().collect();
+    order.sort_by_key(|s| s.at);
+    let mut left: BTreeMap<String, String> = BTreeMap::new();
+    for s in order {
+        let crate::cluster::Action::Fault(f) = &s.action else { continue };
+        let (key, down) = match f {
+            F::NodeDown(n) => (format!("node {n}"), true),
+            F::NodeUp(n) => (format!("node {n}"), false),
+            F::ControllerDown(n) => (format!("controller {n}"), true),
+            F::ControllerUp(n) => (format!("controller {n}"), false),
+            F::WebhookDown(n) => (format!("webhook {n}"), true),
+            F::WebhookUp(n) => (format!("webhook {n}"), false),
+            F::StorageDriverDown(n) => (format!("driver {n}"), true),
+            F::StorageDriverUp(n) => (format!("driver {n}"), false),
+            F::ApiServerDown => ("kube-apiserver".into(), true),
+            F::ApiServerUp => ("kube-apiserver".into(), false),
+            F::EtcdDown => ("etcd".into(), true),
+            F::EtcdUp => ("etcd".into(), false),
+            F::ControllerManagerDown => ("kube-controller-manager".into(), true),
+            F::ControllerManagerUp => ("kube-controller-manager".into(), false),
+        };
+        if down {
+            left.insert(key, f.describe());
+        } else {
+            left.remove(&key);
+        }
+    }
+    left.into_values().collect()
+}
+
 /// Run a scenario's text for `end` with every invariant checked after each task, and the
 /// convergence invariants at `end` (the scenario must leave `SETTLE` of quiet before it).
 pub fn run(text: &str, end: Millis) -> Result<Report, Violation> {
@@ -716,7 +816,10 @@ pub fn run(text: &str, end: Millis) -> Result<Report, Violation> {
     if let Some(o) = c.outputs.iter().find(|o| o.command.starts_with("fault") && o.output.iter().any(|l| l.contains("error:"))) {
         return Err(Violation { invariant: "every step is understood", t: o.t, message: format!("{}: {}", o.command, o.output.join(" ")) });
     }
-    checker.full(&c, true)?;
+    // Convergence is only owed once every fault has cleared and every node is schedulable
+    // again (a minimized scenario may have lost the step that ended a fault).
+    let cordoned = c.api.store.list(rid::NODE, None).any(|n| get_bool(n, &["spec", "unschedulable"]) == Some(true));
+    checker.full(&c, faults_left(&sc.steps).is_empty() && !cordoned)?;
     Ok(Report { tasks: checker.tasks, checks: checker.checks, requests: c.api.trace.requests.len(), writes: c.api.trace.writes, fingerprint: fingerprint(&c) })
 }
 

@@ -714,11 +714,10 @@ impl StatefulSetController {
             self.drop_caches();
             return;
         }
-        for d in self.revisions.sync(&cx.api.store).deltas {
-            if let Some(owner) = Self::owner_of(&d.object, "StatefulSet") {
-                self.queue.insert((api::namespace(&d.object).to_string(), owner));
-            }
-        }
+        // Revisions are only listed: upstream's controller has no event handler on them, so
+        // a revision the garbage collector deletes from a set being deleted in the
+        // foreground does not wake it to record the revision again.
+        self.revisions.sync(&cx.api.store);
         self.claims.sync(&cx.api.store);
         for d in self.pods.sync(&cx.api.store).deltas {
             let ns = api::namespace(&d.object).to_string();
@@ -1160,7 +1159,7 @@ impl Controller for StatefulSetController {
         &self.user
     }
     fn watches(&self) -> &'static [ResourceId] {
-        &[rid::STATEFULSET, rid::POD, rid::CONTROLLERREVISION, rid::PVC]
+        &[rid::STATEFULSET, rid::POD, rid::PVC]
     }
     fn run(&mut self, cx: &mut Cx) {
         self.sync_informers(cx);
