@@ -708,7 +708,7 @@ fn stranded(c: &Cluster, pod: &Value) -> bool {
     get_array(pod, &["spec", "volumes"]).iter().filter_map(|v| get_str(v, &["persistentVolumeClaim", "claimName"])).any(|claim| {
         let Some(pv) = store
             .get_by(rid::PVC, api::namespace(pod), claim)
-            .and_then(|pvc| get_str(&pvc, &["spec", "volumeName"]).map(str::to_string))
+            .and_then(|pvc| get_str(pvc, &["spec", "volumeName"]).map(str::to_string))
             .and_then(|name| store.get_by(rid::PV, "", &name))
         else {
             return false;
