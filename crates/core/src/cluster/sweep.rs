@@ -713,7 +713,7 @@ fn stranded(c: &Cluster, pod: &Value) -> bool {
         else {
             return false;
         };
-        let terms = get_array(&pv, &["spec", "nodeAffinity", "required", "nodeSelectorTerms"]);
+        let terms = get_array(pv, &["spec", "nodeAffinity", "required", "nodeSelectorTerms"]);
         !terms.is_empty()
             && !nodes.iter().any(|n| {
                 terms.iter().any(|t| {
