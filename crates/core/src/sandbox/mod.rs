@@ -442,8 +442,13 @@ impl Sandbox {
             })
             .collect();
         let s = Shared { v: SHARE_VERSION, seed: self.seed, setup: Edit::between(base, &self.setup), log, t: self.cluster.now, user: self.user.clone() };
-        let json = serde_json::to_vec(&s).unwrap_or_default();
-        format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(&json, 9)))
+        Sandbox::link_for_state(&serde_json::to_vec(&s).unwrap_or_default())
+    }
+
+    /// The link fragment that carries `state` (a share link's JSON) as the page writes
+    /// it: deflated, base64url, versioned. For tools that build links, and the fuzzer.
+    pub fn link_for_state(state: &[u8]) -> String {
+        format!("s={SHARE_VERSION}.{}", base64url(&miniz_oxide::deflate::compress_to_vec(state, 9)))
     }
 
     /// Rebuild a shared state: the same set-up, the same actions at the same times.

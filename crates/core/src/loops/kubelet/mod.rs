@@ -217,6 +217,9 @@ struct Node {
     name: String,
     index: usize,
     down: bool,
+    /// Pod timers that fell due while the node was down (a container's exit, a probe):
+    /// run when it comes back, the epoch dropping those that no longer apply.
+    deferred: Vec<String>,
     user: UserInfo,
     source: Source,
     cidr_base: u32,
@@ -307,6 +310,7 @@ impl Kubelets {
                     name: s.name.clone(),
                     index: i,
                     down: false,
+                    deferred: Vec::new(),
                     source: Source { component: "kubelet", host: s.name.clone(), user: user.clone() },
                     user,
                     cidr_base: pod_cidr(i, total).0,
@@ -2189,6 +2193,7 @@ impl Kubelets {
             name: spec.name.clone(),
             index: ni,
             down: false,
+            deferred: Vec::new(),
             source: source.clone(),
             user: user.clone(),
             cidr_base: pod_cidr(ni, total).0,
@@ -2428,6 +2433,10 @@ impl Controller for Kubelets {
             }
             return;
         }
+        if self.nodes[ni].down && parts.len() >= 5 {
+            self.nodes[ni].deferred.push(key.to_string());
+            return;
+        }
         if self.nodes[ni].down || parts.len() < 5 {
             return;
         }
@@ -2561,6 +2570,9 @@ impl Controller for Kubelets {
             }
             for k in keys {
                 self.reconcile(cx, ni, &k);
+            }
+            for k in std::mem::take(&mut self.nodes[ni].deferred) {
+                self.timer(cx, &k);
             }
         }
         true

@@ -1,0 +1,18 @@
+//! Share links: any fragment opens a sandbox or says why it cannot. Half the inputs are
+//! taken as the link's text; the other half as the JSON state inside a well-formed link,
+//! so that the decoder's later layers are reached too.
+#![no_main]
+use kubeloop_core::sandbox::Sandbox;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let Some((first, rest)) = data.split_first() else { return };
+    let fragment = if first % 2 == 0 {
+        match std::str::from_utf8(rest) {
+            Ok(s) => s.to_string(),
+            Err(_) => return,
+        }
+    } else {
+        Sandbox::link_for_state(rest)
+    };
+    let _ = Sandbox::open(&fragment);
+});
