@@ -213,7 +213,21 @@ fn metered_condition(ftx: &FunctionContext) -> Result<CelValue, ExecutionError> 
 }
 
 fn max_id(e: &IdedExpr) -> u64 {
-    let children: Vec<&IdedExpr> = match &e.expr {
+    children(e).into_iter().map(max_id).fold(e.id, u64::max)
+}
+
+/// The type name of the first message literal (`Type{field: value}`) in `e`. Kubernetes'
+/// CEL environments declare no message types for these expressions, so cel-go's checker
+/// refuses every one; the interpreter here has no struct support at all.
+fn message_literal(e: &IdedExpr) -> Option<&str> {
+    match &e.expr {
+        Expr::Struct(st) => Some(st.type_name.as_str()),
+        _ => children(e).into_iter().find_map(message_literal),
+    }
+}
+
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    match &e.expr {
         Expr::Call(c) => c.target.as_deref().into_iter().chain(c.args.iter()).collect(),
         Expr::Select(s) => vec![&s.operand],
         Expr::List(l) => l.elements.iter().collect(),
@@ -235,8 +249,7 @@ fn max_id(e: &IdedExpr) -> u64 {
             .collect(),
         Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
         _ => vec![],
-    };
-    children.into_iter().map(max_id).fold(e.id, u64::max)
+    }
 }
 
 impl Engine {
@@ -245,6 +258,9 @@ impl Engine {
             .entry(expr.to_string())
             .or_insert_with(|| {
                 let mut e = parse::parse(expr)?;
+                if let Some(name) = message_literal(&e) {
+                    return Err(format!("ERROR: <input>: undeclared reference to '{name}' (in container '')"));
+                }
                 let mut next_id = max_id(&e);
                 let base = meter(&mut e, &mut next_id);
                 Ok(Rc::new(Metered { expr: e, base }))
