@@ -711,7 +711,14 @@ impl Kubelets {
         let list = if want.is_empty() { Value::Null } else { json!(want.iter().collect::<Vec<_>>()) };
         let body = json!({"status": {"volumesInUse": list}});
         let r = Request::patch(rid::NODE, "", &name, crate::apiserver::PatchType::Merge, body, Credentials::User(user.clone())).with_sub("status");
-        if let Ok(stored) = cx.api.handle(req_as(r, "kubelet", &user)) {
+        let res = cx.api.handle(req_as(r, "kubelet", &user));
+        if res.is_err() {
+            // Not written (the API server is unreachable): the next node status update,
+            // 10 s on (`nodeStatusUpdateFrequency`), tries again.
+            self.nodes[ni].status_pending = true;
+            cx.after(10_000, format!("{name}|volumes-in-use"));
+        }
+        if let Ok(stored) = res {
             cx.trace(
                 Flow::Kubelet,
                 "volumes",
@@ -2574,6 +2581,9 @@ impl Controller for Kubelets {
             for k in std::mem::take(&mut self.nodes[ni].deferred) {
                 self.timer(cx, &k);
             }
+            // The volume manager looks again at what was attached while it was away.
+            self.schedule_in_use(cx, ni);
+            self.resume_attach_waits(cx, Some(ni));
         }
         true
     }
