@@ -136,3 +136,27 @@ fn faults_left_at_the_end_are_named() {
     );
     assert!(sweep::run(&faulted, DEFAULT_DURATION).is_ok());
 }
+
+#[test]
+fn a_mount_that_meets_a_down_driver_after_its_attachment_retries_until_it_returns() {
+    let c = cluster_after(&regression("mount-while-driver-down.yaml"), DEFAULT_DURATION);
+    let failed: Vec<_> =
+        c.api.trace.records.iter().filter(|r| r.object == "Pod/default/ss-web-2" && r.message.starts_with("MountVolume.MountDevice failed")).collect();
+    // The driver is down from 1841 s to 2375 s: retries back off from 500 ms, doubling.
+    assert!(failed.len() >= 8, "{}", failed.len());
+    assert!(failed.iter().all(|r| (1_841_000..2_375_000).contains(&r.t)));
+    let pod = c.api.store.get_by(rid::POD, "default", "ss-web-2").expect("ss-web-2");
+    assert_eq!(get_str(pod, &["status", "phase"]), Some("Running"));
+}
+
+#[test]
+fn a_recreate_deployment_whose_replica_sets_were_scaled_by_hand_stays_as_kubernetes_leaves_it() {
+    let c = cluster_after(&regression("recreate-scaled-by-hand.yaml"), DEFAULT_DURATION);
+    let d = c.api.store.get_by(rid::DEPLOYMENT, "default", "d-web").expect("d-web");
+    assert_eq!(kubeloop_core::foundation::api::get_i64(d, &["status", "replicas"]), Some(14));
+    let sizes: Vec<i64> =
+        c.api.store.list(rid::REPLICASET, Some("default")).map(|rs| kubeloop_core::foundation::api::get_i64(rs, &["spec", "replicas"]).unwrap_or(0)).collect();
+    assert_eq!(sizes, [7, 7]);
+    // And the sweep accepts it as converged.
+    sweep::run(&regression("recreate-scaled-by-hand.yaml"), DEFAULT_DURATION).expect("the checker knows the case");
+}

@@ -662,7 +662,7 @@ impl Checker {
             let want = get_i64(d, &["spec", "replicas"]).unwrap_or(1);
             let updated = get_i64(d, &["status", "updatedReplicas"]).unwrap_or(0);
             let total = get_i64(d, &["status", "replicas"]).unwrap_or(0);
-            if !api::is_deleting(d) && (!caught_up(d) || updated != want || total != want) {
+            if !api::is_deleting(d) && (!caught_up(d) || updated != want || total != want) && !recreate_wedged(c, d) {
                 return self.fail(
                     c,
                     "every workload converges once faults clear",
@@ -695,6 +695,25 @@ impl Checker {
         }
         Ok(())
     }
+}
+
+/// A Recreate Deployment whose ReplicaSets were scaled by hand so that two or more run pods
+/// with a desired-replicas annotation that is not the Deployment's: every sync is then a
+/// scaling event, and `sync.go` `scale()` only scales proportionally for RollingUpdate, so
+/// Kubernetes leaves it as it is until someone scales the old ReplicaSets back to zero.
+fn recreate_wedged(c: &Cluster, d: &Value) -> bool {
+    if get_str(d, &["spec", "strategy", "type"]) != Some("Recreate") {
+        return false;
+    }
+    let want = get_i64(d, &["spec", "replicas"]).unwrap_or(1).to_string();
+    let active: Vec<&api::Object> = c
+        .api
+        .store
+        .list(rid::REPLICASET, Some(api::namespace(d)))
+        .filter(|rs| api::controller_ref(rs).and_then(|r| get_str(r, &["uid"])) == Some(api::uid(d)))
+        .filter(|rs| get_i64(rs, &["spec", "replicas"]).unwrap_or(0) > 0)
+        .collect();
+    active.len() > 1 && active.iter().any(|rs| api::annotation(rs, "deployment.kubernetes.io/desired-replicas").is_some_and(|v| v != want))
 }
 
 /// A pending pod whose claimed volume is pinned (by its node affinity) where no node

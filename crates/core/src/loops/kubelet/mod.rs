@@ -242,6 +242,9 @@ struct Node {
 
 /// How long a pod worker waits before syncing a pod whose sync failed (`backOffPeriod`).
 const POD_SYNC_BACKOFF_MS: Millis = 10_000;
+/// The first retry delay of a failed mount (`operation_generator.go`: exponential back-off
+/// from 500 ms, doubling to 2m2s).
+const FIRST_MOUNT_BACKOFF_MS: Millis = 500;
 
 /// What stands between a pod and its volumes, by the part of the volume manager that
 /// reports it.
@@ -442,8 +445,9 @@ impl Kubelets {
     }
 
     /// Pods that only wait for their volumes to be attached go on as soon as they are
-    /// (the volume manager's reconciler polls the node status every 100 ms); pods with
-    /// errors keep to their retry timers.
+    /// (the volume manager's reconciler polls the node status every 100 ms), to mount or
+    /// to meet their first mount error and its retry timer; pods already retrying an
+    /// error keep to their timers.
     fn resume_attach_waits(&mut self, cx: &mut Cx, only: Option<usize>) {
         let waiting: Vec<(usize, Key)> = self
             .nodes
@@ -455,7 +459,9 @@ impl Kubelets {
         for (ni, key) in waiting {
             let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { continue };
             let c = self.check_volumes(ni, &pod);
-            if c.setup.is_empty() && c.unprocessed.is_empty() && c.device.is_empty() {
+            let retrying = self.nodes[ni].pods.get(&key).is_some_and(|rt| rt.mount_backoff > FIRST_MOUNT_BACKOFF_MS);
+            let errors = !(c.setup.is_empty() && c.unprocessed.is_empty() && c.device.is_empty());
+            if c.unattached.is_empty() && !(errors && retrying) {
                 cx.user = self.nodes[ni].user.name.clone();
                 self.progress(cx, ni, &key);
             }
@@ -570,7 +576,7 @@ impl Kubelets {
             populator_retry_at: 0,
             attach_wait_traced: false,
             mount_fail_since: None,
-            mount_backoff: 500,
+            mount_backoff: FIRST_MOUNT_BACKOFF_MS,
             epoch: self.epoch,
             ready_reported: false,
             last_written: None,
