@@ -56,8 +56,8 @@ const COMMANDS: [(&str, &str, &str); 5] = [
         DURATION (default 1h, the last 20m quiet) with the invariants checked after every
         task and convergence checked at the end. A failure prints its seed and writes a
         minimized scenario to DIR (default target/sweep) that --check replays. --hashes
-        prints each seed's run fingerprint; --print writes a seed's scenario
-        without running it.",
+        prints one line per seed, its run's fingerprint or its failure (the page's
+        kubeloopSweep prints the same); --print writes a seed's scenario without running it.",
     ),
 ];
 

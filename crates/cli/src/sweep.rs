@@ -97,14 +97,14 @@ fn sweep_inner(args: &[String]) -> Result<ExitCode, String> {
     let (mut tasks, mut checks, mut requests) = (0, 0, 0);
     let mut failures = Vec::new();
     for (seed, result) in &results {
+        if hashes {
+            println!("{}", sweep::outcome_line(*seed, result));
+        }
         match result {
             Ok(r) => {
                 tasks += r.tasks;
                 checks += r.checks;
                 requests += r.requests;
-                if hashes {
-                    println!("{seed} {:016x}", r.fingerprint);
-                }
             }
             Err(v) => failures.push((*seed, v.clone())),
         }

@@ -160,3 +160,33 @@ fn a_recreate_deployment_whose_replica_sets_were_scaled_by_hand_stays_as_kuberne
     // And the sweep accepts it as converged.
     sweep::run(&regression("recreate-scaled-by-hand.yaml"), DEFAULT_DURATION).expect("the checker knows the case");
 }
+
+#[test]
+fn a_status_the_kubelet_could_not_write_while_etcd_was_down_is_posted_at_its_next_batch() {
+    let c = cluster_after(&regression("status-while-etcd-down.yaml"), DEFAULT_DURATION);
+    for p in c.api.store.list(rid::POD, Some("default")) {
+        assert_eq!(get_str(p, &["status", "phase"]), Some("Running"), "{}", kubeloop_core::foundation::api::name(p));
+    }
+    // etcd and node-b come back at 2400 s; the batch after that writes the status.
+    let written = c
+        .api
+        .trace
+        .requests
+        .iter()
+        .find(|r| r.t >= 2_400_000 && r.user == "system:node:node-b" && r.object.ends_with("/status") && r.object.starts_with("Pod/") && r.code == 200);
+    let t = written.map(|r| r.t);
+    assert!(t.is_some_and(|t| t <= 2_410_000), "{t:?}");
+}
+
+#[test]
+fn a_statefulset_that_adopts_pods_without_its_claims_stays_as_kubernetes_leaves_it() {
+    let c = cluster_after(&regression("statefulset-adopts-pods-without-claims.yaml"), DEFAULT_DURATION);
+    let pods: Vec<_> = c.api.store.list(rid::POD, Some("default")).map(|p| kubeloop_core::foundation::api::name(p).to_string()).collect();
+    assert_eq!(pods, ["ss-api-0", "ss-api-1", "ss-api-2"]);
+    let refused =
+        c.api.store.list(rid::EVENT, Some("default")).any(|e| {
+            get_str(e, &["reason"]) == Some("FailedUpdate") && get_str(e, &["message"]).is_some_and(|m| m.contains("pod updates may not change fields"))
+        });
+    assert!(refused, "a FailedUpdate event says why");
+    sweep::run(&regression("statefulset-adopts-pods-without-claims.yaml"), DEFAULT_DURATION).expect("the checker knows the case");
+}

@@ -10,6 +10,7 @@ mod diagram;
 mod docs;
 mod embed;
 mod lessons;
+mod sweep;
 mod timeline;
 
 use diagram::Tally;

@@ -633,17 +633,21 @@ impl Checker {
                     // As in a real cluster: its volume lives where no node is left.
                     continue;
                 }
+                if kind == "StatefulSet" && have.iter().any(|p| !storage_matches(o, p)) {
+                    // As in a real cluster: the claims cannot be added to a running pod.
+                    continue;
+                }
                 let status = get_i64(o, &["status", "replicas"]).unwrap_or(0);
                 if !caught_up(o) || have.len() as i64 != want || status != want {
                     return self.fail(
                         c,
                         "every workload converges once faults clear",
                         format!(
-                            "{kind} {} wants {want} replicas, owns {} pods, reports {status} (generation {:?}, observed {:?})",
+                            "{kind} {} wants {want} replicas, owns {} pods, reports {status} (generation {}, observed {})",
                             key(o),
                             have.len(),
-                            get_i64(o, &["metadata", "generation"]),
-                            get_i64(o, &["status", "observedGeneration"])
+                            get_i64(o, &["metadata", "generation"]).unwrap_or(0),
+                            get_i64(o, &["status", "observedGeneration"]).map_or("none".to_string(), |g| g.to_string())
                         ),
                     );
                 }
@@ -714,6 +718,21 @@ fn recreate_wedged(c: &Cluster, d: &Value) -> bool {
         .filter(|rs| get_i64(rs, &["spec", "replicas"]).unwrap_or(0) > 0)
         .collect();
     active.len() > 1 && active.iter().any(|rs| api::annotation(rs, "deployment.kubernetes.io/desired-replicas").is_some_and(|v| v != want))
+}
+
+/// `storageMatches` (`stateful_set_utils.go`): the pod has a volume for each of the set's
+/// claim templates, naming its claim. A pod adopted from an earlier set without them can
+/// never get them (a pod's volumes are immutable), so each sync fails on updating it
+/// before it reaches the condemned pods: Kubernetes leaves such a set unconverged.
+fn storage_matches(set: &Value, pod: &Value) -> bool {
+    let ordinal = api::name(pod).rsplit('-').next().unwrap_or("");
+    get_array(set, &["spec", "volumeClaimTemplates"]).iter().all(|t| {
+        let name = api::name(t);
+        let claim = format!("{name}-{}-{ordinal}", api::name(set));
+        get_array(pod, &["spec", "volumes"])
+            .iter()
+            .any(|v| get_str(v, &["name"]) == Some(name) && get_str(v, &["persistentVolumeClaim", "claimName"]) == Some(claim.as_str()))
+    })
 }
 
 /// A pending pod whose claimed volume is pinned (by its node affinity) where no node
@@ -840,6 +859,15 @@ pub fn run(text: &str, end: Millis) -> Result<Report, Violation> {
     let cordoned = c.api.store.list(rid::NODE, None).any(|n| get_bool(n, &["spec", "unschedulable"]) == Some(true));
     checker.full(&c, faults_left(&sc.steps).is_empty() && !cordoned)?;
     Ok(Report { tasks: checker.tasks, checks: checker.checks, requests: c.api.trace.requests.len(), writes: c.api.trace.writes, fingerprint: fingerprint(&c) })
+}
+
+/// One seed's line as `kubeloop sweep --hashes` prints it, the same in the page: the seed
+/// and its run's fingerprint, or that it failed and which invariant broke.
+pub fn outcome_line(seed: u64, result: &Result<Report, Violation>) -> String {
+    match result {
+        Ok(r) => format!("{seed} {:016x}", r.fingerprint),
+        Err(v) => format!("{seed} failed: {v}"),
+    }
 }
 
 /// Drop steps from a failing plan while the same invariant still breaks: halves first,

@@ -238,6 +238,9 @@ struct Node {
     /// When the node's next status update is due, and whether one is scheduled for volumes.
     next_status: Millis,
     status_pending: bool,
+    /// Whether the status manager's next batch (`syncBatch`, every 10 s) is due to post
+    /// pod statuses that could not be written.
+    batch_pending: bool,
 }
 
 /// How long a pod worker waits before syncing a pod whose sync failed (`backOffPeriod`).
@@ -328,6 +331,7 @@ impl Kubelets {
                     in_use_reported: BTreeSet::new(),
                     next_status: 0,
                     status_pending: false,
+                    batch_pending: false,
                 }
             })
             .collect();
@@ -2081,6 +2085,9 @@ impl Kubelets {
             "kubelet",
             &user,
         ));
+        if r.is_err() {
+            self.retry_in_batch(cx, ni);
+        }
         if let Ok(stored) = r {
             let rt = self.nodes[ni].pods.get_mut(key).expect("checked above");
             rt.last_written = Some(stored);
@@ -2098,6 +2105,17 @@ impl Kubelets {
                 rt.ready_reported = false;
             }
         }
+    }
+
+    /// A pod status that could not be written (the API server or etcd unreachable, or
+    /// throttled) is posted again by the status manager's next 10-second batch.
+    fn retry_in_batch(&mut self, cx: &mut Cx, ni: usize) {
+        let n = &mut self.nodes[ni];
+        if n.batch_pending {
+            return;
+        }
+        n.batch_pending = true;
+        cx.every(10_000 - cx.now % 10_000, format!("{}|status-batch", n.name));
     }
 
     fn heartbeat(&mut self, cx: &mut Cx, ni: usize) {
@@ -2221,6 +2239,7 @@ impl Kubelets {
             in_use_reported: BTreeSet::new(),
             next_status: cx.now + NETWORK_READY_AFTER,
             status_pending: false,
+            batch_pending: false,
         });
         self.index.insert(spec.name.clone(), ni);
         let _ = cx.api.handle(req_as(
@@ -2439,6 +2458,11 @@ impl Controller for Kubelets {
             return;
         }
         if parts.len() == 2 && parts[1] == "status-batch" {
+            if self.nodes[ni].down {
+                self.nodes[ni].deferred.push(key.to_string());
+                return;
+            }
+            self.nodes[ni].batch_pending = false;
             self.sync_informers(cx);
             let keys: Vec<Key> = self.nodes[ni].pods.keys().cloned().collect();
             for k in keys {
@@ -2533,10 +2557,9 @@ impl Controller for Kubelets {
                 // meanwhile at its next 10-second batch (`syncBatch`), so the returning
                 // API server is not met by every kubelet at the same instant.
                 self.sync_informers(cx);
-                let batch = 10_000 - cx.now % 10_000;
-                for n in &self.nodes {
-                    if !n.down {
-                        cx.after(batch, format!("{}|status-batch", n.name));
+                for ni in 0..self.nodes.len() {
+                    if !self.nodes[ni].down {
+                        self.retry_in_batch(cx, ni);
                     }
                 }
                 return true;
