@@ -1,0 +1,83 @@
+// Soak of the page: the default scenario plays at 100x in headless Chromium for MINUTES of
+// wall time; every 30 s the simulated clock, the WebAssembly memory and the JavaScript
+// heap are sampled. Memory must stay flat once the first minutes have passed: the last
+// third of the run may not hold more than the middle third plus 10 % (a linear leak
+// shows as steady growth across the thirds).
+// Usage: node tests/soak/page.mjs <dist dir> [MINUTES]
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
+const [dist, minArg] = process.argv.slice(2);
+if (!dist) {
+  console.error('usage: node tests/soak/page.mjs <dist dir> [MINUTES]');
+  process.exit(2);
+}
+const minutes = Number(minArg || 30);
+const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json' };
+const server = createServer(async (req, res) => {
+  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
+  try {
+    const body = await readFile(file);
+    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' });
+    res.end(body);
+  } catch {
+    res.writeHead(404);
+    res.end('not found');
+  }
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--enable-precise-memory-info', '--disable-background-timer-throttling', '--disable-renderer-backgrounding'],
+});
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const errors = [];
+page.on('pageerror', (e) => errors.push(String(e)));
+// Keep the module's instance: its memory is the simulation's heap.
+await page.addInitScript(() => addEventListener('TrunkApplicationStarted', (e) => (window.__wasm = e.detail.wasm)));
+await page.goto(`http://127.0.0.1:${server.address().port}/`);
+await page.waitForSelector('header .clock');
+await page.selectOption('header .controls select >> nth=0', '2');
+if ((await page.getAttribute('header .controls button >> nth=0', 'aria-pressed')) !== 'true') await page.click('header .controls button >> nth=0');
+
+const samples = [];
+const started = Date.now();
+const sample = async () => {
+  const s = await page.evaluate(() => ({
+    clock: document.querySelector('header .clock').textContent,
+    wasmMb: window.__wasm ? window.__wasm.memory.buffer.byteLength / 1048576 : null,
+    jsMb: performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null,
+    nodes: document.getElementsByTagName('*').length,
+  }));
+  samples.push({ s: Math.round((Date.now() - started) / 1000), simS: Number(/[\d.]+/.exec(s.clock)[0]), wasmMb: s.wasmMb, jsMb: Math.round(s.jsMb * 10) / 10, domNodes: s.nodes });
+};
+await sample();
+while (Date.now() - started < minutes * 60000) {
+  await new Promise((r) => setTimeout(r, 30000));
+  await sample();
+}
+await browser.close();
+server.close();
+const third = Math.floor(samples.length / 3);
+const peak = (a, k) => Math.max(...a.map((x) => x[k]));
+const middle = samples.slice(third, 2 * third);
+const last = samples.slice(2 * third);
+const flat = (k) => peak(last, k) <= peak(middle, k) * 1.1;
+const report = {
+  minutes,
+  simulatedSeconds: samples[samples.length - 1].simS,
+  wasmMb: { first: samples[0].wasmMb, middlePeak: peak(middle, 'wasmMb'), lastPeak: peak(last, 'wasmMb') },
+  jsMb: { first: samples[0].jsMb, middlePeak: peak(middle, 'jsMb'), lastPeak: peak(last, 'jsMb') },
+  domNodes: { middlePeak: peak(middle, 'domNodes'), lastPeak: peak(last, 'domNodes') },
+  flat: { wasm: flat('wasmMb'), js: flat('jsMb'), dom: flat('domNodes') },
+  samples,
+  errors,
+};
+console.log(JSON.stringify(report));
+const ok = errors.length === 0 && report.flat.wasm && report.flat.js && report.flat.dom && samples.length >= 6;
+process.exit(ok ? 0 : 1);
