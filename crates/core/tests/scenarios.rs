@@ -147,6 +147,11 @@ fn a_node_failure_is_healed_by_the_reconcile_loops() {
         ps.iter().any(|p| api::is_deleting(p) && get_str(p, &["spec", "nodeName"]) == Some("node-b")),
         "the evicted pod stays Terminating while its node is away"
     );
+    // It was told why before it was deleted (`addConditionAndDeletePod`).
+    let evicted = ps.iter().find(|p| api::is_deleting(p) && get_str(p, &["spec", "nodeName"]) == Some("node-b")).expect("evicted pod");
+    let why = kubeloop_core::foundation::pod::condition(evicted, "DisruptionTarget").expect("DisruptionTarget");
+    assert_eq!((why["status"].as_str(), why["reason"].as_str()), (Some("True"), Some("DeletionByTaintManager")));
+    assert_eq!(why["message"], "Taint manager: deleting due to NoExecute taint");
     assert_eq!(events(&c, "TaintManagerEviction").len(), 1);
     assert_eq!(events(&c, "NodeNotReady").iter().filter(|m| m.as_str() == "Node node-b status is now: NodeNotReady").count(), 1);
     // When the node returns its kubelet finishes the deletion and the taints go.

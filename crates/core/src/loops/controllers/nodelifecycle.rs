@@ -16,7 +16,7 @@
 use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request};
-use crate::foundation::api::{self, get_array, get_i64, get_str, rid, Object, ResourceId};
+use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::condition;
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
 use crate::foundation::value::{json, Value};
@@ -308,6 +308,27 @@ impl TaintEvictionController {
             None | Some(None) => {}
             Some(Some(at)) if at <= cx.now => {
                 cx.event(&self.source, &pod, None, "Normal", "TaintManagerEviction", &format!("Marking for deletion Pod {ns}/{name}"), None);
+                // `addConditionAndDeletePod`: the pod is told why before it is deleted, so a
+                // Job's podFailurePolicy can tell a disruption from a failure.
+                let mut holder = json!({"status": {"conditions": get(&pod, &["status", "conditions"]).cloned().unwrap_or(json!([]))}});
+                crate::apiserver::set_condition(
+                    &mut holder,
+                    "DisruptionTarget",
+                    "True",
+                    Some("DeletionByTaintManager"),
+                    Some("Taint manager: deleting due to NoExecute taint"),
+                    cx.now,
+                );
+                if get(&holder, &["status", "conditions"]) != get(&pod, &["status", "conditions"]) {
+                    let body = json!({"metadata": {"uid": api::uid(&pod)}, "status": {"conditions": holder["status"]["conditions"].take()}});
+                    let patch =
+                        Request::patch(rid::POD, ns, name, crate::apiserver::PatchType::Merge, body, Credentials::User(self.user.clone())).with_sub("status");
+                    if cx.api.handle(req_as(patch, "taint-eviction-controller", &self.user)).is_err() {
+                        // Not written: the worker tries again.
+                        cx.every(10_000, format!("{ns}/{name}"));
+                        return;
+                    }
+                }
                 let r =
                     cx.api.handle(req_as(Request::delete(rid::POD, ns, name, Credentials::User(self.user.clone())), "taint-eviction-controller", &self.user));
                 if r.is_ok() {
