@@ -1,41 +1,16 @@
 // Whole-page tests of the sandbox in headless Chromium (playwright-core drives
 // /usr/bin/chromium). Usage: node tests/browser/page.test.mjs <dist dir>
 // Prints one line per test and a JSON line of measurements; exits non-zero on failure.
-import { createServer } from 'node:http';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { gzipSync, brotliCompressSync } from 'node:zlib';
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
+import { serveDist, launch } from './serve-dist.mjs';
 const dist = process.argv[2] || 'dist';
 
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-async function serve(req, res) {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' });
-    res.end(body);
-  } catch {
-    res.writeHead(404);
-    res.end('not found');
-  }
-}
-const server = createServer(serve);
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}/`;
+const { server, base } = await serveDist(dist);
 // A second origin (another port), for pages that embed the sandbox from elsewhere.
-const other = createServer(serve);
-await new Promise((r) => other.listen(0, '127.0.0.1', r));
-const otherBase = `http://127.0.0.1:${other.address().port}/`;
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const { server: other, base: otherBase } = await serveDist(dist);
+const browser = await launch();
 
 let failed = 0;
 const results = {};

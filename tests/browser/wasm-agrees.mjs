@@ -2,13 +2,9 @@
 // sweep and must print byte for byte the lines the native binary printed for them.
 // Usage: node tests/browser/wasm-agrees.mjs <dist dir> <file of `kubeloop sweep --hashes` output> <duration ms>
 // Prints how many seeds agreed and how long the page took; exits non-zero on any difference.
-import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
-import { extname, join } from 'node:path';
-import { createRequire } from 'node:module';
+import { serveDist, launch } from './serve-dist.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
 const [dist, nativeFile, endArg] = process.argv.slice(2);
 if (!dist || !nativeFile || !endArg) {
   console.error('usage: node tests/browser/wasm-agrees.mjs <dist dir> <native hashes file> <duration ms>');
@@ -30,28 +26,12 @@ if (seeds[seeds.length - 1] - seeds[0] + 1 !== seeds.length) {
   process.exit(2);
 }
 
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' });
-    res.end(body);
-  } catch {
-    res.writeHead(404);
-    res.end('not found');
-  }
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const { server, base } = await serveDist(dist);
+const browser = await launch();
 const page = await browser.newPage();
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
-await page.goto(`http://127.0.0.1:${server.address().port}/`);
+await page.goto(base);
 await page.waitForFunction(() => window.wasmBindings && window.wasmBindings.kubeloopSweep, null, { timeout: 60000 });
 
 const batch = 10;

@@ -4,43 +4,22 @@
 // third of the run may not hold more than the middle third plus 10 % (a linear leak
 // shows as steady growth across the thirds).
 // Usage: node tests/soak/page.mjs <dist dir> [MINUTES]
-import { createServer } from 'node:http';
-import { readFile } from 'node:fs/promises';
-import { extname, join } from 'node:path';
-import { createRequire } from 'node:module';
+import { serveDist, launch } from '../browser/serve-dist.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require(process.env.PLAYWRIGHT_CORE || 'playwright-core');
 const [dist, minArg] = process.argv.slice(2);
 if (!dist) {
   console.error('usage: node tests/soak/page.mjs <dist dir> [MINUTES]');
   process.exit(2);
 }
 const minutes = Number(minArg || 30);
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.json': 'application/json' };
-const server = createServer(async (req, res) => {
-  const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-  const file = join(dist, path.endsWith('/') ? path + 'index.html' : path);
-  try {
-    const body = await readFile(file);
-    res.writeHead(200, { 'content-type': types[extname(file)] || 'application/octet-stream' });
-    res.end(body);
-  } catch {
-    res.writeHead(404);
-    res.end('not found');
-  }
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--enable-precise-memory-info', '--disable-background-timer-throttling', '--disable-renderer-backgrounding'],
-});
+const { server, base } = await serveDist(dist);
+const browser = await launch(['--enable-precise-memory-info', '--disable-background-timer-throttling', '--disable-renderer-backgrounding']);
 const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
 const errors = [];
 page.on('pageerror', (e) => errors.push(String(e)));
 // Keep the module's instance: its memory is the simulation's heap.
 await page.addInitScript(() => addEventListener('TrunkApplicationStarted', (e) => (window.__wasm = e.detail.wasm)));
-await page.goto(`http://127.0.0.1:${server.address().port}/`);
+await page.goto(base);
 await page.waitForSelector('header .clock');
 await page.selectOption('header .controls select >> nth=0', '2');
 if ((await page.getAttribute('header .controls button >> nth=0', 'aria-pressed')) !== 'true') await page.click('header .controls button >> nth=0');

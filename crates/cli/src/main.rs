@@ -238,8 +238,8 @@ fn run(args: &[String]) -> ExitCode {
                 "seed": seed,
                 "end": end,
                 "objects": cluster.objects().iter().map(|o| &**o).collect::<Vec<&Value>>(),
-                "trace": cluster.api.trace.records,
-                "requests": cluster.api.trace.requests,
+                "trace": cluster.api.trace.records(),
+                "requests": cluster.api.trace.requests(),
                 "steps": cluster.outputs,
             });
             use std::io::Write;
@@ -264,7 +264,7 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
     outln!(out, "# kubeloop run{title} (seed {seed})");
     // Users' requests show every stage; a component's request is folded into one line
     // (its last stage), as in the seeds' walk-through.
-    let records = &cluster.api.trace.records;
+    let records = cluster.api.trace.records();
     for (i, r) in records.iter().enumerate() {
         if let Some(req) = r.request {
             let last_of_request = records.get(i + 1).is_none_or(|n| n.request != Some(req));
@@ -309,8 +309,8 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
     if rows.len() > 1 {
         out.push_str(&kubeloop_core::kubectl::printers::table(&rows));
     }
-    let denied = cluster.api.trace.requests.iter().filter(|r| r.code >= 400).count();
-    outln!(out, "{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests.len(), cluster.api.trace.writes);
+    let denied = cluster.api.trace.requests().iter().filter(|r| r.code >= 400).count();
+    outln!(out, "{} objects, {} requests ({denied} failed), {} API writes", store.all().count(), cluster.api.trace.requests().len(), cluster.api.trace.writes);
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }

@@ -45,7 +45,7 @@ fn events(c: &Cluster, involved: &str) -> Vec<String> {
 fn requests(c: &Cluster, verb: &str, prefix: &str, user: &str) -> Vec<String> {
     c.api
         .trace
-        .requests
+        .requests()
         .iter()
         .filter(|r| r.verb == verb && r.object.starts_with(prefix) && r.user.ends_with(user) && r.code < 300)
         .map(|r| r.object.clone())
@@ -103,12 +103,12 @@ fn ordered_ready_creates_each_pod_after_its_predecessor_is_ready() {
     assert!(ev.contains(&"SuccessfulCreate create Pod web-0 in StatefulSet web successful".to_string()), "{ev:?}");
     // The trace tells why the next pod came when it did.
     let why: Vec<&str> =
-        c.api.trace.records.iter().filter(|r| r.component == "statefulset-controller" && r.stage == "create-pod").map(|r| r.message.as_str()).collect();
+        c.api.trace.records().iter().filter(|r| r.component == "statefulset-controller" && r.stage == "create-pod").map(|r| r.message.as_str()).collect();
     assert_eq!(why[1], "StatefulSet/default/web wants 3 replicas: created web-1 (OrderedReady: web-0 is Running and Ready)");
     assert!(c
         .api
         .trace
-        .records
+        .records()
         .iter()
         .any(|r| r.stage == "wait" && r.message == "StatefulSet/default/web waits: web-0 is not Running and Ready yet (OrderedReady)"));
 }

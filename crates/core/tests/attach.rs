@@ -109,7 +109,7 @@ fn a_csi_volume_is_attached_then_mounted_and_the_pod_runs() {
     assert_eq!(events(&c, "app", "SuccessfulAttachVolume"), vec!["AttachVolume.Attach succeeded for volume \"pv-data\" ".to_string()]);
 
     // ControllerPublishVolume took the driver's attach time.
-    let at = |msg: &str| c.api.trace.records.iter().find(|r| r.component == "csi-attacher" && r.message.contains(msg)).map(|r| r.t).unwrap();
+    let at = |msg: &str| c.api.trace.records().iter().find(|r| r.component == "csi-attacher" && r.message.contains(msg)).map(|r| r.t).unwrap();
     assert_eq!(at("attached volume") - at("attaching volume"), 2000);
 
     let out = kubectl(&mut c, "get volumeattachments");
@@ -160,7 +160,7 @@ fn a_volume_detaches_after_its_last_pod_is_deleted() {
     c.run_until(c.now + 60_000);
     assert!(attachments(&c).is_empty());
     assert!(node_list(&c, "node-a", "volumesAttached").is_empty());
-    let detached = c.api.trace.records.iter().any(|r| r.component == "csi-attacher" && r.message.contains("detached volume \"pv-data\" from node-a"));
+    let detached = c.api.trace.records().iter().any(|r| r.component == "csi-attacher" && r.message.contains("detached volume \"pv-data\" from node-a"));
     assert!(detached);
 }
 
@@ -266,7 +266,7 @@ fn a_volume_on_a_node_that_is_down_detaches_six_minutes_after_its_pod_is_deleted
     assert_eq!(attachments(&c), vec!["pv-data@node-a"], "not detached while the node may still use it");
     c.run_until(t0 + 7 * 60_000);
     assert!(attachments(&c).is_empty(), "force-detached after maxWaitForUnmountDuration");
-    let forced = c.api.trace.records.iter().find(|r| r.component == "attachdetach-controller" && r.stage == "detach").map(|r| (r.t, r.message.clone()));
+    let forced = c.api.trace.records().iter().find(|r| r.component == "attachdetach-controller" && r.stage == "detach").map(|r| (r.t, r.message.clone()));
     let (t, msg) = forced.expect("detach traced");
     // Six minutes from when the controller saw the pod go (one watch delivery later).
     assert_eq!(t - t0, 6 * 60_000 + 5, "{msg}");

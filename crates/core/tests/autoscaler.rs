@@ -80,7 +80,7 @@ fn pod_nodes(c: &Cluster) -> Vec<(String, String)> {
 }
 
 fn trace(c: &Cluster, component: &str) -> Vec<String> {
-    c.api.trace.records.iter().filter(|r| r.component == component && r.request.is_none()).map(|r| format!("{} {}", r.t, r.message)).collect()
+    c.api.trace.records().iter().filter(|r| r.component == component && r.request.is_none()).map(|r| format!("{} {}", r.t, r.message)).collect()
 }
 
 fn node_ready(c: &Cluster, name: &str) -> bool {
@@ -125,7 +125,7 @@ fn pending_pods_trigger_a_scale_up_and_run_on_the_nodes_that_boot() {
     let triggered = events(&c, "TriggeredScaleUp");
     assert_eq!(triggered.len(), 4, "{triggered:?}");
     assert!(triggered.iter().all(|e| e.ends_with(": pod triggered scale-up: [{workers 1->3 (max: 3)}]")), "{triggered:?}");
-    let decided = c.api.trace.records.iter().find(|r| r.component == "cluster-autoscaler" && r.stage == "scale-up").expect("a scale-up record");
+    let decided = c.api.trace.records().iter().find(|r| r.component == "cluster-autoscaler" && r.stage == "scale-up").expect("a scale-up record");
     assert_eq!(decided.flow, kubeloop_core::apiserver::trace::Flow::Pending);
     assert!(decided.message.starts_with("4 pods unschedulable; node group workers can fit them: scaling 1 -> 3 (a node boots in 90s"), "{}", decided.message);
     // The machines boot for 90s before their kubelets register the Nodes.
@@ -182,7 +182,7 @@ fn underused_nodes_are_drained_and_removed_after_the_unneeded_time() {
     let tainted = c
         .api
         .trace
-        .records
+        .records()
         .iter()
         .find(|r| r.component == "cluster-autoscaler" && r.message.contains("tainted ToBeDeletedByClusterAutoscaler:NoSchedule"))
         .expect("a taint record");

@@ -75,7 +75,7 @@ fn the_php_apache_walkthrough_scales_up_under_load_and_down_after_the_stabilizat
     let rescales = events(&c, "SuccessfulRescale");
     assert_eq!(rescales[0], "New size: 4; reason: cpu resource utilization (percentage of request) above target");
     let first =
-        c.api.trace.records.iter().find(|r| r.stage == "hpa" && r.message.contains("scaling Deployment/php-apache from 1 to 4")).expect("a decision record");
+        c.api.trace.records().iter().find(|r| r.stage == "hpa" && r.message.contains("scaling Deployment/php-apache from 1 to 4")).expect("a decision record");
     assert_eq!(first.flow, Flow::DeploymentController);
     // The first window after the load began was partly idle; the pod is capped at its 500m limit.
     let (head, tail) = first.message.split_once("% of request").expect("a utilization");

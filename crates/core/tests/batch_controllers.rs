@@ -117,7 +117,7 @@ fn the_pi_job_computes_its_digits_and_completes() {
     let logs = kubectl(&mut c, "logs job/pi");
     assert!(logs.first().is_some_and(|l| l.starts_with("3.14159265358979323846")), "{logs:?}");
     assert_eq!(kubectl(&mut c, &format!("logs {pod_name}")), logs);
-    let trace: Vec<&str> = c.api.trace.records.iter().filter(|r| r.component == "job-controller").map(|r| r.message.as_str()).collect();
+    let trace: Vec<&str> = c.api.trace.records().iter().filter(|r| r.component == "job-controller").map(|r| r.message.as_str()).collect();
     assert!(trace.contains(&format!("Job/default/pi has 0 active, 0 succeeded of 1 completions: created {pod_name} (nodeName empty)").as_str()), "{trace:?}");
     assert!(trace.contains(&"Job/default/pi: all 1 completions succeeded: Complete"), "{trace:?}");
 }
@@ -271,7 +271,7 @@ fn an_indexed_job_gives_each_pod_its_index() {
     assert_eq!(env["name"], "JOB_COMPLETION_INDEX");
     assert_eq!(env["valueFrom"]["fieldRef"]["fieldPath"], "metadata.labels['batch.kubernetes.io/job-completion-index']");
     // At most two ran at once.
-    let creates: Vec<u64> = c.api.trace.records.iter().filter(|r| r.component == "job-controller" && r.stage == "create-pod").map(|r| r.t).collect();
+    let creates: Vec<u64> = c.api.trace.records().iter().filter(|r| r.component == "job-controller" && r.stage == "create-pod").map(|r| r.t).collect();
     assert_eq!(creates.len(), 5);
     assert_eq!(creates.iter().filter(|&&t| t == creates[0]).count(), 2);
 }
@@ -325,9 +325,14 @@ fn ttl_after_finished_deletes_the_job_and_its_pods() {
     c.run_to_quiet(600_000);
     assert!(c.api.store.get_by(rid::JOB, "default", "short").is_none(), "deleted after its TTL");
     assert!(pods_of(&c, "short").is_empty(), "its pods went first (foreground)");
-    let done = c.api.trace.records.iter().find(|r| r.component == "job-controller" && r.stage == "job-finished").map(|r| r.t).expect("the job finished");
-    let deleted =
-        c.api.trace.records.iter().find(|r| r.component == "ttl-after-finished-controller" && r.stage == "delete-job").expect("the TTL controller deleted it");
+    let done = c.api.trace.records().iter().find(|r| r.component == "job-controller" && r.stage == "job-finished").map(|r| r.t).expect("the job finished");
+    let deleted = c
+        .api
+        .trace
+        .records()
+        .iter()
+        .find(|r| r.component == "ttl-after-finished-controller" && r.stage == "delete-job")
+        .expect("the TTL controller deleted it");
     assert!(deleted.t >= done + 29_000 && deleted.t <= done + 31_000, "{done} {}", deleted.t);
     assert!(deleted.message.contains("ttlSecondsAfterFinished=30"), "{}", deleted.message);
 }
@@ -385,7 +390,7 @@ fn the_website_cronjob_runs_every_minute_and_keeps_three_successes() {
     let logs = kubectl(&mut c, &format!("logs job/hello-{}", base + 6));
     assert_eq!(logs.last().map(String::as_str), Some("Hello from the Kubernetes cluster"), "{logs:?}");
     let trace: Vec<&str> =
-        c.api.trace.records.iter().filter(|r| r.component == "cronjob-controller" && r.stage == "create-job").map(|r| r.message.as_str()).collect();
+        c.api.trace.records().iter().filter(|r| r.component == "cronjob-controller" && r.stage == "create-job").map(|r| r.message.as_str()).collect();
     assert_eq!(trace[0], format!("CronJob/default/hello schedule \"*/1 * * * *\" was due at 2026-01-01T00:01:00Z: created Job hello-{}", base + 1));
 }
 

@@ -34,7 +34,7 @@ fn a_short_etcd_outage_ends_watches_and_the_controllers_relist() {
     let relists: Vec<String> = c
         .api
         .trace
-        .records
+        .records()
         .iter()
         .filter(|r| r.t >= 25_000 && r.flow == Flow::Etcd && r.stage == "watch" && r.result == "relist")
         .map(|r| r.message.clone())
@@ -43,9 +43,9 @@ fn a_short_etcd_outage_ends_watches_and_the_controllers_relist() {
         relists.iter().any(|m| m.starts_with("410 Gone from the watch cache (too old resource version: ") && m.ends_with("relisted Deployments")),
         "{relists:?}"
     );
-    assert!(!c.api.trace.records.iter().any(|r| r.stage == "leader-election"), "5 s is under the renew deadline: nobody restarts");
+    assert!(!c.api.trace.records().iter().any(|r| r.stage == "leader-election"), "5 s is under the renew deadline: nobody restarts");
     c.run_until(700_000);
-    assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Etcd && r.stage == "compact" && r.t == 600_000));
+    assert!(c.api.trace.records().iter().any(|r| r.flow == Flow::Etcd && r.stage == "compact" && r.t == 600_000));
 }
 
 #[test]
@@ -82,7 +82,7 @@ fn after_an_api_server_outage_the_leases_renew_at_their_own_ticks() {
     let renewals: Vec<(u64, String)> = c
         .api
         .trace
-        .requests
+        .requests()
         .iter()
         .filter(|r| r.t >= 33_500 && r.verb == "update" && r.object.starts_with("Lease/kube-node-lease/") && r.code == 200)
         .map(|r| (r.t, r.object.clone()))
@@ -112,7 +112,7 @@ fn after_a_short_api_server_outage_the_controllers_see_changes_at_their_relist()
     assert_eq!(act(&mut c, Action::Kubectl("scale deployment web --replicas=3".into())), ["deployment.apps/web scaled"]);
     c.run_until(30_000);
     let scaled: Vec<u64> =
-        c.api.trace.records.iter().filter(|r| r.t >= 25_000 && r.component == "deployment-controller" && r.stage == "scale").map(|r| r.t).collect();
+        c.api.trace.records().iter().filter(|r| r.t >= 25_000 && r.component == "deployment-controller" && r.stage == "scale").map(|r| r.t).collect();
     // 20 s + 0.8 + 1.6 + 3.2 = 25.6 s: the first attempt after 25 s.
     assert!(!scaled.is_empty() && scaled[0] >= 25_600 && scaled[0] < 25_700, "{scaled:?}");
     assert_eq!(kubeloop_core::cluster::resume_after_outage(20_000, 25_000), 25_600);

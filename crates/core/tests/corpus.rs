@@ -150,7 +150,7 @@ fn kinds_no_loop_acts_on_say_so_where_the_person_looks() {
             "Warning: kubeloop stores networking.k8s.io/v1 NetworkPolicy but simulates no controller for it\nnetworkpolicy.networking.k8s.io/default-deny-all created",
         ]
     );
-    let noted: Vec<&str> = c.api.trace.records.iter().filter(|r| r.stage == "not-simulated").map(|r| r.object.as_str()).collect();
+    let noted: Vec<&str> = c.api.trace.records().iter().filter(|r| r.stage == "not-simulated").map(|r| r.object.as_str()).collect();
     assert_eq!(noted, ["Ingress/default/minimal-ingress", "NetworkPolicy/default/default-deny-all"]);
     // A kind a loop acts on is created without the warning.
     let out = kubectl(&mut c, "create deployment web --image=nginx:1.27");

@@ -114,7 +114,7 @@ fn a_namespace_is_emptied_pods_first_then_finalized_and_removed() {
     let deletes: Vec<&str> = c
         .api
         .trace
-        .requests
+        .requests()
         .iter()
         .filter(|r| r.user.contains("namespace-controller") && r.verb == "delete")
         .map(|r| r.object.split('/').next().unwrap_or(""))

@@ -41,7 +41,7 @@ fn events(c: &Cluster, reason: &str) -> Vec<String> {
 /// The lines a reader follows: loop decisions, failure paths, kubectl output, final pods.
 fn summary(c: &Cluster) -> String {
     let mut out = String::new();
-    for r in &c.api.trace.records {
+    for r in c.api.trace.records() {
         let keep = r.request.is_none() && !matches!(r.stage, "queue" | "watch" | "score" | "volumes");
         if keep || (r.request.is_some() && r.flow == Flow::Denied) {
             out.push_str(&format!("{:>9} {:<10} {:<22} {} {}\n", r.t, r.flow.as_str(), r.component, r.object, r.message));
@@ -110,7 +110,7 @@ fn checkout_reaches_two_ready_pods_and_the_latest_tag_is_denied() {
         denial,
         "The deployments \"checkout-canary\" is invalid: : ValidatingAdmissionPolicy 'no-latest-tag' with binding 'no-latest-tag-binding' denied request: images must not use the mutable :latest tag"
     );
-    assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Denied && r.stage == "validating-admission"));
+    assert!(c.api.trace.records().iter().any(|r| r.flow == Flow::Denied && r.stage == "validating-admission"));
     // Events read like a real cluster's.
     let rs = c.api.store.list(rid::REPLICASET, None).next().expect("rs");
     assert_eq!(events(&c, "ScalingReplicaSet"), vec![format!("Scaled up replica set {} from 0 to 2", api::name(rs))]);
@@ -233,7 +233,7 @@ fn one_seed_gives_a_byte_identical_run() {
         c.add_steps(sc.steps.clone());
         c.run_to_quiet(3_600_000);
         let objects: Vec<&kubeloop_core::foundation::value::Value> = c.api.store.all().map(|o| o.as_ref()).collect();
-        serde_json::to_string(&serde_json::json!({"objects": objects, "trace": c.api.trace.records, "requests": c.api.trace.requests})).expect("json")
+        serde_json::to_string(&serde_json::json!({"objects": objects, "trace": c.api.trace.records(), "requests": c.api.trace.requests()})).expect("json")
     };
     let a = run(None);
     let b = run(None);
@@ -334,7 +334,7 @@ fn each_workload_kind_converges_by_its_own_loop() {
     c.run_until(45_000);
     // The StatefulSet created its pods one at a time, each after the previous was Ready.
     let creates: Vec<(u64, String)> =
-        c.api.trace.records.iter().filter(|r| r.component == "statefulset-controller" && r.stage == "create-pod").map(|r| (r.t, r.object.clone())).collect();
+        c.api.trace.records().iter().filter(|r| r.component == "statefulset-controller" && r.stage == "create-pod").map(|r| (r.t, r.object.clone())).collect();
     let names: Vec<&str> = creates.iter().map(|(_, o)| o.as_str()).collect();
     assert_eq!(names, ["Pod/default/web-0", "Pod/default/web-1", "Pod/default/web-2"]);
     let ready_at = |name: &str| {
@@ -365,7 +365,7 @@ fn each_workload_kind_converges_by_its_own_loop() {
     c.run_until(100_000);
     // Scaled to 1: web-2 went first, then web-1.
     let deletes: Vec<String> =
-        c.api.trace.records.iter().filter(|r| r.component == "statefulset-controller" && r.stage == "delete-pod").map(|r| r.object.clone()).collect();
+        c.api.trace.records().iter().filter(|r| r.component == "statefulset-controller" && r.stage == "delete-pod").map(|r| r.object.clone()).collect();
     assert_eq!(deletes, ["Pod/default/web-2", "Pod/default/web-1"]);
     c.run_until(250_000);
     // A Job a minute; the three most recent successful ones are kept.
@@ -522,11 +522,11 @@ fn the_data_plane_keeps_running_while_the_control_plane_is_down() {
     assert!(out(&c, "get nodes")[0].iter().any(|l| l.starts_with("node-c ") && l.contains(" Ready ")), "still Ready right after the outage");
     assert!(out(&c, "get nodes")[1].iter().any(|l| l.starts_with("node-c ") && l.contains(" NotReady ")));
     let not_ready: Vec<u64> =
-        c.api.trace.records.iter().filter(|r| r.stage == "node-lifecycle" && r.message.starts_with("no heartbeat from node-c")).map(|r| r.t).collect();
+        c.api.trace.records().iter().filter(|r| r.stage == "node-lifecycle" && r.message.starts_with("no heartbeat from node-c")).map(|r| r.t).collect();
     assert!(not_ready.first().is_some_and(|t| *t >= 180_000 + 50_000), "{not_ready:?}");
-    assert!(c.api.trace.records.iter().any(|r| r.stage == "leader-election" && r.t == 180_000));
+    assert!(c.api.trace.records().iter().any(|r| r.stage == "leader-election" && r.t == 180_000));
     // Only node-a, node-b and node-c's three pods ran: the Service kept its endpoints.
-    assert!(c.api.trace.records.iter().any(|r| r.message == "EndpointSlice web-z68bq updated: 2 ready endpoint(s)" && r.t > 230_000));
+    assert!(c.api.trace.records().iter().any(|r| r.message == "EndpointSlice web-z68bq updated: 2 ready endpoint(s)" && r.t > 230_000));
     // etcd down: the API server answers, with a timeout.
     let timeout = "Error from server (Timeout): Timeout: request did not complete within requested timeout - context deadline exceeded";
     assert_eq!(out(&c, "get pods")[1], [timeout]);
@@ -551,7 +551,7 @@ fn a_full_etcd_refuses_every_write_until_compacted_defragmented_and_disarmed() {
     assert!(c
         .api
         .trace
-        .records
+        .records()
         .iter()
         .any(|r| r.component == "kubelet" && r.object.ends_with("/status") && r.message == "etcdserver: mvcc: database space exceeded"));
     assert_eq!(
@@ -587,9 +587,9 @@ fn a_noisy_client_fills_its_priority_level_and_no_other() {
     // The noisy client's own requests were refused; the quiet one in its level waited but
     // was never refused; the controllers still scale the Deployment.
     let denied: Vec<&str> =
-        c.api.trace.records.iter().filter(|r| r.stage == "priority-and-fairness" && r.result == "denied").map(|r| r.user.as_str()).collect();
+        c.api.trace.records().iter().filter(|r| r.stage == "priority-and-fairness" && r.result == "denied").map(|r| r.user.as_str()).collect();
     assert!(!denied.is_empty() && denied.iter().all(|u| *u == "system:serviceaccount:default:lister"), "{:?}", &denied[..denied.len().min(3)]);
-    assert!(c.api.trace.records.iter().any(|r| r.stage == "priority-and-fairness" && r.result == "ok" && r.user == "system:serviceaccount:default:reporter"));
+    assert!(c.api.trace.records().iter().any(|r| r.stage == "priority-and-fairness" && r.result == "ok" && r.user == "system:serviceaccount:default:reporter"));
     assert!(out(&c, "get deployment web").iter().any(|l| l.starts_with("web    310/310 ")), "{:?}", out(&c, "get deployment web"));
     assert!(out(&c, "get flowschemas")
         .iter()

@@ -101,7 +101,7 @@ fn large_clusters_score_a_sample_of_nodes_and_spread_replicas() {
     let mut c = Cluster::new(Config { nodes, trace: true, ..Config::default() });
     run(&mut c, Action::Apply { text: deployment("wide", 30, ""), file: "wide.yaml".into() });
     // Adaptive percentageOfNodesToScore: max(5, 50 - 300/125)% = 48% of 300 = 144 nodes.
-    let scored = c.api.trace.records.iter().find(|r| r.stage == "score").map(|r| r.message.clone()).unwrap();
+    let scored = c.api.trace.records().iter().find(|r| r.stage == "score").map(|r| r.message.clone()).unwrap();
     assert!(scored.starts_with("144 of 300 nodes feasible"), "{scored}");
     let p = placement(&c, "wide-");
     assert!(p.values().all(|n| *n == 1), "default spreading puts one replica per node: {p:?}");

@@ -43,12 +43,12 @@ fn the_pod_garbage_collector_deletes_pods_of_a_deleted_node() {
     assert!(c.api.store.list(rid::POD, None).all(|p| get_str(p, &["spec", "nodeName"]) != Some("node-c")));
     // Marked Failed with the DisruptionTarget condition, then deleted with grace period 0,
     // 40 to 60 seconds after the node went (at 900 s).
-    let gc: Vec<_> = c.api.trace.requests.iter().filter(|r| r.user == "system:serviceaccount:kube-system:pod-garbage-collector").collect();
+    let gc: Vec<_> = c.api.trace.requests().iter().filter(|r| r.user == "system:serviceaccount:kube-system:pod-garbage-collector").collect();
     let verbs: Vec<(&str, u16)> = gc.iter().filter(|r| r.verb != "get").map(|r| (r.verb.as_str(), r.code)).collect();
     assert_eq!(verbs, [("patch", 200), ("delete", 200)], "{gc:?}");
     let deleted_at = gc.last().unwrap().t;
     assert!((940_000..=960_000).contains(&deleted_at), "deleted at {deleted_at}");
-    let msg = c.api.trace.records.iter().find(|r| r.stage == "pod-gc").map(|r| r.message.clone());
+    let msg = c.api.trace.records().iter().find(|r| r.stage == "pod-gc").map(|r| r.message.clone());
     assert_eq!(msg.as_deref(), Some("pod garbage collector: bound to node node-c, which no longer exists: force-deleted"));
 }
 
@@ -141,7 +141,7 @@ fn faults_left_at_the_end_are_named() {
 fn a_mount_that_meets_a_down_driver_after_its_attachment_retries_until_it_returns() {
     let c = cluster_after(&regression("mount-while-driver-down.yaml"), DEFAULT_DURATION);
     let failed: Vec<_> =
-        c.api.trace.records.iter().filter(|r| r.object == "Pod/default/ss-web-2" && r.message.starts_with("MountVolume.MountDevice failed")).collect();
+        c.api.trace.records().iter().filter(|r| r.object == "Pod/default/ss-web-2" && r.message.starts_with("MountVolume.MountDevice failed")).collect();
     // The driver is down from 1841 s to 2375 s: retries back off from 500 ms, doubling.
     assert!(failed.len() >= 8, "{}", failed.len());
     assert!(failed.iter().all(|r| (1_841_000..2_375_000).contains(&r.t)));
@@ -171,7 +171,7 @@ fn a_status_the_kubelet_could_not_write_while_etcd_was_down_is_posted_at_its_nex
     let written = c
         .api
         .trace
-        .requests
+        .requests()
         .iter()
         .find(|r| r.t >= 2_400_000 && r.user == "system:node:node-b" && r.object.ends_with("/status") && r.object.starts_with("Pod/") && r.code == 200);
     let t = written.map(|r| r.t);

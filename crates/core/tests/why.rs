@@ -38,7 +38,7 @@ fn each_field_names_its_writer_and_stage() {
     assert_eq!((replicas.value.as_str(), replicas.writer.as_str()), ("3", "kubectl (admin)"));
     assert_eq!(replicas.how, "your manifest (kubectl apply sent it)");
     assert!(replicas.exact && replicas.t == 20_000, "{replicas:?}");
-    let record = &sb.cluster.api.trace.records[replicas.record.unwrap()];
+    let record = sb.cluster.api.trace.record(replicas.record.unwrap()).unwrap().clone();
     assert_eq!(record.resource_version, replicas.revision.to_string());
     // Set at creation by defaulting, and never changed since.
     let pull = field(&all, "spec.template.spec.containers[0].imagePullPolicy");
@@ -84,7 +84,7 @@ fn a_deployments_journey_holds_what_it_caused_and_nothing_else() {
     sb.apply(&text.replacen("image: nginx:1.27", "image: nginx:1.28", 1));
     sb.advance(60_000);
     let mut j = Journey::new("Deployment/default/web");
-    let records = j.records(&sb.cluster.api.store, &sb.cluster.api.trace.records);
+    let records = j.records(&sb.cluster.api.store, sb.cluster.api.trace.records());
     let objects: std::collections::BTreeSet<&str> = records.iter().map(|(_, r)| object_of(&r.object)).collect();
     let kinds = |k: &str| objects.iter().filter(|o| o.starts_with(k)).count();
     assert_eq!(kinds("ReplicaSet/default/web-"), 2, "{objects:?}");
@@ -96,5 +96,39 @@ fn a_deployments_journey_holds_what_it_caused_and_nothing_else() {
     }
     // The same journey from a fresh pass over the trace.
     let mut again = Journey::new("Deployment/default/web");
-    assert_eq!(again.records(&sb.cluster.api.store, &sb.cluster.api.trace.records).len(), records.len());
+    assert_eq!(again.records(&sb.cluster.api.store, sb.cluster.api.trace.records()).len(), records.len());
+}
+
+#[test]
+fn a_long_run_keeps_the_latest_records_and_says_when_a_write_is_older() {
+    use kubeloop_core::sandbox::PAGE_TRACE_WINDOW;
+    let mut sb = Sandbox::new(APP, Some(1));
+    sb.advance(20_000);
+    // Three simulated hours of heartbeats: more records than the page keeps.
+    sb.advance(3 * 3_600_000);
+    let trace = &sb.cluster.api.trace;
+    assert!(trace.records_base() > 0, "{} records in all", trace.records_end());
+    assert!(trace.records().len() >= PAGE_TRACE_WINDOW && trace.records().len() <= PAGE_TRACE_WINDOW + PAGE_TRACE_WINDOW / 4);
+    assert!(trace.requests().len() <= PAGE_TRACE_WINDOW + PAGE_TRACE_WINDOW / 4);
+    // Requests keep their numbers: a kept record's request is the same request.
+    let r = trace.records().iter().rev().find(|r| r.request.is_some()).unwrap();
+    let req = &trace.requests()[r.request.unwrap() - trace.requests_base()];
+    assert_eq!((req.verb.as_str(), req.object.as_str()), (r.verb.as_str(), r.object.as_str()));
+    // spec.replicas was written at the start, long before the window and the compacted
+    // history: "why" names no record and falls back on managedFields, saying so.
+    let dep = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let all = why(&sb, &dep);
+    let replicas = field(&all, "spec.replicas");
+    assert_eq!(replicas.record, None, "{replicas:?}");
+    assert!(replicas.how.starts_with("its manager, per managedFields") && replicas.how.contains("older history is compacted"), "{}", replicas.how);
+    // A new write points at its record by its number in the whole run.
+    sb.apply(&APP.replace("replicas: 2", "replicas: 4"));
+    sb.advance(20_000);
+    let dep = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    let all = why(&sb, &dep);
+    let replicas = field(&all, "spec.replicas");
+    let i = replicas.record.expect("the write's record is kept");
+    assert!(i >= sb.cluster.api.trace.records_base(), "{i}");
+    assert_eq!(sb.cluster.api.trace.record(i).unwrap().resource_version, replicas.revision.to_string());
+    assert_eq!(replicas.how, "your manifest (kubectl apply sent it)");
 }

@@ -26,7 +26,7 @@ fn deployment(image: &str, strategy: &str) -> String {
 fn scalings(c: &Cluster) -> Vec<String> {
     c.api
         .trace
-        .records
+        .records()
         .iter()
         .filter(|r| r.component == "deployment-controller" && r.stage == "scale" || r.stage == "create-replicaset")
         .map(|r| r.message.clone())
@@ -81,8 +81,8 @@ fn recreate_stops_every_old_pod_before_starting_new_ones() {
     assert!(s[1].starts_with("Scaled down replica set web-") && s[1].ends_with("from 3 to 0"), "{s:?}");
     assert!(s[2].contains("created web-") && s[2].ends_with("with 3 replicas"), "{s:?}");
     // No new pod existed while an old one was still running.
-    let first_new = c.api.trace.records.iter().find(|r| r.stage == "create-pod" && r.t > t0).map(|r| r.t).unwrap();
-    let last_old_gone = c.api.trace.records.iter().filter(|r| r.stage == "terminate" && r.message.contains("deleted the pod")).map(|r| r.t).max().unwrap();
+    let first_new = c.api.trace.records().iter().find(|r| r.stage == "create-pod" && r.t > t0).map(|r| r.t).unwrap();
+    let last_old_gone = c.api.trace.records().iter().filter(|r| r.stage == "terminate" && r.message.contains("deleted the pod")).map(|r| r.t).max().unwrap();
     assert!(first_new >= last_old_gone, "new pods at {first_new}ms, last old pod gone at {last_old_gone}ms");
     assert_eq!(ready_pods(&c), 3);
 }
@@ -152,9 +152,9 @@ fn a_stopped_controller_relists_after_its_watch_expires() {
     assert_eq!(ready_pods(&c), 3);
     // A restarted controller starts from a fresh list, then reconciles what it finds.
     assert!(
-        c.api.trace.records.iter().any(|r| r.component == "replicaset-controller" && r.stage == "list" && r.message == "listed 1 ReplicaSets and 0 Pods"),
+        c.api.trace.records().iter().any(|r| r.component == "replicaset-controller" && r.stage == "list" && r.message == "listed 1 ReplicaSets and 0 Pods"),
         "{:?}",
-        c.api.trace.records.iter().filter(|r| r.component == "replicaset-controller" && r.stage == "list").collect::<Vec<_>>()
+        c.api.trace.records().iter().filter(|r| r.component == "replicaset-controller" && r.stage == "list").collect::<Vec<_>>()
     );
 }
 
@@ -182,7 +182,7 @@ fn a_higher_priority_pod_preempts_a_lower_one() {
         .map(|e| get_str(e, &["message"]).unwrap_or("").to_string())
         .collect();
     assert_eq!(preempted, vec![format!("Preempted by pod {} on node node-a", api::uid(urgent))]);
-    assert!(c.api.trace.records.iter().any(|r| r.flow == Flow::Pending && r.stage == "filter" && r.object == "Pod/default/urgent"));
+    assert!(c.api.trace.records().iter().any(|r| r.flow == Flow::Pending && r.stage == "filter" && r.object == "Pod/default/urgent"));
 }
 
 #[test]

@@ -311,7 +311,7 @@ mod tests {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec:\n  containers: [{name: a, image: nginx}]\n";
         let sb = Sandbox::new(text, Some(1));
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records, false);
+        tally(&mut tallies, sb.cluster.api.trace.records(), false);
         let root = render(tallies);
         settle().await;
         let steps = root.query_selector_all("g.step").unwrap();
@@ -332,7 +332,7 @@ mod tests {
         let mut sb = Sandbox::new(text, Some(1));
         sb.advance(30_000);
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records, false);
+        tally(&mut tallies, sb.cluster.api.trace.records(), false);
         let root = render(tallies);
         settle().await;
         for f in ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"] {
@@ -355,7 +355,7 @@ mod tests {
         let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: web, image: nginx:1.27}]\n";
         let mut sb = Sandbox::new(text, Some(1));
         sb.advance(60_000);
-        let records = &sb.cluster.api.trace.records;
+        let records = sb.cluster.api.trace.records();
         let (mut mine, mut all): ([Tally; 14], [Tally; 14]) = Default::default();
         tally(&mut mine, records, false);
         tally(&mut all, records, true);
@@ -372,7 +372,7 @@ mod tests {
         let mut sb = Sandbox::new(text, Some(1));
         sb.advance(30_000);
         let mut tallies: [Tally; 14] = Default::default();
-        tally(&mut tallies, &sb.cluster.api.trace.records, false);
+        tally(&mut tallies, sb.cluster.api.trace.records(), false);
         let root = render(tallies);
         settle().await;
         let title = root.query_selector("g.step[data-flow=\"7\"] .title").unwrap().unwrap().text_content().unwrap();

@@ -418,19 +418,23 @@ impl App {
                 self.term_watch = None;
             }
         }
-        let records = &self.sb.cluster.api.trace.records;
-        let from = self.seen_records.min(records.len());
+        let trace = &self.sb.cluster.api.trace;
+        // Records are numbered from the start of the run; the page keeps only the latest
+        // ones (`PAGE_TRACE_WINDOW`), so a journey forgets those dropped.
+        let kept = self.journey_records.partition_point(|i| *i < trace.records_base());
+        self.journey_records.drain(..kept);
+        let (from, fresh) = trace.records_from(self.seen_records);
         match &mut self.follow {
-            None => diagram::tally(&mut self.tallies, &records[from..], self.background),
+            None => diagram::tally(&mut self.tallies, fresh, self.background),
             Some(j) => {
                 let store = &self.sb.cluster.api.store;
                 let until = self.playback.unwrap_or(u64::MAX);
-                let mine: Vec<usize> = (from..records.len()).filter(|i| j.admit(store, &records[*i])).collect();
-                diagram::tally(&mut self.tallies, mine.iter().map(|i| &records[*i]).filter(|r| r.t <= until), self.background);
+                let mine: Vec<usize> = fresh.iter().enumerate().filter(|(_, r)| j.admit(store, r)).map(|(k, _)| from + k).collect();
+                diagram::tally(&mut self.tallies, mine.iter().filter_map(|i| trace.record(*i)).filter(|r| r.t <= until), self.background);
                 self.journey_records.extend(mine);
             }
         }
-        self.seen_records = records.len();
+        self.seen_records = trace.records_end();
         self.observe_lesson();
     }
 
@@ -912,9 +916,10 @@ impl Component for App {
                 }
                 if let Some(at) = self.playback {
                     // Forty frames from the journey's first record to its last.
-                    let records = &self.sb.cluster.api.trace.records;
-                    let (first, last) = match (self.journey_records.first(), self.journey_records.last()) {
-                        (Some(a), Some(b)) => (records[*a].t, records[*b].t),
+                    let trace = &self.sb.cluster.api.trace;
+                    let t = |i: Option<&usize>| i.and_then(|i| trace.record(*i)).map(|r| r.t);
+                    let (first, last) = match (t(self.journey_records.first()), t(self.journey_records.last())) {
+                        (Some(a), Some(b)) => (a, b),
                         _ => (0, 0),
                     };
                     let next = at + ((last - first) / 40).max(50);
@@ -942,7 +947,7 @@ impl Component for App {
                         while in_budget() && self.sb.step() {}
                     }
                 }
-                let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records.len() != self.seen_records;
+                let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records_end() != self.seen_records;
                 self.absorb();
                 // The clock moved: keep the session every few seconds.
                 if moved && now_ms() - self.session_saved >= 5000.0 {
@@ -1010,7 +1015,7 @@ impl Component for App {
             Msg::WriteStep(dir) => {
                 let live = self.live.as_ref().map_or(&self.sb, |(l, _)| l);
                 let now = self.sb.cluster.now;
-                let writes = live.cluster.api.trace.records.iter().filter(|r| r.flow == Flow::Etcd && r.result == "ok" && !diagram::background(r));
+                let writes = live.cluster.api.trace.records().iter().filter(|r| r.flow == Flow::Etcd && r.result == "ok" && !diagram::background(r));
                 let t = if dir < 0 { writes.filter(|r| r.t < now).map(|r| r.t).next_back() } else { writes.map(|r| r.t).find(|t| *t > now) };
                 if let Some(t) = t {
                     self.scrub(t);
@@ -1033,7 +1038,7 @@ impl Component for App {
             }
             Msg::SelectRecord(i) => {
                 self.record = Some(i);
-                if let Some(r) = self.sb.cluster.api.trace.records.get(i) {
+                if let Some(r) = self.sb.cluster.api.trace.record(i) {
                     self.object = Some(r.object.clone());
                 }
             }
@@ -1091,12 +1096,12 @@ impl Component for App {
                 });
             }
             Msg::PlayJourney => {
-                let records = &self.sb.cluster.api.trace.records;
-                self.playback = self.journey_records.first().map(|i| records[*i].t);
+                let trace = &self.sb.cluster.api.trace;
+                self.playback = self.journey_records.first().and_then(|i| trace.record(*i)).map(|r| r.t);
                 self.recount();
             }
             Msg::ShowRecord(i) => {
-                if let Some(r) = self.sb.cluster.api.trace.records.get(i) {
+                if let Some(r) = self.sb.cluster.api.trace.record(i) {
                     self.flow = Some(r.flow);
                     self.record = Some(i);
                     self.tab = Tab::Records;
@@ -1714,10 +1719,12 @@ impl App {
 
     fn records(&self, ctx: &Context<Self>) -> Html {
         let Some(flow) = self.flow else { return html! { <p>{ "Select a step of the diagram." }</p> } };
-        let all = &self.sb.cluster.api.trace.records;
+        let trace = &self.sb.cluster.api.trace;
         let in_journey = |i: usize| self.follow.is_none() || self.journey_records.binary_search(&i).is_ok();
-        let mine: Vec<(usize, &Record)> =
-            all.iter().enumerate().filter(|(i, r)| r.flow == flow && (self.background || !diagram::background(r)) && in_journey(*i)).collect();
+        let mine: Vec<(usize, &Record)> = (trace.records_base()..)
+            .zip(trace.records())
+            .filter(|(i, r)| r.flow == flow && (self.background || !diagram::background(r)) && in_journey(*i))
+            .collect();
         let shown = mine.iter().rev().take(200).map(|(i, r)| {
             let i = *i;
             let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
@@ -1730,12 +1737,15 @@ impl App {
         });
         let at = self
             .record
-            .and_then(|i| all.get(i))
+            .and_then(|i| trace.record(i))
             .filter(|r| !r.resource_version.is_empty())
             .and_then(|r| self.sb.object_at(&r.object, &r.resource_version).map(|o| (r, o)));
         html! {
             <div class="records">
                 <p>{ format!("Step {}: {} records (newest first)", flow.as_str(), mine.len()) }</p>
+                if trace.records_base() > 0 {
+                    <p class="hint">{ format!("The page keeps the latest {} trace records of the run; the {} before them are no longer kept.", kubeloop_core::sandbox::PAGE_TRACE_WINDOW, trace.records_base()) }</p>
+                }
                 <table>
                     <thead><tr><th>{ "t" }</th><th>{ "stage" }</th><th>{ "component" }</th><th>{ "object" }</th><th>{ "rv" }</th><th>{ "result" }</th><th>{ "message" }</th></tr></thead>
                     <tbody>{ for shown }</tbody>

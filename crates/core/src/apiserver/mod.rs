@@ -338,7 +338,7 @@ impl ApiServer {
         if !self.trace.enabled {
             return;
         }
-        self.trace.requests.push(RequestLog {
+        self.trace.push_request(RequestLog {
             t: self.now,
             user: c.user.clone(),
             verb: c.verb.to_string(),
@@ -424,7 +424,7 @@ impl ApiServer {
             verb: req.verb.as_str(),
             object: if req.subresource.is_empty() || !tracing { object } else { format!("{object}/{}", req.subresource) },
             component: req.component.clone(),
-            request: self.trace.requests.len(),
+            request: self.trace.requests_end(),
         };
         let writes = !matches!(req.verb, Verb::Get | Verb::List);
         if self.down_since.is_some() {
@@ -946,7 +946,7 @@ mod tests {
         assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
         assert_eq!(d["metadata"]["namespace"], "default");
         assert!(!api::resource_version(&d).is_empty());
-        let stages: Vec<&str> = a.trace.records.iter().map(|r| r.stage).collect();
+        let stages: Vec<&str> = a.trace.records().iter().map(|r| r.stage).collect();
         assert_eq!(stages, vec!["request", "authentication", "authorization", "mutating-admission", "validation", "validating-admission", "etcd"]);
         let again = a.handle(Request::create(api::rid::DEPLOYMENT, "default", deployment("web", "nginx:1.25"), admin)).unwrap_err();
         assert_eq!(again.code, 409);
@@ -965,7 +965,7 @@ mod tests {
             e.message,
             "deployments.apps is forbidden: User \"ajay\" cannot create resource \"deployments\" in API group \"apps\" in the namespace \"default\""
         );
-        assert_eq!(a.trace.records.last().unwrap().flow, Flow::Denied);
+        assert_eq!(a.trace.records().last().unwrap().flow, Flow::Denied);
         assert_eq!(a.store.count(api::rid::DEPLOYMENT), 0);
     }
 

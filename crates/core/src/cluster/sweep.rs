@@ -363,7 +363,7 @@ impl Checker {
             shadow,
             uids,
             revision: c.api.store.revision(),
-            requests: c.api.trace.requests.len(),
+            requests: c.api.trace.requests_end(),
             snapshots: Vec::new(),
             checks: 0,
             tasks: 0,
@@ -390,7 +390,7 @@ impl Checker {
         // The objects the garbage collector asked to delete in this task.
         let mut gc_deletes: BTreeSet<String> = BTreeSet::new();
         self.checks += 1;
-        for r in &c.api.trace.requests[self.requests..] {
+        for r in c.api.trace.requests_from(self.requests) {
             if !(200..300).contains(&r.code) && r.status.is_none() {
                 return self.fail(
                     c,
@@ -423,7 +423,7 @@ impl Checker {
                 gc_deletes.insert(r.object.clone());
             }
         }
-        self.requests = c.api.trace.requests.len();
+        self.requests = c.api.trace.requests_end();
         if now_rev == self.revision {
             return Ok(());
         }
@@ -782,10 +782,10 @@ pub fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
 /// The fingerprint of a run: its trace, its requests and its objects.
 pub fn fingerprint(c: &Cluster) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325;
-    for r in &c.api.trace.records {
+    for r in c.api.trace.records() {
         h = fnv(h, format!("{} {} {} {} {} {} {}\n", r.t, r.component, r.verb, r.object, r.resource_version, r.result, r.message).as_bytes());
     }
-    for r in &c.api.trace.requests {
+    for r in c.api.trace.requests() {
         h = fnv(h, format!("{} {} {} {} {}\n", r.t, r.user, r.verb, r.object, r.code).as_bytes());
     }
     for o in c.api.store.all() {
@@ -858,7 +858,13 @@ pub fn run(text: &str, end: Millis) -> Result<Report, Violation> {
     // again (a minimized scenario may have lost the step that ended a fault).
     let cordoned = c.api.store.list(rid::NODE, None).any(|n| get_bool(n, &["spec", "unschedulable"]) == Some(true));
     checker.full(&c, faults_left(&sc.steps).is_empty() && !cordoned)?;
-    Ok(Report { tasks: checker.tasks, checks: checker.checks, requests: c.api.trace.requests.len(), writes: c.api.trace.writes, fingerprint: fingerprint(&c) })
+    Ok(Report {
+        tasks: checker.tasks,
+        checks: checker.checks,
+        requests: c.api.trace.requests().len(),
+        writes: c.api.trace.writes,
+        fingerprint: fingerprint(&c),
+    })
 }
 
 /// One seed's line as `kubeloop sweep --hashes` prints it, the same in the page: the seed

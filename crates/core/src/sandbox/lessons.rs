@@ -232,7 +232,7 @@ impl RecordQuery {
     }
 
     fn first<'a>(&self, sb: &'a Sandbox) -> Option<&'a Record> {
-        let records = &sb.cluster.api.trace.records;
+        let records = sb.cluster.api.trace.records();
         match self.within.as_deref() {
             None => records.iter().find(|r| self.matches(r)),
             // The latest records are the last ones: look back only as far as the window.
@@ -290,7 +290,7 @@ fn bucket(n: usize) -> &'static str {
 
 impl WritesQuery {
     fn count(&self, sb: &Sandbox) -> Option<usize> {
-        let records = &sb.cluster.api.trace.records;
+        let records = sb.cluster.api.trace.records();
         // The outages of the component asked about, as ranges of records (from the record
         // of their start to that of their end: the order, not the time, tells what came
         // before a fault injected within a millisecond).

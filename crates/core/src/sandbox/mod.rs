@@ -73,6 +73,11 @@ pub enum Did {
     Etcdctl(String),
 }
 
+/// How many trace records, and how many requests, a sandbox keeps: the latest ones, about
+/// two simulated hours of the default scenario (most of them heartbeats), some 6 MB. A tab
+/// left running would otherwise grow by some 3 MB each simulated hour.
+pub const PAGE_TRACE_WINDOW: usize = 20_000;
+
 pub struct Sandbox {
     pub cluster: Cluster,
     pub seed: u64,
@@ -109,6 +114,7 @@ impl Sandbox {
         let mut users = vec![("admin".to_string(), "admin-token".to_string())];
         users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
         let mut cluster = Cluster::new(config);
+        cluster.api.trace.window = PAGE_TRACE_WINDOW;
         cluster.add_steps(sc.steps.clone());
         let setup_errors = sc.errors.iter().map(|e| e.trim_start_matches("editor:").to_string()).collect();
         let mut sb = Sandbox {
@@ -613,9 +619,9 @@ mod tests {
         sb.advance(60_000);
         assert_eq!(ready_pods(&sb), 2);
         // Unchanged documents are not re-applied; a change is.
-        let writes = sb.cluster.api.trace.requests.len();
+        let writes = sb.cluster.api.trace.requests().len();
         sb.apply(APP);
-        assert_eq!(sb.cluster.api.trace.requests.len(), writes);
+        assert_eq!(sb.cluster.api.trace.requests().len(), writes);
         sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
         assert_eq!(sb.docs[0].result, "deployment.apps/web configured");
         sb.advance(60_000);
@@ -915,7 +921,7 @@ mod tests {
         sb.advance(15_000);
         sb.fault("nodeDown", "node-b").unwrap();
         sb.advance(5_000);
-        let (at_40s, records_at_40s) = (objects(&sb), sb.cluster.api.trace.records.len());
+        let (at_40s, records_at_40s) = (objects(&sb), sb.cluster.api.trace.records().len());
         sb.advance(2_000);
         sb.kubectl("scale deployment web --replicas=1");
         sb.fault("nodeUp", "node-b").unwrap();
@@ -923,7 +929,7 @@ mod tests {
         let past = sb.rewound(40_000);
         assert_eq!(past.cluster.now, 40_000);
         assert_eq!(objects(&past), at_40s);
-        assert_eq!(past.cluster.api.trace.records.len(), records_at_40s);
+        assert_eq!(past.cluster.api.trace.records().len(), records_at_40s);
         // Only what was done by then is in its log; the present is untouched.
         assert_eq!(past.log.len(), 2);
         assert_eq!(sb.log.len(), 4);

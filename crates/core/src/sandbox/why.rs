@@ -56,7 +56,7 @@ pub fn versions(sb: &Sandbox, object: &Object) -> (Vec<Version>, bool) {
     let (ns, name) = (api::namespace(object), api::name(object));
     let store = &sb.cluster.api.store;
     let Ok(events) = store.events_since(r, store.compacted_revision()) else { return (Vec::new(), false) };
-    let records = &sb.cluster.api.trace.records;
+    let records = sb.cluster.api.trace.records();
     let mut created = None;
     let out = events
         .filter(|e| api::name(&e.object) == name && api::namespace(&e.object) == ns)
@@ -65,6 +65,7 @@ pub fn versions(sb: &Sandbox, object: &Object) -> (Vec<Version>, bool) {
             let rv = e.revision.to_string();
             let record = records.iter().rposition(|x| x.flow == Flow::Etcd && x.result == "ok" && x.resource_version == rv);
             let writer = record.map(|i| writer_name(&records[i].component, &records[i].user)).unwrap_or_default();
+            let record = record.map(|i| sb.cluster.api.trace.records_base() + i);
             Version { revision: e.revision, t: e.at, writer, record, object: (e.kind != EventType::Deleted).then(|| e.object.clone()) }
         })
         .collect();
@@ -145,7 +146,6 @@ pub fn why(sb: &Sandbox, object: &Object) -> Vec<FieldWhy> {
     }
     let mut fields = Vec::new();
     leaves(object, &mut Vec::new(), &mut fields);
-    let records = &sb.cluster.api.trace.records;
     fields
         .into_iter()
         .map(|(path, value)| {
@@ -159,8 +159,8 @@ pub fn why(sb: &Sandbox, object: &Object) -> Vec<FieldWhy> {
             let Some(v) = kept.get(i).or(kept.last()) else {
                 return from_managed_fields(object, path, value);
             };
-            let how = match (v.record, &v.object) {
-                (Some(r), Some(o)) => how_set(sb, &records[r], o, &path),
+            let how = match (v.record.and_then(|r| sb.cluster.api.trace.record(r)), &v.object) {
+                (Some(r), Some(o)) => how_set(sb, r, o, &path),
                 _ => "the write's trace record is no longer kept".into(),
             };
             FieldWhy { path: path_string(&path), value, revision: v.revision, t: v.t, writer: v.writer.clone(), how, record: v.record, exact }
@@ -178,7 +178,7 @@ fn writer_name(component: &str, user: &str) -> String {
 
 /// Which part of the write set the field.
 fn how_set(sb: &Sandbox, w: &crate::apiserver::trace::Record, version: &Object, path: &[Seg]) -> String {
-    let records = &sb.cluster.api.trace.records;
+    let records = sb.cluster.api.trace.records();
     let same_request = |stage: &str| {
         w.request.and_then(|req| records.iter().rev().find(|x| x.request == Some(req) && x.stage == stage)).map(|x| x.message.clone()).unwrap_or_default()
     };

@@ -731,9 +731,9 @@ mod tests {
         let mut rsc = ReplicaSetController::new();
         crate::loops::run_once(&mut rsc, &mut api, 1000);
         assert_eq!(api.store.count(rid::POD), 3, "three pods created in slow-start batches 1 and 2");
-        let creates = api.trace.requests.iter().filter(|r| r.verb == "create" && r.object.starts_with("Pod/")).count();
+        let creates = api.trace.requests().iter().filter(|r| r.verb == "create" && r.object.starts_with("Pod/")).count();
         assert_eq!(creates, 3);
-        let events = api.trace.requests.iter().filter(|r| r.verb == "create" && r.object.starts_with("Event/")).count();
+        let events = api.trace.requests().iter().filter(|r| r.verb == "create" && r.object.starts_with("Event/")).count();
         assert_eq!(events, 3, "one SuccessfulCreate each");
         // The pods are now in the informer; expectations are met and nothing more is created.
         crate::loops::run_once(&mut rsc, &mut api, 1005);
@@ -760,7 +760,7 @@ mod tests {
         ))
         .unwrap();
         crate::loops::run_once(&mut rsc, &mut api, 2000);
-        let deletes = api.trace.requests.iter().filter(|r| r.verb == "delete" && r.object.starts_with("Pod/")).count();
+        let deletes = api.trace.requests().iter().filter(|r| r.verb == "delete" && r.object.starts_with("Pod/")).count();
         assert_eq!(deletes, 2);
         assert_eq!(api.store.count(rid::POD), 1, "unscheduled pods go at once, without a grace period");
     }
