@@ -1,17 +1,21 @@
-// Soak of the page: the default scenario plays at 100x in headless Chromium for MINUTES of
-// wall time; every 30 s the simulated clock, the WebAssembly memory and the JavaScript
-// heap are sampled. Memory must stay flat once the first minutes have passed: the last
+// Soak of the page: the default scenario plays at 100x (or SPEED: 1x, 10x, 100x, max) in
+// headless Chromium for MINUTES of wall time; every 30 s (every twelfth of a shorter run)
+// the simulated clock, the WebAssembly memory, the JavaScript heap and the DOM size are
+// sampled. Memory must stay flat once the first minutes have passed: the last
 // third of the run may not hold more than the middle third plus 10 % (a linear leak
 // shows as steady growth across the thirds).
-// Usage: node tests/soak/page.mjs <dist dir> [MINUTES]
+// Usage: node tests/soak/page.mjs <dist dir> [MINUTES] [SPEED]
 import { serveDist, launch } from '../browser/serve-dist.mjs';
 
-const [dist, minArg] = process.argv.slice(2);
-if (!dist) {
-  console.error('usage: node tests/soak/page.mjs <dist dir> [MINUTES]');
+const [dist, minArg, speedArg] = process.argv.slice(2);
+const speeds = ['1x', '10x', '100x', 'max'];
+const speed = speeds.indexOf(speedArg || '100x');
+if (!dist || speed < 0) {
+  console.error('usage: node tests/soak/page.mjs <dist dir> [MINUTES] [1x|10x|100x|max]');
   process.exit(2);
 }
 const minutes = Number(minArg || 30);
+const every = Math.min(30000, (minutes * 60000) / 12);
 const { server, base } = await serveDist(dist);
 const browser = await launch(['--enable-precise-memory-info', '--disable-background-timer-throttling', '--disable-renderer-backgrounding']);
 const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -21,7 +25,7 @@ page.on('pageerror', (e) => errors.push(String(e)));
 await page.addInitScript(() => addEventListener('TrunkApplicationStarted', (e) => (window.__wasm = e.detail.wasm)));
 await page.goto(base);
 await page.waitForSelector('header .clock');
-await page.selectOption('header .controls select >> nth=0', '2');
+await page.selectOption('header .controls select >> nth=0', String(speed));
 if ((await page.getAttribute('header .controls button >> nth=0', 'aria-pressed')) !== 'true') await page.click('header .controls button >> nth=0');
 
 const samples = [];
@@ -37,7 +41,7 @@ const sample = async () => {
 };
 await sample();
 while (Date.now() - started < minutes * 60000) {
-  await new Promise((r) => setTimeout(r, 30000));
+  await new Promise((r) => setTimeout(r, every));
   await sample();
 }
 await browser.close();
@@ -49,6 +53,7 @@ const last = samples.slice(2 * third);
 const flat = (k) => peak(last, k) <= peak(middle, k) * 1.1;
 const report = {
   minutes,
+  speed: speeds[speed],
   simulatedSeconds: samples[samples.length - 1].simS,
   wasmMb: { first: samples[0].wasmMb, middlePeak: peak(middle, 'wasmMb'), lastPeak: peak(last, 'wasmMb') },
   jsMb: { first: samples[0].jsMb, middlePeak: peak(middle, 'jsMb'), lastPeak: peak(last, 'jsMb') },

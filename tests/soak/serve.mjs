@@ -2,8 +2,10 @@
 // update and delete them, for MINUTES of wall time; a third of the watchers drop their
 // stream now and then and resume from the last resourceVersion they saw (relisting after
 // 410 Gone), as client-go's reflector does. At the end every watcher must have seen every
-// write made while it watched, once, in resourceVersion order; the server's resident memory
-// is sampled every 30 s and the writes' latency is summarised per 5 minutes.
+// write made while it watched, once, in resourceVersion order. The server's resident memory
+// is sampled every 30 s (every twelfth of a shorter run) and must stay flat: the last third
+// of the samples may not peak more than 10 % above the middle third. The writes' latency is
+// summarised per 5 minutes.
 // Usage: node tests/soak/serve.mjs <kubeloop binary> [MINUTES] [WATCHERS] [WRITERS]
 // Prints the figures as JSON; exits non-zero if anything was lost or the server failed.
 import { spawn } from 'node:child_process';
@@ -214,7 +216,7 @@ const sampleRss = () => {
   }
 };
 sampleRss();
-const sampler = setInterval(sampleRss, 30000);
+const sampler = setInterval(sampleRss, Math.min(30000, (minutes * 60000) / 12));
 const endAt = started + minutes * 60000;
 while (Date.now() < endAt && serverExit === null) await sleep(1000);
 writersStop = true;
@@ -256,6 +258,10 @@ for (const [t, ms] of latencies) (windows[Math.floor(t / 300000)] ||= []).push(m
 const pct = (a, p) => a.slice().sort((x, y) => x - y)[Math.min(a.length - 1, Math.floor((a.length * p) / 100))];
 const latency = Object.entries(windows).map(([k, a]) => ({ minute: Number(k) * 5, requests: a.length, p50: pct(a, 50), p99: pct(a, 99), max: Math.max(...a) }));
 const mb = rss.map(([, m]) => m);
+const third = Math.floor(mb.length / 3);
+const middlePeak = Math.max(...mb.slice(third, 2 * third));
+const lastPeak = Math.max(...mb.slice(2 * third));
+const flat = mb.length >= 6 && lastPeak <= middlePeak * 1.1;
 const report = {
   minutes,
   watchers: nWatchers,
@@ -272,10 +278,10 @@ const report = {
   outOfOrder,
   requestFailures: failures,
   latencyMs: latency,
-  rssMb: { first: mb[0], min: Math.min(...mb), max: Math.max(...mb), last: mb[mb.length - 1], samples: rss },
+  rssMb: { first: mb[0], min: Math.min(...mb), max: Math.max(...mb), last: mb[mb.length - 1], middlePeak, lastPeak, flat, samples: rss },
   server: serverExit === null ? 'ran to the end' : serverExit,
 };
 console.log(JSON.stringify(report));
-const bad = lost || duplicated || outOfOrder || serverExit !== null || report.watcherFailures.length || writes.length === 0;
+const bad = lost || duplicated || outOfOrder || !flat || serverExit !== null || report.watcherFailures.length || writes.length === 0;
 if (bad) console.error(`soak failed; server log tail:\n${serverLog.slice(-2000)}`);
 process.exit(bad ? 1 : 0);

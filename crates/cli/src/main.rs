@@ -10,74 +10,11 @@ use kubeloop_core::foundation::value::Value;
 use kubeloop_core::json;
 use std::process::ExitCode;
 
-mod serve;
-mod sweep;
+use kubeloop_cli::{command_usage, flag, install_api_docs, positional, serve, sweep, usage, COMMANDS};
 
 // A faster allocator for large simulations (the core itself is allocator-agnostic).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Each command: its synopsis and what it does, for `kubeloop help` and `kubeloop COMMAND --help`.
-const COMMANDS: [(&str, &str, &str); 5] = [
-    (
-        "run",
-        "kubeloop run FILE... [--seed N] [--for DURATION] [--output text|json]",
-        "applies the manifests and Scenario steps in FILEs and prints the trace of every
-        request and loop, from `kubectl apply` to Ready pods. Without --for, the run ends
-        when nothing is left to do (at most 1h of simulated time).",
-    ),
-    (
-        "kubectl",
-        "kubeloop kubectl FILE [--at DURATION] [--as USER] [--seed N] -- COMMAND...",
-        "builds the sandbox the page would from FILE (its objects applied, its Scenario
-        steps scheduled), runs it to DURATION (default: until quiet) and runs one kubectl
-        command line as USER (default admin), printing what the page's terminal prints.",
-    ),
-    (
-        "serve",
-        "kubeloop serve [FILE...] [--addr 127.0.0.1:PORT] [--speed N] [--kubeconfig PATH] [--seed N]",
-        "runs the cluster in wall-clock time (times --speed) behind the Kubernetes HTTP API
-        on --addr (default 127.0.0.1:6443) and writes a kubeconfig (default
-        ./kubeloop.kubeconfig) with a context per user, so that the real kubectl, the
-        Python client or kube-rs can drive it.",
-    ),
-    (
-        "bench",
-        "kubeloop bench --nodes N --pods M [--seed N]",
-        "applies one Deployment of M replicas to N nodes, runs until every pod is Ready
-        and prints wall time, API writes per second and peak memory as JSON.",
-    ),
-    (
-        "sweep",
-        "kubeloop sweep N [--from SEED] [--for DURATION] [--jobs N] [--out DIR] [--hashes] | kubeloop sweep --check FILE | --print SEED [--for DURATION]",
-        "generates N random scenarios from seeds SEED.. (default 1): workloads of every kind,
-        some subtly invalid, hand edits, scaling, rollouts, deletions with each cascade,
-        drains and node, API server, etcd, controller and storage outages. Each runs for
-        DURATION (default 1h, the last 20m quiet) with the invariants checked after every
-        task and convergence checked at the end. A failure prints its seed and writes a
-        minimized scenario to DIR (default target/sweep) that --check replays. --hashes
-        prints one line per seed, its run's fingerprint or its failure (the page's
-        kubeloopSweep prints the same); --print writes a seed's scenario without running it.",
-    ),
-];
-
-/// `kubeloop help`: every command's synopsis, then what each does.
-fn usage() -> String {
-    let mut s = String::from("kubeloop: a Kubernetes control-plane sandbox\n\nUsage:\n");
-    for (_, synopsis, _) in COMMANDS {
-        s.push_str(&format!("  {synopsis}\n"));
-    }
-    s.push_str("  kubeloop help [COMMAND]\n");
-    for (name, _, what) in COMMANDS {
-        s.push_str(&format!("\n{name:<8}{what}"));
-    }
-    s
-}
-
-/// `kubeloop COMMAND --help`: that command's synopsis and what it does.
-pub fn command_usage(command: &str) -> String {
-    COMMANDS.iter().find(|c| c.0 == command).map_or_else(usage, |(name, synopsis, what)| format!("Usage:\n  {synopsis}\n\n{name:<8}{what}"))
-}
 
 /// Whether a command's own arguments ask for its usage: `--help` or `-h`, before any `--`
 /// (after it, in `kubeloop kubectl`, they belong to the kubectl command line).
@@ -97,6 +34,8 @@ macro_rules! outln {
 
 /// Keep freed memory mapped: large simulations allocate and free object versions at a
 /// high rate, and returning pages to the OS only to fault them back costs more than it saves.
+/// Not for `serve`, which runs for hours: there freed memory goes back to the system, so
+/// that its resident size follows what the cluster holds.
 fn tune_allocator() {
     // Option numbers of mimalloc v3 (`mi_option_arena_eager_commit`, `mi_option_purge_delay`).
     const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
@@ -109,8 +48,10 @@ fn tune_allocator() {
 }
 
 fn main() -> ExitCode {
-    tune_allocator();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|c| c != "serve") {
+        tune_allocator();
+    }
     match args.first().map(String::as_str) {
         Some(command @ ("run" | "bench" | "kubectl" | "serve" | "sweep")) if wants_help(&args[1..]) => {
             println!("{}", command_usage(command));
@@ -142,35 +83,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    args.iter().enumerate().find_map(
-        |(i, a)| {
-            if a == name {
-                args.get(i + 1).map(String::as_str)
-            } else {
-                a.strip_prefix(name).and_then(|r| r.strip_prefix('='))
-            }
-        },
-    )
-}
-
-fn positional(args: &[String]) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for a in args {
-        if skip {
-            skip = false;
-            continue;
-        }
-        if a.starts_with("--") || a == "-o" {
-            skip = !a.contains('=');
-            continue;
-        }
-        out.push(a.as_str());
-    }
-    out
 }
 
 fn run(args: &[String]) -> ExitCode {
@@ -318,14 +230,6 @@ fn print_text(cluster: &Cluster, seed: u64, end: Millis, name: &str) {
 fn peak_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok())
-}
-
-/// The OpenAPI schemas with descriptions, for `kubectl explain` (in the page they are
-/// fetched when first needed).
-fn install_api_docs() {
-    if let Ok(doc) = serde_json::from_str(include_str!("../data/openapi.json")) {
-        kubeloop_core::kubectl::explain::install(doc);
-    }
 }
 
 fn kubectl(args: &[String]) -> ExitCode {

@@ -190,3 +190,20 @@ fn a_statefulset_that_adopts_pods_without_its_claims_stays_as_kubernetes_leaves_
     assert!(refused, "a FailedUpdate event says why");
     sweep::run(&regression("statefulset-adopts-pods-without-claims.yaml"), DEFAULT_DURATION).expect("the checker knows the case");
 }
+
+#[test]
+fn a_clone_is_the_same_cluster_at_the_same_moment() {
+    // Generated seeds take nodes, etcd, the API server, controllers and drivers down and
+    // up: a copy taken mid-run, faults in flight, must go on exactly as the original.
+    for seed in [4, 5] {
+        let text = sweep::generate(seed, HALF_HOUR).render();
+        let mut a = cluster_after(&text, HALF_HOUR / 3);
+        let mut b = a.clone();
+        a.run_until(HALF_HOUR);
+        b.run_until(HALF_HOUR);
+        let whole = cluster_after(&text, HALF_HOUR);
+        assert_eq!(sweep::fingerprint(&a), sweep::fingerprint(&whole), "seed {seed}: the original");
+        assert_eq!(sweep::fingerprint(&b), sweep::fingerprint(&whole), "seed {seed}: the copy");
+        assert_eq!(a.tasks_run, b.tasks_run, "seed {seed}");
+    }
+}

@@ -294,28 +294,78 @@ pub fn serve(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `serve`'s request path without sockets or TLS, for the fuzz targets and the API layer's
+/// tests: a cluster thread as `serve` has, whose clock stands still, and the API layer's
+/// `route` in front of it.
+pub struct Harness {
+    shared: Arc<Shared>,
+}
+
+thread_local! {
+    /// The cluster each [`Harness::answer`] starts from (on the cluster thread).
+    static BASE: std::cell::RefCell<Option<Cluster>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Harness {
+    /// A cluster thread serving the cluster `make` builds (on that thread: a cluster stays on
+    /// one thread).
+    pub fn new(make: fn() -> Cluster) -> Harness {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let shared =
+            Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into(), down: AtomicBool::new(false) });
+        let weak = Arc::downgrade(&shared);
+        std::thread::spawn(move || {
+            let base = make();
+            let mut cluster = base.clone();
+            BASE.with(|b| *b.borrow_mut() = Some(base));
+            for job in rx {
+                job(&mut cluster);
+                if let Some(s) = weak.upgrade() {
+                    s.publish(cluster.api.store.revision());
+                }
+            }
+        });
+        Harness { shared }
+    }
+
+    /// Answer one request (`target` is `/path?query`) from a fresh copy of the cluster, so
+    /// that the answer depends on this request alone: the response's status code, or `None`
+    /// for a reply that streams or upgrades to a WebSocket (not run further).
+    pub fn answer(&self, method: &str, target: &str, headers: Vec<(String, String)>, body: Vec<u8>) -> Option<u16> {
+        let _ = self.shared.with(|c| {
+            if let Some(base) = BASE.with(|b| b.borrow().clone()) {
+                *c = base;
+            }
+        });
+        match api::route(&self.shared, &http::Request::new(method, target, headers, body)) {
+            api::Reply::Whole(r) => Some(r.code),
+            _ => None,
+        }
+    }
+}
+
 /// A `Shared` whose cluster thread serves requests on a default cluster whose clock stands
 /// still, for the API layer's tests (admin token `admin-token`).
 #[cfg(test)]
 pub(crate) fn standing_cluster() -> Arc<Shared> {
-    let (tx, rx) = mpsc::channel::<Job>();
-    let shared =
-        Arc::new(Shared { jobs: tx, revision: Mutex::new(0), changed: Condvar::new(), address: "127.0.0.1:6443".into(), down: AtomicBool::new(false) });
-    let weak = Arc::downgrade(&shared);
-    std::thread::spawn(move || {
-        let mut cluster = Cluster::new(Config::default());
-        for job in rx {
-            job(&mut cluster);
-            if let Some(s) = weak.upgrade() {
-                s.publish(cluster.api.store.revision());
-            }
-        }
-    });
-    shared
+    Harness::new(|| Cluster::new(Config::default())).shared
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_harness_answers_each_request_from_the_same_cluster() {
+        let h = super::Harness::new(|| super::Cluster::new(super::Config::default()));
+        let admin = || vec![("Authorization".to_string(), "Bearer admin-token".to_string()), ("Content-Type".to_string(), "application/json".to_string())];
+        let cm = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.to_vec();
+        // Each create meets a cluster without the ConfigMap: neither is a 409.
+        assert_eq!(h.answer("POST", "/api/v1/namespaces/default/configmaps", admin(), cm.clone()), Some(201));
+        assert_eq!(h.answer("POST", "/api/v1/namespaces/default/configmaps", admin(), cm), Some(201));
+        assert_eq!(h.answer("GET", "/api/v1/namespaces/default/configmaps/a", admin(), vec![]), Some(404));
+        assert_eq!(h.answer("GET", "/api/v1/namespaces/default/configmaps", vec![], vec![]), Some(401));
+        assert_eq!(h.answer("GET", "/api/v1/namespaces/default/configmaps?watch=true", admin(), vec![]), None);
+    }
+
     #[test]
     fn the_admin_token_is_random_and_the_kubeconfig_private() {
         use std::os::unix::fs::PermissionsExt as _;

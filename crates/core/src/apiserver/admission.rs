@@ -66,6 +66,13 @@ impl Default for CelCache {
     }
 }
 
+/// A copy starts with an empty cache of compiled expressions: they compile again on use.
+impl Clone for CelCache {
+    fn clone(&self) -> Self {
+        CelCache { spent: self.spent, ..CelCache::default() }
+    }
+}
+
 /// The most one policy binding's expressions may cost together at run time (the API
 /// server's `celconfig.RuntimeCELCostBudget`).
 pub const RUNTIME_CEL_COST_BUDGET: u64 = 10_000_000;

@@ -254,7 +254,9 @@ pub use subresources::{
 /// ends the request there.
 type Staged<T> = Result<T, (&'static str, Status)>;
 
-/// The API server: the store behind it, its identities and its trace.
+/// The API server: the store behind it, its identities and its trace. A clone is the same
+/// server at the same moment (the fuzz targets start each input from one).
+#[derive(Clone)]
 pub struct ApiServer {
     pub store: Store,
     pub now: Millis,

@@ -48,7 +48,7 @@ pub fn default_nodes() -> Vec<NodeSpec> {
     ]
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 enum Task {
     Wake(usize),
     Timer(usize, String),
@@ -138,6 +138,7 @@ impl Default for Config {
     }
 }
 
+#[derive(Clone)]
 pub struct Cluster {
     pub api: ApiServer,
     pub now: Millis,

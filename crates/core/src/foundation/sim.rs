@@ -181,14 +181,14 @@ impl Rng {
 }
 
 /// A time-ordered queue; equal times pop in insertion order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Queue<T> {
     heap: BinaryHeap<Reverse<(Millis, u64, Slot<T>)>>,
     seq: u64,
 }
 
 /// Wraps a payload so the heap orders only by (time, seq).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot<T>(T);
 impl<T> PartialEq for Slot<T> {
     fn eq(&self, _: &Self) -> bool {

@@ -26,6 +26,7 @@ pub struct ActorSpec {
     pub start: Millis,
 }
 
+#[derive(Clone)]
 pub struct Actor {
     spec: ActorSpec,
     component: &'static str,

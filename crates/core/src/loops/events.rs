@@ -29,7 +29,7 @@ pub const MAX_REMEMBERED: usize = 4096;
 
 /// The events one source wrote recently, least recently used first out (the correlator's
 /// `eventLogger` cache): key -> (namespace, name, count, last use).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Remembered {
     events: HashMap<EventKey, (String, String, i64, u64)>,
     by_use: BTreeMap<u64, EventKey>,
@@ -62,7 +62,7 @@ impl Remembered {
 
 /// Every source's event recorder: each component (and each node's kubelet) has its own, as
 /// each builds its own event broadcaster and correlator.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Recorder {
     /// component -> host -> what that source remembers.
     seen: HashMap<&'static str, HashMap<String, Remembered>>,

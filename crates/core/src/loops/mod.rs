@@ -114,8 +114,26 @@ pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec
     timers
 }
 
+/// A loop's copy, state and all: a [`crate::cluster::Cluster`] clones as the same cluster
+/// at the same moment. Every `Controller` that is `Clone` has it.
+pub trait ControllerClone {
+    fn clone_box(&self) -> Box<dyn Controller>;
+}
+
+impl<T: Controller + Clone + 'static> ControllerClone for T {
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn Controller> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
+}
+
 /// An independent control loop.
-pub trait Controller {
+pub trait Controller: ControllerClone {
     /// The component name (`deployment-controller`, `default-scheduler`, `kubelet`).
     fn name(&self) -> &'static str;
     /// The identity it authenticates as.

@@ -78,6 +78,7 @@ pub enum Did {
 /// left running would otherwise grow by some 3 MB each simulated hour.
 pub const PAGE_TRACE_WINDOW: usize = 20_000;
 
+#[derive(Clone)]
 pub struct Sandbox {
     pub cluster: Cluster,
     pub seed: u64,

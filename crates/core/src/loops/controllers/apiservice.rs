@@ -75,6 +75,7 @@ pub fn local_apiservices() -> Vec<Value> {
         .collect()
 }
 
+#[derive(Clone)]
 pub struct ApiServiceAvailability {
     user: UserInfo,
     apiservices: Informer,

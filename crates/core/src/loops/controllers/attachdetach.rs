@@ -108,6 +108,7 @@ pub fn multi_attach_message(pv: &str, pod_namespace: &str, users: &[Object]) -> 
     format!("Multi-Attach error for volume {pv:?} {detail}")
 }
 
+#[derive(Clone)]
 pub struct AttachDetachController {
     user: UserInfo,
     source: Source,

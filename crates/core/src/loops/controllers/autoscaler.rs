@@ -346,6 +346,7 @@ struct Cloud {
     next: usize,
 }
 
+#[derive(Clone)]
 pub struct ClusterAutoscaler {
     user: UserInfo,
     source: Source,

@@ -98,6 +98,7 @@ pub fn next_schedule_delay(created: i64, last_schedule: Option<i64>, now: i64, s
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct CronJobController {
     user: UserInfo,
     source: Source,

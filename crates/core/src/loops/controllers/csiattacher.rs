@@ -34,6 +34,7 @@ pub fn driver_unavailable() -> String {
 const RETRY_START_MS: Millis = 1000;
 const RETRY_MAX_MS: Millis = 5 * 60 * 1000;
 
+#[derive(Clone)]
 pub struct CsiAttacher {
     user: UserInfo,
     drivers: Vec<CsiDriverSpec>,

@@ -458,6 +458,7 @@ fn terminal_and_deleting(p: &Value) -> bool {
     matches!(get_str(p, &["status", "phase"]), Some("Failed") | Some("Succeeded")) && api::is_deleting(p)
 }
 
+#[derive(Clone)]
 pub struct DaemonSetController {
     user: UserInfo,
     source: Source,

@@ -294,6 +294,7 @@ fn get_condition<'a>(conds: &'a [Value], ty: &str) -> Option<&'a Value> {
     conds.iter().find(|c| get_str(c, &["type"]) == Some(ty))
 }
 
+#[derive(Clone)]
 pub struct DeploymentController {
     user: UserInfo,
     source: Source,

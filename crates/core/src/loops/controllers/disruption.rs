@@ -156,6 +156,7 @@ impl Scales for Owners<'_> {
     }
 }
 
+#[derive(Clone)]
 pub struct DisruptionController {
     user: UserInfo,
     source: Source,

@@ -74,6 +74,7 @@ pub fn slice_ports(svc: &Value, pod: Option<&Object>) -> Vec<Value> {
         .collect()
 }
 
+#[derive(Clone)]
 pub struct EndpointSliceController {
     user: UserInfo,
     services: Informer,

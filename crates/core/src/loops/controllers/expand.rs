@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 
 const NAME: &str = "expand-controller";
 
+#[derive(Clone)]
 pub struct ExpandController {
     user: UserInfo,
     src: Source,

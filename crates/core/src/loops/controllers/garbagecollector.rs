@@ -43,6 +43,7 @@ enum Work {
     Owner(ObjectKey),
 }
 
+#[derive(Clone)]
 pub struct GarbageCollector {
     user: UserInfo,
     informers: Vec<Informer>,

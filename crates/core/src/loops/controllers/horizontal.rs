@@ -451,6 +451,7 @@ struct Outcome {
     describe: Vec<String>,
 }
 
+#[derive(Clone)]
 pub struct HorizontalController {
     user: UserInfo,
     source: Source,

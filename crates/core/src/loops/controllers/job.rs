@@ -645,6 +645,7 @@ struct Expectations {
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct JobController {
     user: UserInfo,
     source: Source,

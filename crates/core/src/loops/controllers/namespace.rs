@@ -30,6 +30,7 @@ use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
 use std::collections::{BTreeMap, BTreeSet};
 
+#[derive(Clone)]
 pub struct ServiceAccountsController {
     user: UserInfo,
     namespaces: Informer,
@@ -254,6 +255,7 @@ fn gvr_string(r: ResourceId) -> String {
     format!("{}/{}, Resource={}", res.group, res.version, res.plural)
 }
 
+#[derive(Clone)]
 pub struct NamespaceController {
     user: UserInfo,
     namespaces: Informer,

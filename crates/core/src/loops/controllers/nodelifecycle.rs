@@ -31,6 +31,7 @@ pub const MONITOR_PERIOD: Millis = 5_000;
 const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
 
+#[derive(Clone)]
 pub struct NodeLifecycleController {
     user: UserInfo,
     source: Source,
@@ -249,6 +250,7 @@ impl Controller for NodeLifecycleController {
     }
 }
 
+#[derive(Clone)]
 pub struct TaintEvictionController {
     user: UserInfo,
     source: Source,

@@ -184,6 +184,7 @@ pub fn pod_terminated(pod: &Value) -> bool {
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct PersistentVolumeController {
     user: UserInfo,
     src: Source,

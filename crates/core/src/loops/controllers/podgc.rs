@@ -41,6 +41,7 @@ const NAME: &str = "pod-garbage-collector";
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct PodGcController {
     user: UserInfo,
     pods: Informer,

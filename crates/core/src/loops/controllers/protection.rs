@@ -39,6 +39,7 @@ pub fn pod_uses_claim(pod: &Value, claim: &str) -> bool {
     !get_str(pod, &["spec", "nodeName"]).unwrap_or("").is_empty() && !pod_terminated(pod) && pod_claims(pod).iter().any(|c| c == claim)
 }
 
+#[derive(Clone)]
 pub struct PvcProtectionController {
     user: UserInfo,
     claims: Informer,
@@ -132,6 +133,7 @@ impl Controller for PvcProtectionController {
     }
 }
 
+#[derive(Clone)]
 pub struct PvProtectionController {
     user: UserInfo,
     volumes: Informer,

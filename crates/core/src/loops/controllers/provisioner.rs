@@ -105,6 +105,7 @@ pub fn provisioned_volume(driver: &CsiDriverSpec, identity: &str, claim: &Value,
     pv
 }
 
+#[derive(Clone)]
 pub struct CsiProvisioner {
     user: UserInfo,
     drivers: Vec<CsiDriverSpec>,

@@ -224,6 +224,7 @@ pub fn selector_of(owner: &Value) -> Option<Value> {
     }
 }
 
+#[derive(Clone)]
 pub struct ReplicaSetController {
     kind: &'static Kind,
     user: UserInfo,

@@ -37,6 +37,7 @@ const NAME: &str = "csi-resizer";
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct CsiResizer {
     user: UserInfo,
     drivers: Vec<CsiDriverSpec>,

@@ -33,6 +33,7 @@ pub const RESYNC_PERIOD: Millis = 5 * 60 * 1000;
 static QUOTABLE: std::sync::LazyLock<Vec<ResourceId>> =
     std::sync::LazyLock::new(|| (0..RESOURCES.len()).filter(|r| quota::evaluator_for(*r).is_some()).collect());
 
+#[derive(Clone)]
 pub struct ResourceQuotaController {
     user: UserInfo,
     quotas: Informer,

@@ -644,6 +644,7 @@ fn inconsistent(set: &Value, new: &Value) -> bool {
         || ["currentRevision", "updateRevision"].iter().any(|k| st(new, k) != st(&old, k))
 }
 
+#[derive(Clone)]
 pub struct StatefulSetController {
     user: UserInfo,
     source: Source,

@@ -34,6 +34,7 @@ pub fn time_left(job: &Value, now: Millis) -> Option<i64> {
 
 type Key = (String, String);
 
+#[derive(Clone)]
 pub struct TtlAfterFinishedController {
     user: UserInfo,
     jobs: Informer,

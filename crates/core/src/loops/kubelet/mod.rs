@@ -213,6 +213,7 @@ struct PodRt {
     resize_due: BTreeSet<String>,
 }
 
+#[derive(Clone)]
 struct Node {
     name: String,
     index: usize,
@@ -274,6 +275,7 @@ impl VolumeCheck {
 /// Lines a container's log keeps (the kubelet rotates at 10 MiB).
 const MAX_LOG_LINES: usize = 10_000;
 
+#[derive(Clone)]
 pub struct Kubelets {
     nodes: Vec<Node>,
     index: HashMap<String, usize>,

@@ -21,6 +21,7 @@ pub const MAX_PENDING: usize = 64 * 1024;
 pub const NO_STDIN: &str =
     "kubeloop: a command of this interactive shell read stdin, which holds the shell's next command lines; kubeloop gave it none (end of input)";
 
+#[derive(Clone)]
 pub(super) struct Session {
     key: Key,
     container: String,

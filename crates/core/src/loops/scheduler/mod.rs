@@ -219,6 +219,7 @@ struct Cycle {
     claims: PodClaims,
 }
 
+#[derive(Clone)]
 pub struct Scheduler {
     user: UserInfo,
     source: Source,

@@ -67,6 +67,7 @@ pub struct Waiting {
 }
 
 /// The informers VolumeBinding reads.
+#[derive(Clone)]
 pub struct Volumes {
     pub claims: Informer,
     pub pvs: Informer,
