@@ -1097,3 +1097,82 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         assert_eq!(s.fails(&args, None), s.terminal(cmd), "{cmd}");
     }
 }
+
+/// The newest versioned kubectl beside the one found (`kubectl.1.33` next to Google Cloud
+/// SDK's dispatcher, which words flag errors itself, `Error:` where kubectl writes
+/// `error:`), else that one.
+fn undispatched_kubectl() -> PathBuf {
+    let found = std::fs::canonicalize(kubectl_binary()).unwrap();
+    let dir = found.parent().unwrap().to_path_buf();
+    let newest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_prefix("kubectl.1.")).and_then(|v| v.parse::<u32>().ok()))
+        .max();
+    newest.map_or(found, |v| dir.join(format!("kubectl.1.{v}")))
+}
+
+#[test]
+fn flags_print_and_fail_as_the_real_kubectls_do() {
+    let mut s = checkout();
+    s.until(&["get", "deployment", "checkout", "-o", "jsonpath={.status.availableReplicas}"], 60, |o| o == "2");
+    // Flags kubectl does not know, or that lack or mistype their value: kubectl's error and
+    // the command's usage hint, word for word.
+    let served = std::mem::replace(&mut s.kubectl, undispatched_kubectl());
+    for line in [
+        "get pods --foo",
+        "get pods -x",
+        "get pods -n",
+        "get pods --ignore-not-found=maybe",
+        "get pods -w=maybe",
+        "rollout status --foo deployment/checkout",
+        "rollout -n default history --foo",
+        "create deployment web --image=nginx --tcp=80",
+        "create deploy web --image=nginx --tcp=80",
+        "logs --foo=3 x",
+        "scale deployment checkout --replicas",
+        "describe pods --field-selector=status.phase=Pending",
+        "exec checkout -x -- ls",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        let real = s.fails(&args, None);
+        assert_eq!(s.terminal(line).trim_end(), real.trim_end(), "{line}");
+    }
+    s.kubectl = served;
+    // --ignore-not-found prints nothing for what is not there; --no-headers drops the header
+    // and sizes the columns to the rows.
+    for line in [
+        "get pods nope --ignore-not-found",
+        "get pods -l app=nope --ignore-not-found",
+        "get pods -l app=nope --ignore-not-found -o yaml",
+        "get deployments --no-headers",
+        "get deployments,services --no-headers",
+        "get pods -A --no-headers=false -l app=checkout -o wide",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(line)), "{line}");
+    }
+}
+
+#[test]
+fn drain_refuses_and_warns_as_the_real_kubectl_does() {
+    let s = Server::start("drain", &[]);
+    let manifest = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: logger}\nspec:\n  selector: {matchLabels: {app: logger}}\n  template:\n    metadata: {labels: {app: logger}}\n    spec:\n      containers: [{name: c, image: busybox, command: [sleep, \"3600\"]}]\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: scratch}\nspec:\n  nodeName: node-b\n  containers: [{name: c, image: nginx}]\n  volumes: [{name: s, emptyDir: {}}]\n";
+    assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
+    s.until(&["get", "pods", "-o", "wide"], 60, |o| o.matches("Running").count() == 4);
+    // A DaemonSet's pod, and a pod with an emptyDir and no controller: drain cordons and stops.
+    let real = s.run(&["drain", "node-b"], None);
+    assert!(!real.status.success());
+    let real = format!("{}{}", String::from_utf8_lossy(&real.stdout), String::from_utf8_lossy(&real.stderr));
+    assert!(real.contains("cannot delete DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"), "{real}");
+    s.ok(&["uncordon", "node-b"]);
+    assert_eq!(s.terminal("drain node-b").trim_end(), real.trim_end());
+    s.ok(&["uncordon", "node-b"]);
+    // With every override, the DaemonSet's pod stays and the rest go, with drain's warnings.
+    let ours = s.terminal("drain node-b --ignore-daemonsets --delete-emptydir-data --force");
+    assert!(ours.contains("Warning: ignoring DaemonSet-managed Pods: default/logger-"), "{ours}");
+    assert!(ours.contains("deleting Pods that declare no controller: default/scratch"), "{ours}");
+    assert!(ours.contains("pod/scratch evicted") && ours.trim_end().ends_with("node/node-b drained"), "{ours}");
+    assert!(!ours.contains("evicting pod default/logger-"), "{ours}");
+}

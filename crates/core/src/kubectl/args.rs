@@ -137,8 +137,10 @@ pub(super) fn parse_flags(args: &[String]) -> Result<Flags, String> {
             f.values.push(("--filename".into(), v));
         } else if let Some(v) = take("-o")?.or(take("--output")?) {
             f.values.push(("--output".into(), v));
-        } else if a == "-A" || a == "--all-namespaces" {
+        } else if a == "-A" || a == "--all-namespaces" || a == "--all-namespaces=true" {
             f.all_namespaces = true;
+        } else if a == "--all-namespaces=false" {
+            f.all_namespaces = false;
         } else if a.starts_with("--") {
             let (k, v) = match a.split_once('=') {
                 Some((k, v)) => (k.to_string(), v.to_string()),
@@ -162,6 +164,11 @@ impl Flags {
     pub(super) fn get(&self, k: &str) -> Option<&str> {
         self.values.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
+}
+
+/// Whether a switch is on (`--no-headers`, `--no-headers=true`).
+pub(super) fn switch(f: &Flags, k: &str) -> bool {
+    f.get(k) == Some("true")
 }
 
 /// The subcommand of a command line (`logs` in `kubectl logs web`).

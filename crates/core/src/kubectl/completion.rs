@@ -83,7 +83,9 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
         Some(&"rollout") | Some(&"set") | Some(&"auth") => 2,
         _ => 1,
     };
-    let mut out: Vec<String> = if positional.is_empty() {
+    let mut out: Vec<String> = if partial.starts_with("--") {
+        super::flags::completions(&words)
+    } else if positional.is_empty() {
         COMMANDS.iter().map(|c| c.to_string()).collect()
     } else if positional.len() == 1 && !subcommands(positional[0]).is_empty() {
         subcommands(positional[0]).iter().map(|c| c.to_string()).collect()

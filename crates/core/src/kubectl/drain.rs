@@ -29,9 +29,57 @@ pub(super) fn cordon(api: &mut ApiServer, creds: &Credentials, f: &Flags, verb: 
     lines
 }
 
-/// The eviction half of `kubectl drain NODE`: every pod on the node is deleted gracefully
-/// (kubeloop has no PodDisruptionBudgets to consult); pods without a controller need
-/// `--force`, as in kubectl.
+/// What drain does with one pod (`k8s.io/kubectl/pkg/drain/filters.go`): evict it, leave
+/// it with a warning, or refuse to drain the node, each with the message drain groups by.
+enum PodDelete {
+    Evict(Option<&'static str>),
+    Leave(Option<String>),
+    Refuse(String),
+}
+
+/// drain's filters in its order, the first that keeps a pod deciding: DaemonSet-managed
+/// pods stay (`--ignore-daemonsets` to go on), mirror pods stay, pods with emptyDir need
+/// `--delete-emptydir-data`, pods without a controller need `--force`.
+fn filter(api: &mut ApiServer, creds: &Credentials, p: &Value, f: &Flags) -> PodDelete {
+    let owner = api::controller_ref(p);
+    if let Some(o) = owner.filter(|o| get_str(o, &["kind"]) == Some("DaemonSet")) {
+        let name = get_str(o, &["name"]).unwrap_or("");
+        if let Err(s) = api.handle(Request::new(Verb::Get, crate::foundation::api::rid::DAEMONSET, api::namespace(p), name, creds.clone())) {
+            return if s.code == 404 && switch(f, "--force") { PodDelete::Evict(None) } else { PodDelete::Refuse(s.message.clone()) };
+        }
+        if !switch(f, "--ignore-daemonsets") {
+            return PodDelete::Refuse("DaemonSet-managed Pods (use --ignore-daemonsets to ignore)".into());
+        }
+        return PodDelete::Leave(Some("ignoring DaemonSet-managed Pods".into()));
+    }
+    if api::annotation(p, "kubernetes.io/config.mirror").is_some() {
+        return PodDelete::Leave(None);
+    }
+    let local = api::get_array(p, &["spec", "volumes"]).iter().any(|v| v.get("emptyDir").is_some());
+    if local && !switch(f, "--delete-emptydir-data") {
+        return PodDelete::Refuse("Pods with local storage (use --delete-emptydir-data to override)".into());
+    }
+    match owner {
+        Some(_) => PodDelete::Evict(None),
+        None if switch(f, "--force") => PodDelete::Evict(Some("deleting Pods that declare no controller")),
+        None => PodDelete::Refuse("cannot delete Pods that declare no controller (use --force to override)".into()),
+    }
+}
+
+/// Group `namespace/name` by message, in the order messages first appear.
+fn grouped(items: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for (msg, pod) in items {
+        match out.iter_mut().find(|(m, _)| m == msg) {
+            Some((_, pods)) => pods.push(pod),
+            None => out.push((msg.clone(), vec![pod])),
+        }
+    }
+    out.into_iter().map(|(m, pods)| (m, pods.join(", "))).collect()
+}
+
+/// The eviction half of `kubectl drain NODE`: every pod on the node that drain's filters
+/// let go is evicted through the eviction subresource.
 pub(super) fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
     let mut out = Vec::new();
     for n in &f.positional {
@@ -39,26 +87,53 @@ pub(super) fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<
             Ok(l) => l,
             Err(s) => return vec![s.kubectl_message(None, "")],
         };
-        let pods: Vec<Value> = api::get_array(&list, &["items"])
+        let on_node: Vec<Value> = api::get_array(&list, &["items"])
             .iter()
             .filter(|p| {
                 get_str(p, &["spec", "nodeName"]) == Some(n.as_str()) && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"))
             })
             .cloned()
             .collect();
-        let bare: Vec<String> = pods.iter().filter(|p| api::controller_ref(p).is_none()).map(|p| format!("{}/{}", api::namespace(p), api::name(p))).collect();
-        if !bare.is_empty() && f.get("--force").is_none() {
-            out.push(format!(
-                "error: unable to drain node {n:?} due to error: cannot delete Pods that declare no controller (use --force to override): {}, continuing command...",
-                bare.join(", ")
-            ));
+        let (mut pods, mut warnings, mut refusals) = (Vec::new(), Vec::new(), Vec::new());
+        for p in on_node {
+            let id = format!("{}/{}", api::namespace(&p), api::name(&p));
+            match filter(api, creds, &p, f) {
+                PodDelete::Evict(warning) => {
+                    if let Some(w) = warning {
+                        warnings.push((w.to_string(), id));
+                    }
+                    pods.push(p);
+                }
+                PodDelete::Leave(warning) => warnings.extend(warning.map(|w| (w, id))),
+                PodDelete::Refuse(msg) => refusals.push((msg, id)),
+            }
+        }
+        if !refusals.is_empty() {
+            // In the order of drain's filters (kubectl's own order is a Go map's).
+            let rank = |m: &str| {
+                [m.starts_with("DaemonSet"), m.starts_with("Pods with local"), m.starts_with("cannot delete Pods that")].iter().position(|b| *b).unwrap_or(0)
+            };
+            let mut groups = grouped(&refusals);
+            groups.sort_stable_by_key(|(m, _)| rank(m));
+            let errs: Vec<String> = groups
+                .into_iter()
+                .map(|(m, pods)| if m.to_lowercase().starts_with("cannot delete") { format!("{m}: {pods}") } else { format!("cannot delete {m}: {pods}") })
+                .collect();
+            let err = if errs.len() == 1 { errs[0].clone() } else { format!("[{}]", errs.join(", ")) };
+            out.push(format!("error: unable to drain node {n:?} due to error: {err}, continuing command..."));
             out.push("There are pending nodes to be drained:".into());
             out.push(format!(" {n}"));
-            out.push(format!("error: cannot delete Pods that declare no controller (use --force to override): {}", bare.join(", ")));
+            // One error is kubectl's `error: ...`; several, one per line.
+            if errs.len() == 1 {
+                out.push(format!("error: {err}"));
+            } else {
+                out.extend(errs);
+            }
             continue;
         }
-        if !bare.is_empty() {
-            out.push(format!("Warning: deleting Pods that declare no controller: {}", bare.join(", ")));
+        if !warnings.is_empty() {
+            let w: Vec<String> = grouped(&warnings).into_iter().map(|(m, pods)| format!("{m}: {pods}")).collect();
+            out.push(format!("Warning: {}", w.join("; ")));
         }
         for p in &pods {
             out.push(format!("evicting pod {}/{}", api::namespace(p), api::name(p)));

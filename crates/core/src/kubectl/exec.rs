@@ -29,7 +29,9 @@ pub use crate::foundation::pod::interactive_shell;
 /// and send the `pods/exec` request. Errors are kubectl's lines.
 pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Result<ExecTarget, Vec<String>> {
     let words = split_args(line).map_err(|e| vec![format!("error: {e}")])?;
-    let mut words: Vec<String> = words.into_iter().skip_while(|a| a == "kubectl").skip(1).collect();
+    let words: Vec<String> = words.into_iter().skip_while(|a| a == "kubectl").collect();
+    super::flags::check(&words)?;
+    let mut words = words[1..].to_vec();
     let argv = match words.iter().position(|w| w == "--") {
         Some(i) => {
             let rest = words.split_off(i);

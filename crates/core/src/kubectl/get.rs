@@ -71,12 +71,13 @@ pub(super) fn get(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str)
         if table.is_empty() {
             continue;
         }
-        if !out.is_empty() && output != "name" {
+        // A blank line between types' tables, when they have headers.
+        if !out.is_empty() && output != "name" && !switch(f, "--no-headers") {
             out.push(String::new());
         }
         out.extend(table);
     }
-    if out.is_empty() && errors.is_empty() {
+    if out.is_empty() && errors.is_empty() && !switch(f, "--ignore-not-found") {
         let all = f.all_namespaces;
         out.push(if all || ns.is_empty() { "No resources found".to_string() } else { format!("No resources found in {ns} namespace.") });
     }
@@ -112,6 +113,7 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
         for n in names {
             match api.handle(Request::new(Verb::Get, r, ns, n, creds.clone())) {
                 Ok(o) => objects.push((*o).clone()),
+                Err(s) if s.code == 404 && switch(f, "--ignore-not-found") => {}
                 Err(s) => errors.push(s.kubectl_message(None, "")),
             }
         }
@@ -143,6 +145,10 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
     }
     let mut out = Vec::new();
     if objects.is_empty() && !errors.is_empty() {
+        return errors;
+    }
+    // `--ignore-not-found`: nothing at all when nothing is found (not even a List).
+    if objects.is_empty() && switch(f, "--ignore-not-found") {
         return errors;
     }
     if objects.is_empty() {
@@ -191,14 +197,17 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
                     row.insert(0, api::namespace(o).to_string());
                 }
             }
-            if f.get("--show-labels").is_some() {
+            if switch(f, "--show-labels") {
                 header.push("LABELS".into());
                 for (row, o) in rows.iter_mut().zip(&objects) {
                     let labels: Vec<String> = api::labels(o).into_iter().flatten().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect();
                     row.push(if labels.is_empty() { "<none>".into() } else { labels.join(",") });
                 }
             }
-            rows.insert(0, header);
+            // Without headers, the columns are as wide as the rows alone need.
+            if !switch(f, "--no-headers") {
+                rows.insert(0, header);
+            }
             out.extend(crate::kubectl::printers::table(&rows).lines().map(str::to_string));
         }
     }
@@ -237,7 +246,11 @@ pub fn run_watching(api: &mut ApiServer, creds: &Credentials, line: &str) -> (Ve
     if !watching {
         return (run(api, creds, line), None);
     }
-    let rest: Vec<String> = words.into_iter().filter(|w| w != "-w" && w != "--watch" && w != "--watch=true").collect();
+    let words = match super::flags::check(&words) {
+        Ok(w) => w,
+        Err(e) => return (e, None),
+    };
+    let rest: Vec<String> = words.into_iter().filter(|w| w != "--watch=true").collect();
     let Ok(f) = parse_flags(&rest[1..]) else { return (run(api, creds, line), None) };
     let since = api.store.revision();
     let out = get(api, creds, &f, f.namespace.as_deref().unwrap_or("default"));

@@ -28,20 +28,11 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
         Ok(a) => a,
         Err(e) => return vec![format!("error: {e}")],
     };
-    let args: Vec<String> = args
-        .into_iter()
-        .skip_while(|a| a == "kubectl")
-        .skip(1)
-        .map(|a| {
-            if a == "-c" {
-                "--container".into()
-            } else if a == "-p" {
-                "--previous=true".into()
-            } else {
-                a
-            }
-        })
-        .collect();
+    let args: Vec<String> = args.into_iter().skip_while(|a| a == "kubectl").collect();
+    let args = match super::flags::check(&args) {
+        Ok(a) => a[1..].to_vec(),
+        Err(e) => return e,
+    };
     let f = match parse_flags(&args) {
         Ok(f) => f,
         Err(e) => return vec![format!("error: {e}")],

@@ -14,6 +14,8 @@ pub mod config;
 pub mod describe;
 pub mod diff;
 pub mod explain;
+mod flags;
+mod flagset;
 pub mod goyaml;
 pub mod jsonpath;
 pub mod printers;
@@ -241,42 +243,31 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
     };
     let args: Vec<String> = if args.first().map(String::as_str) == Some("kubectl") { args[1..].to_vec() } else { args };
     let Some(verb) = args.first().cloned() else { return vec!["error: no command given".into()] };
-    // `kubectl patch`'s `-p` is `--patch` (elsewhere `-p` means other things).
-    let args: Vec<String> = if verb == "patch" { args.into_iter().map(|a| if a == "-p" { "--patch".into() } else { a }).collect() } else { args };
-    // `run`'s words after `--` are the container's, not kubectl's; its `-i`, `-t` (and
-    // `-it`) attach, and `-l` is `--labels` there and in `expose`.
+    // Every flag checked against the command's, and written `--NAME=VALUE`.
+    let args = match flags::check(&args) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    // `run`'s words after `--` are the container's, not kubectl's; its `--stdin` and
+    // `--tty` attach.
     let (args, after_dashes) = match args.iter().position(|a| a == "--") {
         Some(i) if verb == "run" || verb == "create" => (args[..i].to_vec(), args[i + 1..].to_vec()),
         _ => (args, Vec::new()),
     };
     let mut attach = (false, false);
     let args: Vec<String> = match verb.as_str() {
-        "set" => args
-            .into_iter()
-            .map(|a| match a.as_str() {
-                "-c" => "--containers".to_string(),
-                "-e" => "--env".to_string(),
-                _ if a.starts_with("-c=") => format!("--containers={}", &a[3..]),
-                _ => a,
-            })
-            .collect(),
-        "run" | "expose" => args
+        "run" => args
             .into_iter()
             .filter_map(|a| match a.as_str() {
-                "-l" => Some("--labels".into()),
-                _ if a.starts_with("-l=") => Some(format!("--labels={}", &a[3..])),
-                "-i" | "--stdin" | "--stdin=true" if verb == "run" => {
+                "--stdin=true" => {
                     attach.0 = true;
                     None
                 }
-                "-t" | "--tty" | "--tty=true" if verb == "run" => {
+                "--tty=true" => {
                     attach.1 = true;
                     None
                 }
-                "-it" | "-ti" if verb == "run" => {
-                    attach = (true, true);
-                    None
-                }
+                "--stdin=false" | "--tty=false" => None,
                 _ => Some(a),
             })
             .collect(),
