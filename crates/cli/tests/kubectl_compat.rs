@@ -1134,6 +1134,10 @@ fn flags_print_and_fail_as_the_real_kubectls_do() {
         "scale deployment checkout --replicas",
         "describe pods --field-selector=status.phase=Pending",
         "exec checkout -x -- ls",
+        "get pods -o custom-columns=NAME",
+        "get pods -o custom-columns=NAME:{.metadata.name",
+        "logs x -l app=y",
+        "logs",
     ] {
         let args: Vec<&str> = line.split(' ').collect();
         let real = s.fails(&args, None);
@@ -1149,6 +1153,9 @@ fn flags_print_and_fail_as_the_real_kubectls_do() {
         "get deployments --no-headers",
         "get deployments,services --no-headers",
         "get pods -A --no-headers=false -l app=checkout -o wide",
+        "get pods -o custom-columns=NAME:.metadata.name,IMAGES:.spec.containers[*].image,NODE:spec.nodeName",
+        "get deployment checkout -o custom-columns=NAME:{.metadata.name},REPLICAS:.spec.replicas,LABELS:.metadata.labels,SELECTOR:.spec.selector,NOPE:.status.nope",
+        "get pods --no-headers -o custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[0].ready",
     ] {
         let args: Vec<&str> = line.split(' ').collect();
         assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(line)), "{line}");
@@ -1175,4 +1182,43 @@ fn drain_refuses_and_warns_as_the_real_kubectl_does() {
     assert!(ours.contains("deleting Pods that declare no controller: default/scratch"), "{ours}");
     assert!(ours.contains("pod/scratch evicted") && ours.trim_end().ends_with("node/node-b drained"), "{ours}");
     assert!(!ours.contains("evicting pod default/logger-"), "{ours}");
+}
+
+#[test]
+fn logs_of_several_containers_and_pods_print_as_the_real_kubectl_does() {
+    let s = Server::start("logs", &[]);
+    let pod = |n: u32| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: pair-{n}, labels: {{app: pair}}}}\nspec:\n  initContainers:\n  - {{name: setup, image: busybox:1.36, command: [sh, -c, 'echo set up {n}']}}\n  containers:\n  - {{name: main, image: busybox:1.36, command: [sh, -c, 'echo main {n} says hi; echo main {n} again; sleep 3600']}}\n  - {{name: side, image: busybox:1.36, command: [sh, -c, 'echo side {n} here; sleep 3600']}}\n"
+        )
+    };
+    assert!(s.run(&["apply", "-f", "-"], Some(&format!("{}---\n{}", pod(1), pod(2)))).status.success());
+    s.until(&["get", "pods", "-l", "app=pair"], 60, |o| o.matches("Running").count() == 2);
+    s.until(&["logs", "pair-2", "-c", "side"], 30, |o| o == "side 2 here\n");
+    // One container: the default (with kubectl's note, which names the init containers)
+    // or the one -c names.
+    for line in ["logs pair-1", "logs pair-1 -c side --prefix", "logs pair-1 -c setup"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(s.combined(&args), s.terminal(line), "{line}");
+    }
+    // Several containers or pods: kubectl reads their streams from a Go map, in no fixed
+    // order (the terminal reads init containers, then containers, pods by name), so
+    // compare the lines.
+    let sorted = |t: String| {
+        let mut l: Vec<String> = t.lines().map(str::to_string).collect();
+        l.sort();
+        l
+    };
+    for line in [
+        "logs pair-1 --all-containers",
+        "logs pair-1 --all-containers --prefix",
+        "logs pair-1 --all-containers --tail=1",
+        "logs -l app=pair",
+        "logs -l app=pair --all-containers --prefix",
+        "logs -l app=pair -c side",
+        "logs -l app=nope",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(sorted(s.combined(&args)), sorted(s.terminal(line)), "{line}");
+    }
 }

@@ -72,7 +72,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("expose", "", "cluster-ip dry-run external-ip labels load-balancer-ip name output port protocol selector session-affinity target-port type"),
     ("get", "", "all-namespaces chunk-size field-selector ignore-not-found no-headers output raw selector show-labels show-managed-fields sort-by watch"),
     ("label", "", "field-selector overwrite selector"),
-    ("logs", "", "container previous tail"),
+    ("logs", "", "all-containers container prefix previous selector tail"),
     ("patch", "", "patch subresource type"),
     ("replace", "", "filename force validate"),
     ("rollout", "history pause restart resume status undo", "selector to-revision"),

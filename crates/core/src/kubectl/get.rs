@@ -95,9 +95,16 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
     let res = &RESOURCES[r];
     let output = f.get("--output").unwrap_or("");
     let template = output.strip_prefix("jsonpath=").map(|t| t.trim_matches('\''));
-    if template.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
+    let columns = match output.strip_prefix("custom-columns=").map(custom_columns).transpose() {
+        Ok(c) => c,
+        Err(e) => return vec![format!("error: {e}")],
+    };
+    if output == "custom-columns" {
+        return vec!["error: custom-columns format specified but no custom columns given".into()];
+    }
+    if template.is_none() && columns.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
         return vec![format!(
-            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: json,jsonpath,name,wide,yaml (kubeloop's subset)"
+            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: custom-columns,json,jsonpath,name,wide,yaml (kubeloop's subset)"
         )];
     }
     let ns = if !res.namespaced || f.all_namespaces { "" } else { ns };
@@ -163,6 +170,26 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
             Err(e) => vec![format!("error: error parsing jsonpath {t}, {e}")],
         };
     }
+    if let Some(columns) = columns {
+        let mut rows = Vec::new();
+        if !switch(f, "--no-headers") {
+            rows.push(columns.iter().map(|(h, _)| h.clone()).collect());
+        }
+        for o in &objects {
+            let mut row = Vec::new();
+            for (_, expr) in &columns {
+                let found = match crate::kubectl::jsonpath::values(expr, o) {
+                    Ok(v) => v,
+                    Err(e) => return vec![format!("error: {e}")],
+                };
+                row.push(if found.is_empty() { "<none>".to_string() } else { found.iter().map(|v| go_sprint(v)).collect::<Vec<_>>().join(",") });
+            }
+            rows.push(row);
+        }
+        out.extend(crate::kubectl::printers::table(&rows).lines().map(str::to_string));
+        out.extend(errors);
+        return out;
+    }
     match output {
         "name" => out.extend(objects.iter().map(|o| format!("{}/{}", kind_prefix(r), api::name(o)))),
         "yaml" | "json" => {
@@ -213,6 +240,45 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
     }
     out.extend(errors);
     out
+}
+
+/// `-o custom-columns=HEADER:PATH,...` (`NewCustomColumnsPrinterFromSpec`): each column's
+/// header and its path as a JSONPath template, `.a.b`, `a.b` and `{.a.b}` alike
+/// (`RelaxedJSONPathExpression`).
+fn custom_columns(spec: &str) -> Result<Vec<(String, String)>, String> {
+    if spec.is_empty() {
+        return Err("custom-columns format specified but no custom columns given".into());
+    }
+    spec.split(',')
+        .map(|part| {
+            let (header, path) = part.split_once(':').ok_or_else(|| format!("unexpected custom-columns spec: {part}, expected <header>:<json-path-expr>"))?;
+            let inner = match path.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                Some(inner) => inner,
+                None => path,
+            };
+            let inner = inner.strip_prefix('.').unwrap_or(inner);
+            if !path.is_empty() && (inner.is_empty() || inner.contains(['{', '}'])) {
+                return Err("unexpected path string, expected a 'name1.name2' or '.name1.name2' or '{name1.name2}' or '{.name1.name2}'".into());
+            }
+            Ok((header.to_string(), if path.is_empty() { String::new() } else { format!("{{.{inner}}}") }))
+        })
+        .collect()
+}
+
+/// A value as Go's `fmt.Sprint` prints what JSON decoded into: `map[k:v]` with sorted
+/// keys, `[a b]`, `<nil>`.
+fn go_sprint(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::String(s) => s.to_string(),
+        Value::Array(items) => format!("[{}]", items.iter().map(go_sprint).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let mut pairs: Vec<(String, String)> = m.iter().map(|(k, v)| (k.to_string(), go_sprint(v))).collect();
+            pairs.sort_stable_by(|a, b| a.0.cmp(&b.0));
+            format!("map[{}]", pairs.into_iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(" "))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// JSON as kubectl prints it: four-space indentation.

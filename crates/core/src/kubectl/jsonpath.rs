@@ -29,6 +29,18 @@ pub fn render(template: &str, data: &Value) -> Result<String, String> {
     Ok(out)
 }
 
+/// The values one `{...}` path finds in `data` (a custom column's), in order.
+pub fn values<'a>(expr: &str, data: &'a Value) -> Result<Vec<&'a Value>, String> {
+    let mut out = Vec::new();
+    for n in parse(expr)? {
+        match n {
+            Node::Path(p) => out.extend(select(&p, data)),
+            Node::Text(_) | Node::Range(..) => return Err(format!("unexpected template in a column: {expr}")),
+        }
+    }
+    Ok(out)
+}
+
 fn eval_nodes(nodes: &[Node], cur: &Value, out: &mut String) -> Result<(), String> {
     for n in nodes {
         match n {

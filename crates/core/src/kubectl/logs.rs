@@ -39,25 +39,69 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
     };
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
     let mut out = Vec::new();
-    let Some(target) = f.positional.first() else {
-        return vec!["error: expected POD or TYPE/NAME is a required argument for the logs command".into()];
-    };
-    let pod = match pod_for_target(api, creds, target, &ns, &mut out) {
-        Ok(p) => p,
-        Err(e) => return e,
-    };
-    let pod_name = api::name(&pod).to_string();
-    let container = default_container(&pod, f.get("--container"), &mut out);
-    let previous = f.get("--previous") == Some("true");
-    match api.pod_logs(creds.clone(), &ns, &pod_name, Some(&container), previous, kubelet) {
-        Ok(text) => {
-            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-            if let Some(n) = f.get("--tail").and_then(|t| t.parse::<i64>().ok()).filter(|n| *n >= 0) {
-                lines = lines.split_off(lines.len().saturating_sub(n as usize));
-            }
-            out.extend(lines);
+    // The pods: the one a POD or TYPE/NAME names, or every pod `-l` selects (by name).
+    let pods: Vec<crate::foundation::api::Object> = match (&f.selector, f.positional.first()) {
+        (Some(_), Some(_)) => return vec!["error: only a selector (-l) or a POD name is allowed".into(), "See 'kubectl logs -h' for help and examples".into()],
+        (None, None) => {
+            return vec![
+                "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.".into(),
+                "POD or TYPE/NAME is a required argument for the logs command".into(),
+                "See 'kubectl logs -h' for help and examples".into(),
+            ]
         }
-        Err(s) => out.push(s.kubectl_message(None, "")),
+        (Some(sel), None) => {
+            let sel = match crate::foundation::labels::Selector::parse(sel) {
+                Ok(s) => s,
+                Err(e) => return vec![format!("error: {e}")],
+            };
+            let list = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
+                Ok(l) => l,
+                Err(s) => return vec![s.kubectl_message(None, "")],
+            };
+            let mut pods: Vec<Value> = api::get_array(&list, &["items"]).iter().filter(|p| sel.matches(api::labels(p))).cloned().collect();
+            pods.sort_stable_by(|a, b| api::name(a).cmp(api::name(b)));
+            if pods.is_empty() {
+                return vec![format!("No resources found in {ns} namespace.")];
+            }
+            pods.into_iter().map(crate::foundation::api::Object::new).collect()
+        }
+        (None, Some(target)) => match pod_for_target(api, creds, target, &ns, &mut out) {
+            Ok(p) => vec![p],
+            Err(e) => return e,
+        },
+    };
+    let previous = switch(&f, "--previous");
+    // With a selector, the last 10 lines of each container unless --tail says otherwise.
+    let tail = match f.get("--tail").and_then(|t| t.parse::<i64>().ok()) {
+        Some(n) if n >= 0 => Some(n as usize),
+        Some(_) => None,
+        None => f.selector.as_ref().map(|_| 10),
+    };
+    for pod in &pods {
+        let pod_name = api::name(pod).to_string();
+        // --all-containers: init containers, then containers, then ephemeral ones, in the
+        // pod's order; else the one -c names or the default.
+        let containers: Vec<String> = if switch(&f, "--all-containers") {
+            ["initContainers", "containers", "ephemeralContainers"]
+                .iter()
+                .flat_map(|k| api::get_array(pod, &["spec", k]).iter().filter_map(|c| get_str(c, &["name"]).map(str::to_string)).collect::<Vec<_>>())
+                .collect()
+        } else {
+            vec![default_container(pod, f.get("--container"), &mut out)]
+        };
+        for container in containers {
+            match api.pod_logs(creds.clone(), &ns, &pod_name, Some(&container), previous, kubelet) {
+                Ok(text) => {
+                    let mut lines: Vec<&str> = text.lines().collect();
+                    if let Some(n) = tail {
+                        lines = lines.split_off(lines.len().saturating_sub(n));
+                    }
+                    // --prefix: each line with its source, `[pod/NAME/CONTAINER]`.
+                    out.extend(lines.into_iter().map(|l| if switch(&f, "--prefix") { format!("[pod/{pod_name}/{container}] {l}") } else { l.to_string() }));
+                }
+                Err(s) => out.push(s.kubectl_message(None, "")),
+            }
+        }
     }
     out
 }
@@ -116,8 +160,14 @@ pub(super) fn default_container(pod: &Value, flag: Option<&str>, out: &mut Vec<S
                 .or(names.first().copied())
                 .unwrap_or("")
                 .to_string();
-            if names.len() > 1 {
-                out.push(format!("Defaulted container {chosen:?} out of: {}", names.join(", ")));
+            // kubectl's `podcmd.AllContainerNames`: init and ephemeral containers marked.
+            let marked = |key: &str, mark: &str| -> Vec<String> {
+                api::get_array(pod, &["spec", key]).iter().filter_map(|c| get_str(c, &["name"])).map(|n| format!("{n} ({mark})")).collect()
+            };
+            let (init, ephemeral) = (marked("initContainers", "init"), marked("ephemeralContainers", "ephem"));
+            if names.len() > 1 || !init.is_empty() || !ephemeral.is_empty() {
+                let all: Vec<String> = names.iter().map(|n| n.to_string()).chain(init).chain(ephemeral).collect();
+                out.push(format!("Defaulted container {chosen:?} out of: {}", all.join(", ")));
             }
             chosen
         }
