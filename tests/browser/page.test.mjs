@@ -537,6 +537,63 @@ await test('containers run their commands: exit codes show, exec runs in the pod
   await out.getByText('command terminated with exit code 3').waitFor();
 });
 
+// The Kubernetes documentation's first tutorial ("Learn Kubernetes Basics"), typed into
+// the terminal line by line: deploy, explore, expose, scale, update, roll back.
+await test('the terminal runs the basics tutorial from deploy to rollback', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.locator('header select').first().selectOption({ label: 'as fast as possible' });
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  const out = page.locator('.term-out');
+  // Type a line; wait until `expect` has been printed `times` times in all.
+  const type = async (line, expect, times = 1, retry = false) => {
+    await input.fill(line);
+    await input.press('Enter');
+    const deadline = Date.now() + (retry ? 1000 : 30000);
+    for (;;) {
+      const lines = (await out.innerText()).split('\n');
+      if (lines.filter((l) => (typeof expect === 'string' ? l.includes(expect) : expect.test(l))).length >= times) return;
+      if (Date.now() > deadline) throw new Error(`after "${line}" no ${expect} (x${times}):\n${lines.slice(-6).join(' | ')}`);
+      await page.waitForTimeout(100);
+    }
+  };
+  // What a loop has yet to do (a Service's endpoints, a rollback's revision): try again.
+  const until = async (line, expect) => {
+    for (let i = 0; ; i++) {
+      try {
+        return await type(line, expect, 1, true);
+      } catch (e) {
+        if (i === 20) throw e;
+      }
+    }
+  };
+  const app = 'kubernetes-bootcamp';
+  // The default example's policy wants a team label on Deployments in `default`: the
+  // tutorial gets a namespace of its own, as the terminal's default from here on.
+  await type('create namespace tutorial', 'namespace/tutorial created');
+  await type('config set-context --current --namespace=tutorial', 'Context "kubeloop" modified.');
+  await type(`create deployment ${app} --image=gcr.io/google-samples/kubernetes-bootcamp:v1`, `deployment.apps/${app} created`);
+  await type(`wait --for=condition=available deployment/${app} --timeout=120s`, `deployment.apps/${app} condition met`);
+  await type('get deployments', new RegExp(`^${app}\\s+1/1\\s+1\\s+1\\s`));
+  await type(`get pods -l app=${app}`, new RegExp(`^${app}-\\S+\\s+1/1\\s+Running\\s`));
+  await type(`logs deploy/${app}`, 'Kubernetes Bootcamp App Started At:');
+  await type(`exec deploy/${app} -- env`, new RegExp(`^HOSTNAME=${app}-`));
+  await type(`expose deployment/${app} --type="NodePort" --port 8080`, `service/${app} exposed`);
+  await type(`describe services/${app}`, /^Type:\s+NodePort$/);
+  await until(`exec deploy/${app} -- curl -s http://${app}:8080`, /^Hello Kubernetes bootcamp! \| Running on: kubernetes-bootcamp-\S+ \| v=1$/);
+  await type(`scale deployments/${app} --replicas=4`, `deployment.apps/${app} scaled`);
+  await type(`wait --for=jsonpath={.status.availableReplicas}=4 deployment/${app} --timeout=120s`, `deployment.apps/${app} condition met`, 2);
+  await type(`set image deployments/${app} ${app}=docker.io/jocatalin/kubernetes-bootcamp:v2`, `deployment.apps/${app} image updated`);
+  await type(`wait --for=jsonpath={.status.updatedReplicas}=4 deployment/${app} --timeout=300s`, `deployment.apps/${app} condition met`, 3);
+  await type(`wait --for=jsonpath={.status.replicas}=4 deployment/${app} --timeout=300s`, `deployment.apps/${app} condition met`, 4);
+  await type(`rollout status deployments/${app}`, `deployment "${app}" successfully rolled out`);
+  await until(`exec deploy/${app} -- curl -s http://${app}:8080`, /\| v=2$/);
+  await type(`rollout undo deployments/${app}`, `deployment.apps/${app} rolled back`);
+  // The old ReplicaSet becomes revision 3 once the Deployment controller has run.
+  await until(`rollout history deployments/${app}`, /^3\s+<none>$/);
+});
+
 await test('a StatefulSet comes up in order, a Job completes, a kind nothing runs warns', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

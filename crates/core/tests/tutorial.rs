@@ -185,3 +185,15 @@ fn kubectl_wait_follows_the_run_until_met_or_timed_out() {
     assert!(done.t > at, "printed when met ({} ms), after the step ({at} ms)", done.t);
     assert_eq!(done.command, "kubectl wait --for=condition=Available deployment/api");
 }
+
+#[test]
+fn a_pod_reaches_itself_through_its_own_service() {
+    // One replica behind its Service: the pod's own request comes back to it (kube-proxy
+    // lets hairpin traffic through), as the tutorial's first `curl` does.
+    let mut c = Cluster::new(Config::default());
+    kubectl(&mut c, "create deployment kubernetes-bootcamp --image=gcr.io/google-samples/kubernetes-bootcamp:v1");
+    assert_eq!(kubectl(&mut c, "expose deployment/kubernetes-bootcamp --port 8080"), ["service/kubernetes-bootcamp exposed"]);
+    c.run_to_quiet(120_000);
+    let answer = kubectl(&mut c, "exec deploy/kubernetes-bootcamp -- curl -s http://kubernetes-bootcamp:8080");
+    assert!(answer[0].starts_with("Hello Kubernetes bootcamp! | Running on: kubernetes-bootcamp-") && answer[0].ends_with("| v=1"), "{answer:?}");
+}

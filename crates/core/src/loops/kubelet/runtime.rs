@@ -506,22 +506,31 @@ impl Net<'_> {
         public.then(|| (name.to_string(), public_address(name)))
     }
 
+    /// Where kube-proxy sends a connection to a Service's ClusterIP and port: one of its
+    /// ready endpoints (Err when none, or no such port); None for an address that is not
+    /// a Service's.
+    pub fn backend(&self, addr: &str, port: u16) -> Option<Result<(String, u16), String>> {
+        let svc = self.services.list(None).find(|s| get_str(s, &["spec", "clusterIP"]) == Some(addr))?;
+        let sp = get_array(svc, &["spec", "ports"]).iter().find(|p| get_i64(p, &["port"]) == Some(port as i64)).cloned();
+        let Some(sp) = sp else { return Some(Err("Connection refused".into())) };
+        let pname = get_str(&sp, &["name"]).unwrap_or("").to_string();
+        let eps = self.ready_endpoints(svc);
+        if eps.is_empty() {
+            return Some(Err("Connection refused".into()));
+        }
+        // kube-proxy picks one ready endpoint per connection at random (iptables'
+        // `statistic` match); here a hash of the caller, the moment and the count.
+        let n = self.served.borrow().len() as u64;
+        let pick = (self.seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 33;
+        let (ip, ports) = &eps[(pick % eps.len() as u64) as usize];
+        let target = ports.iter().find(|(n, _)| *n == pname).map(|(_, p)| *p).unwrap_or(port as i64);
+        Some(Ok((ip.clone(), target as u16)))
+    }
+
     pub fn http(&self, host: &str, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
-        if let Some(svc) = self.services.list(None).find(|s| get_str(s, &["spec", "clusterIP"]) == Some(addr)) {
-            let sp = get_array(svc, &["spec", "ports"]).iter().find(|p| get_i64(p, &["port"]) == Some(port as i64)).cloned();
-            let Some(sp) = sp else { return Err("Connection refused".into()) };
-            let pname = get_str(&sp, &["name"]).unwrap_or("").to_string();
-            let eps = self.ready_endpoints(svc);
-            if eps.is_empty() {
-                return Err("Connection refused".into());
-            }
-            // kube-proxy picks one ready endpoint per connection at random (iptables'
-            // `statistic` match); here a hash of the caller, the moment and the count.
-            let n = self.served.borrow().len() as u64;
-            let pick = (self.seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 33;
-            let (ip, ports) = &eps[(pick % eps.len() as u64) as usize];
-            let target = ports.iter().find(|(n, _)| *n == pname).map(|(_, p)| *p).unwrap_or(port as i64);
-            return self.answered(ip, target as u16, path);
+        if let Some(to) = self.backend(addr, port) {
+            let (ip, port) = to?;
+            return self.answered(&ip, port, path);
         }
         if addr.starts_with("93.184.") {
             return Ok((200, format!("<html><body><p>kubeloop simulates the Internet: this page stands in for http://{host}{path}</p></body></html>\n")));
@@ -623,6 +632,13 @@ impl Host for CtrHost<'_> {
         self.net.resolve(name)
     }
     fn http(&self, host: &str, addr: &str, port: u16, path: &str) -> Result<(u16, String), String> {
+        // Through a Service to this very pod (hairpin traffic, which kube-proxy lets
+        // through): the pod's own server answers.
+        let (addr, port) = match self.net.backend(addr, port) {
+            Some(to) => to?,
+            None => (addr.to_string(), port),
+        };
+        let addr = addr.as_str();
         if addr == "127.0.0.1" || addr == self.pod_ip {
             // The pod's own network namespace: this container's server answers here.
             return match &self.local {
