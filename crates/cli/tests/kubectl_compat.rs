@@ -29,7 +29,10 @@ struct Server {
 
 impl Server {
     fn start(name: &str, args: &[&str]) -> Server {
-        let dir = std::env::temp_dir().join(format!("kubeloop-compat-{name}-{}", std::process::id()));
+        // One directory per server: tests that start the same scenario run side by side.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kubeloop-compat-{name}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let kubeconfig = dir.join("kubeconfig");
@@ -956,10 +959,24 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
         "create quota small --hard=pods=4 --dry-run=client -o yaml",
         "create deployment x --image=nginx --dry-run=client",
         "create namespace dev --dry-run=server",
+        "create ingress simple --rule=foo.com/bar=svc1:8080,tls=my-cert --dry-run=client -o yaml",
+        "create ingress catch-all --class=otheringress --rule=/path=svc:port --dry-run=client -o yaml",
+        "create ingress multipath --class=default --rule=foo.com/=svc:port --rule=foo.com/admin/=svcadmin:portadmin --dry-run=client -o yaml",
+        "create ingress ingtls --class=default --rule=foo.com/=svc:https,tls --rule=foo.com/path/subpath*=othersvc:8080 --dry-run=client -o yaml",
+        "create ing ingdefault --class=default --default-backend=defaultsvc:http --rule=foo.com/*=svc:8080,tls=secret1 --annotation=a=b --dry-run=client -o yaml",
     ] {
         let args: Vec<&str> = cmd.split(' ').collect();
         assert_eq!(nested(s.ok(&args)), s.terminal(cmd), "{cmd}");
     }
+    // A server-side dry run returns the object as the API server would store it.
+    let unstamped = |t: String| t.lines().filter(|l| !l.starts_with("  uid: ") && !l.starts_with("  creationTimestamp: ")).collect::<Vec<_>>().join("\n");
+    let cmd = "create ingress web -n kube-system --rule=web.example/*=checkout:80 --dry-run=server -o yaml";
+    assert_eq!(unstamped(s.ok(&cmd.split(' ').collect::<Vec<_>>())), unstamped(s.terminal(cmd)), "{cmd}");
+    assert_eq!(s.ok(&["create", "ingress", "web-a", "--rule=web.example/*=checkout:80,tls"]), "ingress.networking.k8s.io/web-a created\n");
+    assert_eq!(s.terminal("create ingress web-b --rule=web.example/*=checkout:80,tls"), "ingress.networking.k8s.io/web-b created\n");
+    let stored = |name: &str| s.ok(&["get", "ingress", name, "-o", "jsonpath={.spec}{.status}"]);
+    assert_eq!(stored("web-a"), stored("web-b"));
+    assert_eq!(without_ages(&s.ok(&["get", "ingress"])), without_ages(&s.terminal("get ingress")));
     // JSON of a generated object: kubectl writes a typed object's fields in Go's struct
     // order, kubeloop's terminal in key order; the values are the same.
     let cmd = "run once --image=busybox --restart=OnFailure --annotations=team=payments --privileged --dry-run=client -o json";
@@ -1071,7 +1088,9 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
     let server_line = |t: &str| t.lines().find(|l| l.starts_with("Server Version:")).map(str::to_string);
     assert_eq!(server_line(&s.ok(&["version"])), server_line(&s.terminal("version")));
     assert!(s.terminal("version --client").starts_with("Client Version: v1.36.0\nKustomize Version: "));
-    // kubectl events for one object, by type, and for a namespace with none.
+    // kubectl events for one object, by type, and for a namespace with none (once real-a's
+    // container has started, so that both commands see the same events).
+    s.until(&["events", "--for", "pod/real-a"], 60, |o| o.contains("Container started"));
     for cmd in ["events --for deployment/checkout", "events --for pod/real-a --types=Normal", "events -n kube-public", "events --types=Warning -n kube-system"]
     {
         let args: Vec<&str> = cmd.split(' ').collect();
@@ -1137,6 +1156,10 @@ fn flags_print_and_fail_as_the_real_kubectls_do() {
         "get pods -o custom-columns=NAME",
         "get pods -o custom-columns=NAME:{.metadata.name",
         "logs x -l app=y",
+        "create ingress bad --rule=foo",
+        "create ingress none",
+        "create ingress bad --rule=a/b=c:d --annotation=x",
+        "create ingress bad --default-backend=a:b:c",
         "logs",
     ] {
         let args: Vec<&str> = line.split(' ').collect();

@@ -279,6 +279,11 @@ pub fn apply(kind: &str, obj: &mut Value) {
             default(entry(obj, &["spec"]), "finalizers", json!(["kubernetes"]));
             default(entry(obj, &["status"]), "phase", json!("Active"));
         }
+        // The typed object's status always holds its (empty) load balancer status, as
+        // the API server stores and returns it.
+        "Ingress" => {
+            default(entry(obj, &["status"]), "loadBalancer", json!({}));
+        }
         "Secret" => {
             if let Some(m) = obj.as_object_mut() {
                 default(m, "type", json!("Opaque"));

@@ -52,6 +52,7 @@ pub(super) fn subcommands(command: &str) -> &'static [&'static str] {
             "configmap",
             "cronjob",
             "deployment",
+            "ingress",
             "job",
             "namespace",
             "poddisruptionbudget",

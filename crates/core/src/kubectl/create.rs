@@ -64,9 +64,132 @@ pub(super) fn role_rules(f: &Flags) -> Result<Vec<Value>, String> {
     Ok(rules.into_iter().map(|(g, rs)| json!({"apiGroups": [g], "resources": rs, "verbs": verbs.clone()})).collect())
 }
 
+/// Whether a `--rule` has kubectl's form, `host/path=svcname:svcport[,tls[=secret]]`
+/// (`create_ingress.go`'s `ruleRegex`: host of word characters, `*`, `-`, `.`; a path
+/// without `,` or `=`; service name and port of word characters and `-`).
+fn ingress_rule_ok(rule: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let Some((host, rest)) = rule.split_once('/') else { return false };
+    let Some((path, rest)) = rest.split_once('=') else { return false };
+    let Some((svc, rest)) = rest.split_once(':') else { return false };
+    let (port, tls) = match rest.split_once(',') {
+        Some((p, t)) => (p, Some(t)),
+        None => (rest, None),
+    };
+    let tls_ok = tls.is_none_or(|t| t.strip_prefix("tls").is_some_and(|t| t.strip_prefix('=').unwrap_or(t).chars().all(word)));
+    host.chars().all(|c| word(c) || c == '*' || c == '.')
+        && !path.contains([',', '\n'])
+        && !svc.is_empty()
+        && svc.chars().all(word)
+        && !port.is_empty()
+        && port.chars().all(word)
+        && tls_ok
+}
+
+/// `kubectl create ingress NAME --rule=... [--default-backend=SVC:PORT] [--class=C]
+/// [--annotation=K=V]`, built as `create_ingress.go` builds it: a rule's path ending in `*`
+/// is a Prefix (else Exact), rules of one host share its paths, `,tls[=secret]` adds the
+/// host to that secret's TLS entry.
+fn ingress(name: &str, ns: &str, rules: &[String], default_backend: Option<&str>, class: Option<&str>, annotations: &[String]) -> Result<Value, String> {
+    if default_backend.is_none_or(str::is_empty) && rules.is_empty() {
+        return Err("not enough information provided: every ingress has to either specify a default-backend (which catches all traffic) or a list of rules (which catch specific paths)".into());
+    }
+    if let Some(r) = rules.iter().find(|r| !ingress_rule_ok(r)) {
+        return Err(format!("rule {r} is invalid and should be in format host/path=svcname:svcport[,tls[=secret]]"));
+    }
+    if let Some(a) = annotations.iter().find(|a| !a.contains('=')) {
+        return Err(format!("annotation {a} is invalid and should be in format key=[value]"));
+    }
+    if default_backend.is_some_and(|d| !d.is_empty() && d.split(':').count() != 2) {
+        return Err("default-backend should be in format servicename:serviceport".into());
+    }
+    // intstr.Parse: a number is a port number, anything else a port name.
+    let backend = |svc: &str| {
+        let (name, port) = svc.split_once(':').unwrap_or((svc, ""));
+        let port = match port.parse::<i32>() {
+            Ok(n) => json!({"number": n}),
+            Err(_) => json!({"name": port}),
+        };
+        json!({"service": {"name": name, "port": port}})
+    };
+    let mut spec = Map::new();
+    if let Some(c) = class.filter(|c| !c.is_empty()) {
+        spec.insert("ingressClassName", json!(c));
+    }
+    if let Some(d) = default_backend.filter(|d| !d.is_empty()) {
+        spec.insert("defaultBackend", backend(d));
+    }
+    let mut tls: Vec<(String, Vec<String>)> = Vec::new();
+    let mut tls_hosts: Vec<String> = Vec::new();
+    let mut host_rules: Vec<(String, Vec<Value>)> = Vec::new();
+    for rule in rules {
+        let host = rule.split_once('/').map_or("", |(h, _)| h).to_string();
+        if let Some((_, t)) = rule.split_once(',') {
+            let secret = t.split_once('=').map_or("", |(_, s)| s).to_string();
+            if !tls_hosts.contains(&host) {
+                match tls.iter_mut().find(|(s, _)| *s == secret) {
+                    Some((_, hosts)) => hosts.push(host.clone()),
+                    None if !host.is_empty() || !secret.is_empty() => tls.push((secret, if host.is_empty() { vec![] } else { vec![host.clone()] })),
+                    None => {}
+                }
+                tls_hosts.push(host.clone());
+            }
+        }
+        let path_svc = rule.split(',').next().unwrap_or("").split_once('/').map_or("", |(_, p)| p);
+        let (path, svc) = path_svc.split_once('=').unwrap_or((path_svc, ""));
+        let mut path = format!("/{path}");
+        let mut kind = "Exact";
+        if path.ends_with('*') {
+            path.pop();
+            kind = "Prefix";
+        }
+        let entry = json!({"backend": backend(svc), "path": path, "pathType": kind});
+        match host_rules.iter_mut().find(|(h, _)| *h == host) {
+            Some((_, paths)) => paths.push(entry),
+            None => host_rules.push((host, vec![entry])),
+        }
+    }
+    if !tls.is_empty() {
+        let entries: Vec<Value> = tls
+            .into_iter()
+            .map(|(secret, hosts)| {
+                let mut e = Map::new();
+                if !hosts.is_empty() {
+                    e.insert("hosts", json!(hosts));
+                }
+                if !secret.is_empty() {
+                    e.insert("secretName", json!(secret));
+                }
+                Value::Object(e)
+            })
+            .collect();
+        spec.insert("tls", Value::Array(entries));
+    }
+    if !host_rules.is_empty() {
+        let entries: Vec<Value> = host_rules
+            .into_iter()
+            .map(|(host, paths)| {
+                let mut e = Map::new();
+                if !host.is_empty() {
+                    e.insert("host", json!(host));
+                }
+                e.insert("http", json!({"paths": paths}));
+                Value::Object(e)
+            })
+            .collect();
+        spec.insert("rules", Value::Array(entries));
+    }
+    let mut meta = json!({"name": name, "namespace": ns});
+    if !annotations.is_empty() {
+        let a: Map = annotations.iter().filter_map(|a| a.split_once('=')).map(|(k, v)| (k.to_string(), json!(v))).collect();
+        meta["annotations"] = Value::Object(a);
+    }
+    Ok(json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": Value::Object(spec)}))
+}
+
 /// `kubectl create TYPE NAME ...`, building the object as kubectl's generators do.
 pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, after_dashes: &[String]) -> Vec<String> {
-    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, job, cronjob, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget, priorityclass and quota";
+    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, ingress, job, cronjob, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget, priorityclass and quota";
     let Some(what) = f.positional.first() else {
         return vec![format!("error: kubeloop creates {supported} (kubectl create TYPE NAME ...); use the editor for anything else")];
     };
@@ -250,6 +373,10 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
             }
             json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": ns}, "spec": spec})
         }
+        Some("Ingress") => match ingress(name, ns, &all("--rule"), f.get("--default-backend"), f.get("--class"), &all("--annotation")) {
+            Ok(v) => v,
+            Err(e) => return vec![format!("error: {e}")],
+        },
         Some("ResourceQuota") => {
             let hard: Map = f.get("--hard").unwrap_or("").split(',').filter_map(|p| p.split_once('=')).map(|(k, v)| (k.to_string(), json!(v))).collect();
             json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name, "namespace": ns}, "spec": {"hard": hard}})
@@ -278,7 +405,7 @@ pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
                 body["spec"] = json!({});
                 body["status"] = json!({});
             }
-            "Service" => body["status"] = json!({"loadBalancer": {}}),
+            "Service" | "Ingress" => body["status"] = json!({"loadBalancer": {}}),
             "PodDisruptionBudget" => body["status"] = json!({"currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0}),
             _ => {}
         }

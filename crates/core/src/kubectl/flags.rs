@@ -59,8 +59,8 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("cordon", "", ""),
     (
         "create",
-        "clusterrole clusterrolebinding configmap cronjob deployment job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount",
-        "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector",
+        "clusterrole clusterrolebinding configmap cronjob deployment ingress job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount",
+        "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule",
     ),
     ("delete", "", "all all-namespaces cascade field-selector force grace-period ignore-not-found selector wait"),
     ("describe", "", "all-namespaces chunk-size selector"),
