@@ -1245,3 +1245,49 @@ fn logs_of_several_containers_and_pods_print_as_the_real_kubectl_does() {
         assert_eq!(sorted(s.combined(&args)), sorted(s.terminal(line)), "{line}");
     }
 }
+
+#[test]
+fn set_serviceaccount_subject_and_selector_as_the_real_kubectl_does() {
+    let mut s = Server::start("set", &[]);
+    s.kubectl = undispatched_kubectl();
+    // Two of each object: the real kubectl changes the first, the terminal the second.
+    for suffix in ["", "2"] {
+        s.ok(&["create", "deployment", &format!("web{suffix}"), "--image=nginx"]);
+        s.ok(&["create", "rolebinding", &format!("rb{suffix}"), "--role=view", "--user=bob"]);
+        s.ok(&["create", "service", "clusterip", &format!("sel{suffix}"), "--tcp=80"]);
+    }
+    let second = |line: &str| line.replace("web", "web2").replace(" rb", " rb2").replace("service sel", "service sel2");
+    let first = |out: String| out.replace("web2", "web").replace("rb2", "rb").replace("sel2", "sel");
+    for line in [
+        "set serviceaccount deployment web builder",
+        "set sa deployment/web builder",
+        "set subject rolebinding rb --user=alice --serviceaccount=default:builder",
+        "set subject rolebinding rb --user=alice",
+        "set selector service sel app=x,tier=y",
+        "set selector service sel app=z",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(s.combined(&args), first(s.terminal(&second(line))), "{line}");
+    }
+    for line in [
+        "set serviceaccount deployment web",
+        "set serviceaccount",
+        "set subject rolebinding rb",
+        "set subject deployment web --user=x",
+        "set subject rolebinding rb --serviceaccount=builder",
+        "set selector service sel",
+        "set selector deployment web app=q",
+    ] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(s.fails(&args, None), s.terminal(line), "{line}");
+    }
+    for (what, path, want) in [
+        ("deployment/web", "{.spec.template.spec.serviceAccountName}", "builder"),
+        ("rolebinding/rb", "{.subjects[*].name}", "bob alice builder"),
+        ("service/sel", "{.spec.selector}", "{\"app\":\"z\"}"),
+    ] {
+        for obj in [what.to_string(), format!("{what}2")] {
+            assert_eq!(s.ok(&["get", &obj, "-o", &format!("jsonpath={path}")]), want, "{obj}");
+        }
+    }
+}

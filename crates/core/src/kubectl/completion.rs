@@ -43,7 +43,7 @@ pub const COMMANDS: &[&str] = &[
 pub(super) fn subcommands(command: &str) -> &'static [&'static str] {
     match command {
         "rollout" => &["history", "pause", "restart", "resume", "status", "undo"],
-        "set" => &["env", "image", "resources"],
+        "set" => &["env", "image", "resources", "selector", "serviceaccount", "subject"],
         "auth" => &["can-i"],
         "config" => &["current-context", "get-clusters", "get-contexts", "get-users", "set-context", "use-context", "view"],
         "create" => &[

@@ -82,7 +82,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
         "annotations attach command dry-run env expose image image-pull-policy labels leave-stdin-open output port privileged restart rm stdin tty",
     ),
     ("scale", "", "replicas selector"),
-    ("set", "env image resources", "containers env limits list requests selector"),
+    ("set", "env image resources selector serviceaccount subject", "containers env group limits list requests selector serviceaccount user"),
     ("taint", "", "overwrite"),
     ("top", "node pod", "all-namespaces containers no-headers selector show-capacity sort-by"),
     ("uncordon", "", ""),

@@ -319,6 +319,9 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         "set" if f.positional.first().map(String::as_str) == Some("image") => set_image(api, creds, &f, &ns),
         "set" if f.positional.first().map(String::as_str) == Some("env") => set_env(api, creds, &f, &ns),
         "set" if f.positional.first().map(String::as_str) == Some("resources") => set_resources(api, creds, &f, &ns),
+        "set" if matches!(f.positional.first().map(String::as_str), Some("serviceaccount" | "sa")) => set_serviceaccount(api, creds, &f, &ns),
+        "set" if f.positional.first().map(String::as_str) == Some("subject") => set_subject(api, creds, &f, &ns),
+        "set" if f.positional.first().map(String::as_str) == Some("selector") => set_selector(api, creds, &f, &ns),
         "api-resources" => api_resources(),
         "explain" => explain::command(&f),
         "describe" => describe::command(api, creds, &f, &ns),
@@ -358,7 +361,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
             )]
         }
     }

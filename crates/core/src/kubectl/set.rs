@@ -1,4 +1,5 @@
-//! `kubectl set image|env|resources` (`k8s.io/kubectl/pkg/cmd/set`).
+//! `kubectl set image|env|resources|serviceaccount|subject|selector`
+//! (`k8s.io/kubectl/pkg/cmd/set`).
 
 use super::*;
 
@@ -59,8 +60,12 @@ fn chosen_containers<'a>(live: &'a Value, f: &Flags) -> Vec<&'a Value> {
 
 /// A strategic merge patch of a pod template's containers under `kubectl-set`: kubectl's
 /// line for it (`deployment.apps/web env updated`) or the server's refusal.
-fn patch_containers(api: &mut ApiServer, creds: &Credentials, (r, ns, name): (ResourceId, &str, &str), containers: Vec<Value>, what: &str) -> String {
-    let patch = json!({"spec": {"template": {"spec": {"containers": containers}}}});
+fn patch_containers(api: &mut ApiServer, creds: &Credentials, target: (ResourceId, &str, &str), containers: Vec<Value>, what: &str) -> String {
+    patch_set(api, creds, target, json!({"spec": {"template": {"spec": {"containers": containers}}}}), what)
+}
+
+/// A strategic merge patch under `kubectl-set`: kubectl's line for it or the server's refusal.
+fn patch_set(api: &mut ApiServer, creds: &Credentials, (r, ns, name): (ResourceId, &str, &str), patch: Value, what: &str) -> String {
     let mut req = Request::patch(r, ns, name, PatchType::Strategic, patch, creds.clone());
     req.field_manager = "kubectl-set".into();
     match api.handle(req) {
@@ -181,5 +186,106 @@ pub(super) fn set_resources(api: &mut ApiServer, creds: &Credentials, f: &Flags,
             return vec![format!("error: unable to find container named {}", f.get("--containers").unwrap_or("*"))];
         }
         vec![patch_containers(api, creds, (r, ns, name), containers, "resource requirements updated")]
+    })
+}
+
+/// The pod spec inside an object kubectl's `UpdatePodSpecForObjectFn` reaches, as a patch
+/// that sets `fields` there: a pod's own, a CronJob's job template's, else the pod
+/// template's. None for a kind without one.
+fn pod_spec_patch(kind: &str, fields: Value) -> Option<Value> {
+    Some(match kind {
+        "Pod" => json!({"spec": fields}),
+        "CronJob" => json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": fields}}}}}),
+        "Deployment" | "ReplicaSet" | "ReplicationController" | "DaemonSet" | "StatefulSet" | "Job" => json!({"spec": {"template": {"spec": fields}}}),
+        _ => return None,
+    })
+}
+
+/// `kubectl set serviceaccount TYPE NAME SERVICE_ACCOUNT` (`set_serviceaccount.go`): the
+/// pod spec's `serviceAccountName`.
+pub(super) fn set_serviceaccount(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let Some(sa) = f.positional.last().filter(|_| f.positional.len() > 1).cloned() else {
+        return vec!["error: serviceaccount is required".into()];
+    };
+    let objs = Flags { positional: f.positional[..f.positional.len() - 1].to_vec(), ..f.clone() };
+    if objs.positional.len() < 2 {
+        return vec!["error: You must provide one or more resources by argument or filename.".into()];
+    }
+    each_fetched(api, creds, &objs, ns, |api, r, name, _| match pod_spec_patch(RESOURCES[r].kind, json!({"serviceAccountName": sa})) {
+        Some(patch) => vec![patch_set(api, creds, (r, ns, name), patch, "serviceaccount updated")],
+        None => vec![format!("error: failed to patch ServiceAccountName {} {name:?} does not have a pod template", RESOURCES[r].kind)],
+    })
+}
+
+/// `kubectl set subject (rolebinding|clusterrolebinding) NAME [--user=U] [--group=G]
+/// [--serviceaccount=NS:NAME]` (`set_subject.go`): the subjects added, each once.
+pub(super) fn set_subject(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).flat_map(|(_, v)| v.split(',').map(str::to_string).collect::<Vec<_>>()).collect::<Vec<_>>();
+    let (users, groups, sas) = (all("--user"), all("--group"), all("--serviceaccount"));
+    if users.is_empty() && groups.is_empty() && sas.is_empty() {
+        return vec!["error: you must specify at least one value of user, group or serviceaccount".into()];
+    }
+    let mut wanted: Vec<Value> = Vec::new();
+    for u in &users {
+        wanted.push(json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u}));
+    }
+    for g in &groups {
+        wanted.push(json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}));
+    }
+    for sa in &sas {
+        match sa.split_once(':') {
+            Some((n, name)) if !n.is_empty() && !name.is_empty() => wanted.push(json!({"kind": "ServiceAccount", "name": name, "namespace": n})),
+            _ => return vec!["error: serviceaccount must be <namespace>:<name>".into()],
+        }
+    }
+    each_fetched(api, creds, f, ns, |api, r, name, live| {
+        if !matches!(RESOURCES[r].kind, "RoleBinding" | "ClusterRoleBinding") {
+            return vec![format!("error: {}/{name} setting subjects is only supported for RoleBinding/ClusterRoleBinding", RESOURCES[r].plural)];
+        }
+        let mut subjects: Vec<Value> = api::get_array(live, &["subjects"]).to_vec();
+        let before = subjects.len();
+        for w in &wanted {
+            if !subjects.contains(w) {
+                subjects.push(w.clone());
+            }
+        }
+        // Nothing new: no patch, and kubectl prints nothing.
+        if subjects.len() == before {
+            return vec![];
+        }
+        let ns = if RESOURCES[r].namespaced { ns } else { "" };
+        vec![patch_set(api, creds, (r, ns, name), json!({"subjects": subjects}), "subjects updated")]
+    })
+}
+
+/// `kubectl set selector TYPE NAME KEY=VALUE,...` (`set_selector.go`): a Service's
+/// selector replaced by the one given.
+pub(super) fn set_selector(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let Some(expr) = f.positional.last().filter(|_| f.positional.len() > 2).cloned() else {
+        return vec!["error: one selector is required".into()];
+    };
+    let objs = Flags { positional: f.positional[..f.positional.len() - 1].to_vec(), ..f.clone() };
+    if let Err(e) = sub_targets(api, creds, &objs, ns) {
+        return vec![e];
+    }
+    let mut selector = Map::new();
+    for part in expr.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.starts_with('=') => selector.insert(k.trim(), json!(v.trim())),
+            _ => return vec![format!("error: {part:?} is not a selector of KEY=VALUE pairs (kubeloop sets a Service's selector, which has no expressions)")],
+        };
+    }
+    each_fetched(api, creds, &objs, ns, |api, r, name, live| {
+        if RESOURCES[r].kind != "Service" {
+            return vec!["error: setting a selector is only supported for Services".into()];
+        }
+        // Keys the old selector had and the new one lacks are removed.
+        let mut patch = selector.clone();
+        for (k, _) in api::get(live, &["spec", "selector"]).and_then(Value::as_object).into_iter().flatten() {
+            if !selector.contains_key(k) {
+                patch.insert(k.to_string(), Value::Null);
+            }
+        }
+        vec![patch_set(api, creds, (r, ns, name), json!({"spec": {"selector": patch}}), "selector updated")]
     })
 }
