@@ -1291,3 +1291,48 @@ fn set_serviceaccount_subject_and_selector_as_the_real_kubectl_does() {
         }
     }
 }
+
+#[test]
+fn apply_prune_deletes_what_the_file_no_longer_holds_as_the_real_kubectl_does() {
+    let mut s = Server::start("prune", &[]);
+    s.kubectl = undispatched_kubectl();
+    let objects = |suffix: &str, with_config: bool| {
+        let mut text = format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web{suffix}, labels: {{app: demo{suffix}}}}}\nspec:\n  selector: {{matchLabels: {{app: demo{suffix}}}}}\n  template:\n    metadata: {{labels: {{app: demo{suffix}}}}}\n    spec: {{containers: [{{name: c, image: nginx}}]}}\n");
+        if with_config {
+            text += &format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cfg{suffix}, labels: {{app: demo{suffix}}}}}\ndata: {{a: b}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: other{suffix}, labels: {{app: else{suffix}}}}}\ndata: {{a: b}}\n");
+        }
+        text
+    };
+    // kubectl's klog warning carries the time and a thread id: compared apart.
+    let warning = "prune.go:71] Deprecated: kubectl apply will no longer prune non-namespaced resources by default";
+    let unlogged = |t: String| {
+        let (logged, rest): (Vec<&str>, Vec<&str>) = t.lines().partition(|l| l.starts_with('W') && l.contains("prune.go:71]"));
+        assert!(logged.iter().all(|l| l.contains(warning)), "{logged:?}");
+        rest.iter().map(|l| format!("{l}\n")).collect::<String>() + if logged.is_empty() { "" } else { "(warned)\n" }
+    };
+    // The real kubectl prunes its objects; the terminal the same objects under other names.
+    let real = |text: &str, flags: &[&str]| {
+        let mut args = vec!["apply", "-f", "-"];
+        args.extend_from_slice(flags);
+        let out = s.run(&args, Some(text));
+        unlogged(format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout)))
+    };
+    let ours = |text: &str, flags: &str| unlogged(s.terminal(&format!("apply -f - {flags} <<EOF\n{text}EOF")).replace('2', ""));
+    for (with_config, flags) in [(true, "--prune -l app=demo"), (false, "--prune -l app=demo"), (true, "-l app=demo")] {
+        let args: Vec<&str> = flags.split(' ').collect();
+        let suffixed = flags.replace("demo", "demo2");
+        let (theirs, mine) = (real(&objects("", with_config), &args), ours(&objects("2", with_config), &suffixed));
+        assert_eq!(theirs, mine, "{flags}");
+        if !with_config {
+            assert!(mine.contains("configmap/cfg pruned\n(warned)"), "{mine}");
+        }
+    }
+    // The ConfigMap the selector does not pick was never applied, by either.
+    for name in ["other", "other2"] {
+        assert!(s.fails(&["get", "configmap", name], None).contains("NotFound"), "{name}");
+    }
+    for flags in ["--prune", "--prune --all -l app=demo"] {
+        let args: Vec<&str> = flags.split(' ').collect();
+        assert_eq!(real(&objects("", false), &args).trim_end(), ours(&objects("2", false), flags).trim_end(), "{flags}");
+    }
+}

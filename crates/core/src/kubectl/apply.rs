@@ -48,6 +48,105 @@ pub fn apply_text_in(api: &mut ApiServer, creds: &Credentials, text: &str, file:
     each_document_in(text, file, ns, |obj| vec![apply_object(api, creds, obj, file)])
 }
 
+/// kubectl apply's default prune allowlist (`prune.go`), in its order.
+const PRUNE_KINDS: [(&str, &str); 16] = [
+    ("v1", "ConfigMap"),
+    ("v1", "Endpoints"),
+    ("v1", "Namespace"),
+    ("v1", "PersistentVolumeClaim"),
+    ("v1", "PersistentVolume"),
+    ("v1", "Pod"),
+    ("v1", "ReplicationController"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("networking.k8s.io/v1", "Ingress"),
+    ("apps/v1", "DaemonSet"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("apps/v1", "StatefulSet"),
+];
+
+/// `kubectl apply -f FILE -l SELECTOR`: the objects the selector picks from the file are
+/// applied (the others are left out); with `--prune` (`-l` or `--all`), then every object of the
+/// allowlist's kinds that an apply made (it has the last-applied annotation), that the
+/// selector picks and that the file no longer holds is deleted: in the namespaces the
+/// file's objects are in, then cluster-wide for Namespaces and PersistentVolumes.
+pub fn apply_selected(
+    api: &mut ApiServer,
+    creds: &Credentials,
+    text: &str,
+    file: &str,
+    ns: &Namespace,
+    selector: Option<&crate::foundation::labels::Selector>,
+    prune: bool,
+) -> Vec<String> {
+    let mut visited: Vec<(ResourceId, String, String)> = Vec::new();
+    let mut namespaces: Vec<String> = Vec::new();
+    let mut out = each_document_in(text, file, ns, |obj| {
+        if selector.is_some_and(|s| !s.matches(api::labels(&obj))) {
+            return vec![];
+        }
+        if let Some(r) = resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) {
+            let ns =
+                if RESOURCES[r].namespaced { Some(api::namespace(&obj)).filter(|n| !n.is_empty()).unwrap_or("default").to_string() } else { String::new() };
+            if RESOURCES[r].namespaced && !namespaces.contains(&ns) {
+                namespaces.push(ns.clone());
+            }
+            visited.push((r, ns, api::name(&obj).to_string()));
+        }
+        vec![apply_object(api, creds, obj, file)]
+    });
+    if !prune {
+        return out;
+    }
+    // kubectl warns through klog (its header: severity, date, time, thread, source line)
+    // whenever it prunes with the default allowlist from a namespace, which is always.
+    let t = crate::foundation::sim::rfc3339_micro(api.now);
+    out.push(format!(
+        "W{}{} {} {:>7} prune.go:71] Deprecated: kubectl apply will no longer prune non-namespaced resources by default when used with the --namespace flag in a future release. To preserve the current behaviour, list the resources you want to target explicitly in the --prune-allowlist flag.",
+        &t[5..7],
+        &t[8..10],
+        &t[11..26],
+        1
+    ));
+    let kinds: Vec<ResourceId> = PRUNE_KINDS.iter().filter_map(|(av, k)| resource_for_kind(av, k)).collect();
+    let scopes = namespaces.iter().flat_map(|n| kinds.iter().filter(|r| RESOURCES[**r].namespaced).map(move |r| (*r, n.clone())));
+    let scopes: Vec<(ResourceId, String)> = scopes.chain(kinds.iter().filter(|r| !RESOURCES[**r].namespaced).map(|r| (*r, String::new()))).collect();
+    for (r, ns) in scopes {
+        let list = match api.handle(Request::new(Verb::List, r, &ns, "", creds.clone())) {
+            Ok(l) => l,
+            Err(s) => {
+                out.push(format!(
+                    "error: error pruning {} object {}/{}, Kind={}: {}",
+                    if ns.is_empty() { "nonNamespaced" } else { "namespaced" },
+                    RESOURCES[r].group,
+                    RESOURCES[r].version,
+                    RESOURCES[r].kind,
+                    s.message
+                ));
+                return out;
+            }
+        };
+        for item in api::get_array(&list, &["items"]) {
+            let name = api::name(item).to_string();
+            let applied = api::annotation(item, LAST_APPLIED).is_some();
+            let picked = selector.is_none_or(|s| s.matches(api::labels(item)));
+            if !applied || !picked || visited.iter().any(|(vr, vn, vname)| *vr == r && *vn == ns && *vname == name) {
+                continue;
+            }
+            let mut req = Request::delete(r, &ns, &name, creds.clone());
+            req.propagation = Some("Background".into());
+            match api.handle(req) {
+                Ok(_) => out.push(format!("{}/{name} pruned", kind_prefix(r))),
+                Err(s) => out.push(s.kubectl_message(None, "")),
+            }
+        }
+    }
+    out
+}
+
 /// The field manager of kubectl's client-side apply.
 const CLIENT_SIDE_MANAGER: &str = "kubectl-client-side-apply";
 

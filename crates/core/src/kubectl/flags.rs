@@ -51,7 +51,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("annotate", "", "field-selector overwrite selector"),
     ("api-resources", "", ""),
     ("api-versions", "", ""),
-    ("apply", "", "filename server-side force-conflicts field-manager validate"),
+    ("apply", "", "all filename server-side force-conflicts field-manager prune selector validate"),
     ("auth", "can-i", "all-namespaces"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
     ("cluster-info", "", ""),

@@ -290,6 +290,23 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             }
             Err(e) => vec![e],
         },
+        "apply" if switch(&f, "--prune") || f.selector.is_some() => {
+            let (prune, all) = (switch(&f, "--prune"), switch(&f, "--all"));
+            if prune && all && f.selector.is_some() {
+                return vec!["error: cannot set --all and --selector at the same time".into()];
+            }
+            if prune && !all && f.selector.is_none() {
+                return vec!["error: all resources selected for prune without explicitly passing --all. To prune all resources, pass the --all flag. If you did not mean to prune all resources, specify a label selector".into()];
+            }
+            let selector = match f.selector.as_deref().map(crate::foundation::labels::Selector::parse).transpose() {
+                Ok(s) => s,
+                Err(e) => return vec![format!("error: {e}")],
+            };
+            match manifest_input(&f, stdin.as_deref()) {
+                Ok((text, file)) => apply::apply_selected(api, creds, &text, file, &target_ns, selector.as_ref(), prune),
+                Err(e) => vec![e],
+            }
+        }
         "apply" => match manifest_input(&f, stdin.as_deref()) {
             Ok((text, file)) => apply::apply_text_in(api, creds, &text, file, &target_ns),
             Err(e) => vec![e],
