@@ -1331,6 +1331,15 @@ fn apply_prune_deletes_what_the_file_no_longer_holds_as_the_real_kubectl_does() 
     for name in ["other", "other2"] {
         assert!(s.fails(&["get", "configmap", name], None).contains("NotFound"), "{name}");
     }
+    // What the last apply recorded, read back.
+    for line in ["apply view-last-applied configmap/cfg", "apply view-last-applied configmap cfg -o json", "apply view-last-applied deployments -l app=demo"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(s.ok(&args), s.terminal(line), "{line}");
+    }
+    for line in ["apply view-last-applied configmap/nope", "apply view-last-applied", "apply view-last-applied cm/cfg -o wide"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        assert_eq!(s.fails(&args, None), s.terminal(line), "{line}");
+    }
     for flags in ["--prune", "--prune --all -l app=demo"] {
         let args: Vec<&str> = flags.split(' ').collect();
         assert_eq!(real(&objects("", false), &args).trim_end(), ours(&objects("2", false), flags).trim_end(), "{flags}");

@@ -48,6 +48,34 @@ pub fn apply_text_in(api: &mut ApiServer, creds: &Credentials, text: &str, file:
     each_document_in(text, file, ns, |obj| vec![apply_object(api, creds, obj, file)])
 }
 
+/// `kubectl apply view-last-applied TYPE NAME|TYPE/NAME|TYPE -l SELECTOR [-o yaml|json]`:
+/// the configuration the last client-side apply recorded on each object, as YAML (or
+/// JSON indented by two); nothing for an object no apply made.
+pub(super) fn view_last_applied(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let output = f.get("--output").unwrap_or("yaml");
+    if !matches!(output, "yaml" | "json") {
+        return vec![
+            format!("error: Unexpected -o output mode: {output}, the flag 'output' must be one of yaml|json"),
+            "See 'kubectl apply view-last-applied -h' for help and examples".into(),
+        ];
+    }
+    if f.positional.len() < 2 {
+        return vec![
+            "error: You must provide one or more resources by argument or filename.".into(),
+            "Example resource specifications include:".into(),
+            "   '-f rsrc.yaml'".into(),
+            "   '--filename=rsrc.json'".into(),
+            "   '<resource> <name>'".into(),
+            "   '<resource>'".into(),
+        ];
+    }
+    each_fetched(api, creds, f, ns, |_, _, _, live| {
+        let Some(v) = api::annotation(live, LAST_APPLIED).and_then(|a| serde_json::from_str::<Value>(a).ok()) else { return vec![] };
+        let text = if output == "json" { serde_json::to_string_pretty(&v).unwrap_or_default() } else { crate::kubectl::goyaml::to_yaml(&v) };
+        text.lines().map(str::to_string).collect()
+    })
+}
+
 /// kubectl apply's default prune allowlist (`prune.go`), in its order.
 const PRUNE_KINDS: [(&str, &str); 16] = [
     ("v1", "ConfigMap"),

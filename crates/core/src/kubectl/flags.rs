@@ -52,6 +52,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("api-resources", "", ""),
     ("api-versions", "", ""),
     ("apply", "", "all filename server-side force-conflicts field-manager prune selector validate"),
+    ("apply view-last-applied", "", "all output selector"),
     ("auth", "can-i", "all-namespaces"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
     ("cluster-info", "", ""),
@@ -225,7 +226,12 @@ fn simulated(path: &str) -> (Option<&'static str>, impl Fn(&str) -> bool) {
     let mut words = path.split(' ');
     let verb = words.next().unwrap_or("");
     let sub = words.next();
-    let flags = SIMULATED.iter().find(|s| s.0 == verb && sub.is_none_or(|sub| s.1.split_whitespace().any(|x| x == sub))).map(|s| s.2);
+    // An entry for the whole path (`apply view-last-applied`) first, else the command's.
+    let flags = SIMULATED
+        .iter()
+        .find(|s| s.0 == path && s.1.is_empty())
+        .or_else(|| SIMULATED.iter().find(|s| s.0 == verb && sub.is_none_or(|sub| s.1.split_whitespace().any(|x| x == sub))))
+        .map(|s| s.2);
     (flags, move |long: &str| GLOBAL_SIMULATED.contains(&long) || flags.is_some_and(|f| f.split_whitespace().any(|x| x == long)))
 }
 

@@ -290,6 +290,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             }
             Err(e) => vec![e],
         },
+        "apply" if f.positional.first().map(String::as_str) == Some("view-last-applied") => apply::view_last_applied(api, creds, &f, &ns),
         "apply" if switch(&f, "--prune") || f.selector.is_some() => {
             let (prune, all) = (switch(&f, "--prune"), switch(&f, "--all"));
             if prune && all && f.selector.is_some() {
