@@ -60,14 +60,7 @@ pub(super) fn view_last_applied(api: &mut ApiServer, creds: &Credentials, f: &Fl
         ];
     }
     if f.positional.len() < 2 {
-        return vec![
-            "error: You must provide one or more resources by argument or filename.".into(),
-            "Example resource specifications include:".into(),
-            "   '-f rsrc.yaml'".into(),
-            "   '--filename=rsrc.json'".into(),
-            "   '<resource> <name>'".into(),
-            "   '<resource>'".into(),
-        ];
+        return no_resources_named();
     }
     each_fetched(api, creds, f, ns, |_, _, _, live| {
         let Some(v) = api::annotation(live, LAST_APPLIED).and_then(|a| serde_json::from_str::<Value>(a).ok()) else { return vec![] };

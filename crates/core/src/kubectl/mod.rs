@@ -404,6 +404,20 @@ fn sub_targets(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) ->
     targets(api, creds, &Flags { positional: f.positional[1..].to_vec(), ..f.clone() }, ns)
 }
 
+/// kubectl's answer to a command that names no object (`resource.Builder`'s usage error).
+fn no_resources_named() -> Vec<String> {
+    [
+        "error: You must provide one or more resources by argument or filename.",
+        "Example resource specifications include:",
+        "   '-f rsrc.yaml'",
+        "   '--filename=rsrc.json'",
+        "   '<resource> <name>'",
+        "   '<resource>'",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// GET one object, or kubectl's line for why not.
 fn fetch(api: &mut ApiServer, creds: &Credentials, r: ResourceId, ns: &str, name: &str) -> Result<crate::foundation::api::Object, String> {
     api.handle(Request::new(Verb::Get, r, ns, name, creds.clone())).map_err(|s| s.kubectl_message(None, ""))

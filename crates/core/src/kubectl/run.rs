@@ -256,16 +256,7 @@ fn container_ports(pod_spec: &Value) -> Vec<(i64, String)> {
 /// `--session-affinity`, `--load-balancer-ip`.
 pub(super) fn expose(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let (ty, name) = match f.positional.as_slice() {
-        [] => {
-            return vec![
-                "error: You must provide one or more resources by argument or filename.".into(),
-                "Example resource specifications include:".into(),
-                "   '-f rsrc.yaml'".into(),
-                "   '--filename=rsrc.json'".into(),
-                "   '<resource> <name>'".into(),
-                "   '<resource>'".into(),
-            ]
-        }
+        [] => return super::no_resources_named(),
         [one] => match one.split_once('/') {
             Some((t, n)) => (t.to_string(), n.to_string()),
             None => return vec!["error: resource(s) were provided, but no name was specified".into()],
