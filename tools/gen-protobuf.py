@@ -127,7 +127,7 @@ def main():
     openapi = json.load(open(os.path.join(here, "..", "crates", "cli", "data", "openapi.json")))["schemas"]
     roots = [n for n, s in openapi.items() if "x-kubernetes-group-version-kind" in s]
     roots += ["io.k8s.api.authorization.v1." + k for k in ("SelfSubjectAccessReview", "SelfSubjectRulesReview", "SubjectAccessReview")]
-    roots += ["io.k8s.api.authentication.v1.SelfSubjectReview", "io.k8s.api.policy.v1.Eviction", "io.k8s.api.autoscaling.v1.Scale"]
+    roots += ["io.k8s.api.authentication.v1.SelfSubjectReview", "io.k8s.api.authentication.v1.TokenRequest", "io.k8s.api.policy.v1.Eviction", "io.k8s.api.autoscaling.v1.Scale"]
     keep, todo = {}, [r for r in roots if r in messages]
     while todo:
         n = todo.pop()

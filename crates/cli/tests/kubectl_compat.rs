@@ -1368,3 +1368,72 @@ fn apply_prune_deletes_what_the_file_no_longer_holds_as_the_real_kubectl_does() 
         assert_eq!(real(&objects("", false), &args).trim_end(), ours(&objects("2", false), flags).trim_end(), "{flags}");
     }
 }
+
+#[test]
+fn tokens_whoami_and_impersonation_answer_as_the_real_kubectl_does() {
+    let mut s = Server::start("tokens", &[]);
+    // The versioned binary: the dispatcher capitalises the errors it passes on.
+    s.kubectl = undispatched_kubectl();
+    s.ok(&["create", "serviceaccount", "robot"]);
+    let both = |s: &Server, line: &str| {
+        let args: Vec<&str> = line.split(' ').collect();
+        let out = s.run(&args, None);
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    };
+    for line in [
+        "auth whoami",
+        "auth whoami -o yaml",
+        "auth whoami -o json",
+        "auth whoami -o name",
+        "auth whoami -o wide",
+        "auth whoami --as=ajay --as-group=dev --as-group=ops",
+        "auth whoami --as=system:serviceaccount:shop:web",
+        "auth can-i list pods --as=system:serviceaccount:default:robot",
+        "get pods --as=nobody",
+        "get pods --as-group=dev",
+        "create token robot --duration=1m",
+        "create token nope",
+        "create token robot --duration=1.5s",
+        "create token robot --duration=10",
+        "create token robot --duration=-1h",
+        "create token robot --duration=5x",
+        "create token robot --audience=",
+        "create token robot --bound-object-name=x",
+        "create token robot --bound-object-kind=Deployment --bound-object-name=x",
+        "create token robot --bound-object-kind=Pod",
+        "create token robot --bound-object-kind=Pod --bound-object-name=nope",
+        "create token robot --bound-object-kind=Secret --bound-object-name=nope",
+        "create token robot -o name",
+        "create token robot -o wide",
+        "create token",
+        "create token a b",
+    ] {
+        assert_eq!(both(&s, line).trim_end(), s.terminal(line).trim_end(), "{line}");
+    }
+    // A token the real kubectl asked for authenticates the terminal's commands, and the
+    // terminal's the real kubectl's, as the account.
+    let issued = s.ok(&["create", "token", "robot", "--duration=10m"]);
+    let claims = issued.split('.').nth(1).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&base64_url(claims)).unwrap();
+    assert_eq!(claims["sub"], "system:serviceaccount:default:robot");
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 600);
+    let theirs = s.terminal("create token robot").trim_end().to_string();
+    for token in [issued.trim_end(), theirs.as_str()] {
+        for line in [format!("get pods --token={token}"), format!("auth whoami --token={token}")] {
+            assert_eq!(both(&s, &line).trim_end(), s.terminal(&line).trim_end(), "{line}");
+        }
+    }
+    let forbidden = both(&s, &format!("get pods --token={theirs}"));
+    assert!(forbidden.contains("User \"system:serviceaccount:default:robot\" cannot list resource \"pods\""), "{forbidden}");
+    // Once the account is gone, its tokens are not accepted.
+    s.ok(&["delete", "serviceaccount", "robot"]);
+    let line = format!("get pods --token={theirs}");
+    assert_eq!(both(&s, &line).trim_end(), "error: You must be logged in to the server (Unauthorized)");
+    assert_eq!(s.terminal(&line).trim_end(), "error: You must be logged in to the server (Unauthorized)");
+}
+
+/// base64url without padding, as JWTs carry their parts.
+fn base64_url(s: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap()
+}

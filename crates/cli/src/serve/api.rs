@@ -147,22 +147,12 @@ fn authenticate(sh: &Shared, req: &http::Request) -> Result<UserInfo, Status> {
     sh.with(move |c| {
         let user = match token {
             None => anonymous(),
-            Some(t) => c.api.tokens.get(&t).cloned().ok_or_else(Status::unauthorized)?,
+            Some(t) => c.api.authenticate(&Credentials::Token(t))?,
         };
-        let Some(target) = target else { return Ok(user) };
-        let mut checks = vec![("users", target.as_str())];
-        checks.extend(groups.iter().map(|g| ("groups", g.as_str())));
-        for (resource, name) in checks {
-            let a = Attributes { verb: "impersonate", group: "", resource, subresource: "", namespace: "", name };
-            if let Decision::Deny(_) = rbac::authorize(&c.api.store, &user, &a) {
-                return Err(Status::new(403, "Forbidden", format!("{resource} {name:?} is forbidden: {}", a.forbidden_cause(&user.name))));
-            }
+        match target {
+            None => Ok(user),
+            Some(target) => c.api.impersonate(&user, &target, &groups),
         }
-        let mut g: Vec<&str> = groups.iter().map(String::as_str).collect();
-        if !g.contains(&"system:authenticated") && target != "system:anonymous" {
-            g.push("system:authenticated");
-        }
-        Ok(UserInfo::new(&target, &g))
     })?
 }
 
@@ -500,7 +490,7 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
             write_options(&mut r, req)?;
             write(sh, r, 201)
         }
-        ("POST", false) if matches!(sub, "binding" | "eviction") => {
+        ("POST", false) if matches!(sub, "binding" | "eviction" | "token") => {
             let body = body_value(req)?;
             let mut r = Request::create(rid, ns, body, creds).with_sub(sub);
             r.name = name.to_string();

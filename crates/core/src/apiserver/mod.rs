@@ -238,6 +238,7 @@ macro_rules! record {
 
 // The write paths, one file each, one function per stage (after the macro, which they use).
 mod allocator;
+pub mod authn;
 pub mod autoscaling;
 mod create;
 mod delete;
@@ -262,6 +263,8 @@ pub struct ApiServer {
     pub now: Millis,
     /// Bearer tokens and the users they authenticate.
     pub tokens: BTreeMap<String, UserInfo>,
+    /// The service account tokens among them, with what keeps each valid.
+    pub issued: BTreeMap<String, authn::IssuedToken>,
     /// Webhook (or webhook configuration) names whose backends are down.
     pub webhooks_down: BTreeSet<String>,
     /// Since when kube-apiserver is down (`Fault::ApiServerDown`): every request is refused.
@@ -305,6 +308,7 @@ impl ApiServer {
             store: Store::default(),
             now: 0,
             tokens: BTreeMap::new(),
+            issued: BTreeMap::new(),
             webhooks_down: BTreeSet::new(),
             down_since: None,
             etcd_down_since: None,
@@ -447,15 +451,12 @@ impl ApiServer {
         }
 
         // Authentication.
-        let user = match &req.credentials {
-            Credentials::User(u) => u.clone(),
-            Credentials::Token(t) => match self.tokens.get(t) {
-                Some(u) => u.clone(),
-                None => {
-                    c.user = "system:anonymous".into();
-                    return self.fail(&c, "authentication", Status::unauthorized());
-                }
-            },
+        let user = match self.authenticate(&req.credentials) {
+            Ok(u) => u,
+            Err(s) => {
+                c.user = "system:anonymous".into();
+                return self.fail(&c, "authentication", s);
+            }
         };
         if tracing {
             c.user = user.name.clone();
@@ -578,6 +579,7 @@ impl ApiServer {
             }
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
             Verb::Create if req.subresource == "eviction" && res.kind == "Pod" => self.evict(&c, &user, res, &ns, &req),
+            Verb::Create if req.subresource == "token" && res.kind == "ServiceAccount" => self.create_token(&c, &ns, &req),
             // `pods/exec` and `pods/portforward` connect to the kubelet: the API server's
             // part is to authorize the caller and find the pod (`pkg/registry/core/pod/rest`
             // `ExecREST`, `PortForwardREST`).
@@ -969,6 +971,73 @@ mod tests {
         );
         assert_eq!(a.trace.records().last().unwrap().flow, Flow::Denied);
         assert_eq!(a.store.count(api::rid::DEPLOYMENT), 0);
+    }
+
+    #[test]
+    fn issued_tokens_authenticate_until_they_expire_or_their_account_goes() {
+        let mut a = server();
+        let admin = as_user(&UserInfo::admin());
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
+        a.handle(Request::create(api::rid::SERVICEACCOUNT, "default", sa.clone(), admin.clone())).unwrap();
+        let ask = |a: &mut ApiServer, name: &str, seconds: i64| {
+            let body = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": seconds}});
+            let mut r = Request::create(api::rid::SERVICEACCOUNT, "default", body, as_user(&UserInfo::admin())).with_sub("token");
+            r.name = name.to_string();
+            a.handle(r)
+        };
+        let short = ask(&mut a, "robot", 60).unwrap_err();
+        assert_eq!(
+            (short.code, short.message.as_str()),
+            (422, "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes")
+        );
+        assert_eq!(ask(&mut a, "nobody", 600).unwrap_err().message, "serviceaccounts \"nobody\" not found");
+        let tr = ask(&mut a, "robot", 600).unwrap();
+        assert_eq!(tr["kind"], "TokenRequest");
+        assert_eq!(tr["spec"]["audiences"], json!([authn::API_AUDIENCE]));
+        assert_eq!(tr["status"]["expirationTimestamp"], rfc3339(600_000));
+        let token = Credentials::Token(get_str(&tr, &["status", "token"]).unwrap().to_string());
+        // The account's identity, which RBAC grants nothing yet.
+        let list = |a: &mut ApiServer, c: &Credentials| a.handle(Request::new(Verb::List, api::rid::POD, "default", "", c.clone()));
+        assert_eq!(
+            list(&mut a, &token).unwrap_err().message,
+            "pods is forbidden: User \"system:serviceaccount:default:robot\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+        );
+        let user = a.authenticate(&token).unwrap();
+        assert_eq!(user.groups, ["system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]);
+        a.now = 599_999;
+        assert!(a.authenticate(&token).is_ok());
+        a.now = 600_000;
+        assert_eq!(list(&mut a, &token).unwrap_err().code, 401);
+        // A token of an account that is deleted (and made again) no longer authenticates.
+        let tr = ask(&mut a, "robot", 3600).unwrap();
+        let token = Credentials::Token(get_str(&tr, &["status", "token"]).unwrap().to_string());
+        assert!(a.authenticate(&token).is_ok());
+        a.handle(Request::delete(api::rid::SERVICEACCOUNT, "default", "robot", admin.clone())).unwrap();
+        a.handle(Request::create(api::rid::SERVICEACCOUNT, "default", sa, admin)).unwrap();
+        assert_eq!(a.authenticate(&token).unwrap_err().code, 401);
+    }
+
+    #[test]
+    fn impersonation_needs_the_impersonate_verb_and_gives_the_groups_upstream_does() {
+        let a = server();
+        let admin = UserInfo::admin();
+        let ajay = a.impersonate(&admin, "ajay", &[]).unwrap();
+        assert_eq!(ajay.groups, ["system:authenticated"]);
+        let sa = a.impersonate(&admin, "system:serviceaccount:shop:web", &[]).unwrap();
+        assert_eq!(sa.groups, ["system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"]);
+        let dev = a.impersonate(&admin, "system:serviceaccount:shop:web", &["dev".to_string()]).unwrap();
+        assert_eq!(dev.groups, ["dev", "system:authenticated"]);
+        assert_eq!(a.impersonate(&admin, "system:anonymous", &[]).unwrap().groups, Vec::<String>::new());
+        let e = a.impersonate(&ajay, "admin", &[]).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (403, "users \"admin\" is forbidden: User \"ajay\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope")
+        );
+        let e = a.impersonate(&ajay, "system:serviceaccount:shop:web", &[]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "serviceaccounts \"web\" is forbidden: User \"ajay\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"shop\""
+        );
     }
 
     #[test]

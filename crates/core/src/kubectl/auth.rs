@@ -2,19 +2,16 @@
 
 use super::*;
 
-/// `kubectl auth can-i VERB TYPE[/NAME] [NAME] [-n NS | -A] [--as USER]`: a
-/// SelfSubjectAccessReview answered by the authorizer, printed as `yes` or `no`.
+/// `kubectl auth can-i VERB TYPE[/NAME] [NAME] [-n NS | -A]` (as the line's identity,
+/// `--as` included): a SelfSubjectAccessReview answered by the authorizer, `yes` or `no`.
 pub(super) fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
     let args = &f.positional[1..];
     let (Some(verb), Some(target)) = (args.first(), args.get(1)) else {
         return vec!["error: you must specify two arguments: verb resource or verb resource/resourceName.".into()];
     };
-    let me = match creds {
-        Credentials::User(u) => u.clone(),
-        Credentials::Token(t) => match api.tokens.get(t) {
-            Some(u) => u.clone(),
-            None => return vec![Status::unauthorized().kubectl_message(None, "")],
-        },
+    let user = match api.authenticate(creds) {
+        Ok(u) => u,
+        Err(s) => return vec![s.kubectl_message(None, "")],
     };
     let (ty, mut name) = match target.split_once('/') {
         Some((t, n)) => (t.to_string(), n.to_string()),
@@ -32,22 +29,100 @@ pub(super) fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &st
         }
     };
     let ns = if f.all_namespaces || !namespaced { "" } else { ns };
-    let user = match f.get("--as") {
-        None => me,
-        Some(other) => {
-            let imp = crate::apiserver::rbac::Attributes { verb: "impersonate", group: "", resource: "users", subresource: "", namespace: "", name: other };
-            if !matches!(crate::apiserver::rbac::authorize(&api.store, &me, &imp), crate::apiserver::rbac::Decision::Allow) {
-                let cause = imp.forbidden_cause(&me.name);
-                return vec![format!("Error from server (Forbidden): users \"{other}\" is forbidden: {cause}")];
-            }
-            crate::apiserver::rbac::UserInfo::new(other, &["system:authenticated"])
-        }
-    };
     let a = crate::apiserver::rbac::Attributes { verb, group, resource: &resource, subresource: &subresource, namespace: ns, name: &name };
     out.push(if matches!(crate::apiserver::rbac::authorize(&api.store, &user, &a), crate::apiserver::rbac::Decision::Allow) {
         "yes".into()
     } else {
         "no".into()
     });
+    out
+}
+
+/// Who a command line acts as: the terminal's identity, or `--token`'s; then `--as` (and
+/// `--as-group`) impersonate, which the API server allows only if the caller may
+/// (`impersonate` on users, service accounts and groups). Err is what kubectl prints.
+pub(super) fn identity(api: &ApiServer, creds: &Credentials, kc: &config::Kubeconfig, f: &Flags) -> Result<Credentials, Vec<String>> {
+    let base = match f.get("--token") {
+        Some(t) => Credentials::Token(t.to_string()),
+        None => creds.clone(),
+    };
+    let groups: Vec<String> = f.values.iter().filter(|(n, _)| n == "--as-group").map(|(_, v)| v.clone()).collect();
+    let Some(target) = f.get("--as").filter(|t| !t.is_empty()) else {
+        if !groups.is_empty() {
+            // client-go's transport refuses before any request is sent.
+            return Err(vec![format!("error: requesting uid, groups or user-extra for {} without impersonating a user", kc.user())]);
+        }
+        return Ok(base);
+    };
+    let me = api.authenticate(&base).map_err(|s| vec![s.kubectl_message(None, "")])?;
+    api.impersonate(&me, target, &groups).map(Credentials::User).map_err(|s| vec![s.kubectl_message(None, "")])
+}
+
+/// `kubectl auth whoami [-o yaml|json]` (`k8s.io/kubectl/pkg/cmd/auth/whoami.go`): the
+/// SelfSubjectReview's user, as the authenticator saw the caller.
+pub(super) fn whoami(api: &ApiServer, creds: &Credentials, f: &Flags) -> Vec<String> {
+    let user = match api.authenticate(creds) {
+        Ok(u) => u,
+        Err(s) => return vec![s.kubectl_message(None, "")],
+    };
+    let review = json!({
+        "kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1", "metadata": {"creationTimestamp": null},
+        "status": {"userInfo": {"username": user.name, "groups": user.groups}},
+    });
+    match f.get("--output").unwrap_or("") {
+        "" => {
+            let mut rows = vec![vec!["ATTRIBUTE".to_string(), "VALUE".into()], vec!["Username".into(), user.name.clone()]];
+            if !user.groups.is_empty() {
+                rows.push(vec!["Groups".into(), format!("[{}]", user.groups.join(" "))]);
+            }
+            crate::kubectl::printers::table(&rows).lines().map(str::to_string).collect()
+        }
+        "name" => vec!["selfsubjectreview.authentication.k8s.io/<unknown>".into()],
+        "json" => {
+            let mut info = vec![("username", Typed::V(json!(user.name)))];
+            if !user.groups.is_empty() {
+                info.push(("groups", Typed::V(json!(user.groups))));
+            }
+            vec![typed_json(&Typed::O(vec![
+                ("kind", Typed::V(json!("SelfSubjectReview"))),
+                ("apiVersion", Typed::V(json!("authentication.k8s.io/v1"))),
+                ("metadata", Typed::O(vec![("creationTimestamp", Typed::V(Value::Null))])),
+                ("status", Typed::O(vec![("userInfo", Typed::O(info))])),
+            ]))]
+        }
+        o => super::create::print_review(&review, o),
+    }
+}
+
+/// A typed object's fields in Go struct order, which kubectl's JSON printer keeps for the
+/// objects it builds itself (the value tree sorts keys).
+pub(super) enum Typed {
+    V(Value),
+    O(Vec<(&'static str, Typed)>),
+}
+
+/// [`Typed`] as kubectl prints JSON: four-space indentation.
+pub(super) fn typed_json(t: &Typed) -> String {
+    fn write(t: &Typed, depth: usize, out: &mut String) {
+        match t {
+            Typed::V(v) => out.push_str(&super::get::json_indent4(v).replace('\n', &format!("\n{}", "    ".repeat(depth)))),
+            Typed::O(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    out.push_str(if i == 0 { "\n" } else { ",\n" });
+                    out.push_str(&"    ".repeat(depth + 1));
+                    out.push_str(&format!("{k:?}: "));
+                    write(v, depth + 1, out);
+                }
+                if !fields.is_empty() {
+                    out.push('\n');
+                    out.push_str(&"    ".repeat(depth));
+                }
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    write(t, 0, &mut out);
     out
 }

@@ -189,10 +189,13 @@ fn ingress(name: &str, ns: &str, rules: &[String], default_backend: Option<&str>
 
 /// `kubectl create TYPE NAME ...`, building the object as kubectl's generators do.
 pub(super) fn create(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, after_dashes: &[String]) -> Vec<String> {
-    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, ingress, job, cronjob, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget, priorityclass and quota";
+    let supported = "deployment, namespace, configmap, secret generic, serviceaccount, service clusterip|nodeport|loadbalancer, ingress, job, cronjob, role, clusterrole, rolebinding, clusterrolebinding, poddisruptionbudget, priorityclass, quota and token";
     let Some(what) = f.positional.first() else {
         return vec![format!("error: kubeloop creates {supported} (kubectl create TYPE NAME ...); use the editor for anything else")];
     };
+    if what == "token" {
+        return token(api, creds, f, ns);
+    }
     // `secret generic NAME`, `service clusterip NAME`: a sub-type comes first.
     let (sub, name) = match what.as_str() {
         "secret" | "service" | "svc" => (f.positional.get(1).map(String::as_str), f.positional.get(2)),
@@ -452,4 +455,128 @@ pub(super) fn replace_from(api: &mut ApiServer, creds: &Credentials, text: &str,
             Err(s) => vec![s.kubectl_message(Some(file), "replacing")],
         }
     })
+}
+
+/// `kubectl create token SERVICE_ACCOUNT` (`k8s.io/kubectl/pkg/cmd/create/create_token.go`):
+/// a TokenRequest to the account's `token` subresource; prints the token (or, with -o, the
+/// TokenRequest the server answered).
+fn token(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<String> {
+    let name = match &f.positional[1..] {
+        [name] => name,
+        other => {
+            return vec![format!("error: exactly one NAME is required, got {}", other.len()), "See 'kubectl create token -h' for help and examples".into()]
+        }
+    };
+    let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    let audiences = all("--audience");
+    let duration = f.get("--duration").unwrap_or("0");
+    let seconds = match go_duration_secs(duration) {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![format!("error: invalid argument {duration:?} for \"--duration\" flag: {e}"), "See 'kubectl create token --help' for usage.".into()]
+        }
+    };
+    let (kind, bound, uid) =
+        (f.get("--bound-object-kind").unwrap_or(""), f.get("--bound-object-name").unwrap_or(""), f.get("--bound-object-uid").unwrap_or(""));
+    let problem = match seconds {
+        Err(()) => Some("--duration cannot be expressed in units less than seconds"),
+        Ok(s) if s < 0 => Some("--duration must be greater than or equal to 0"),
+        _ if audiences.iter().any(String::is_empty) => Some("--audience must not be an empty string"),
+        _ if kind.is_empty() && !bound.is_empty() => Some("--bound-object-name can only be set if --bound-object-kind is provided"),
+        _ if kind.is_empty() && !uid.is_empty() => Some("--bound-object-uid can only be set if --bound-object-kind is provided"),
+        _ if !kind.is_empty() && !matches!(kind, "Node" | "Pod" | "Secret") => Some("supported --bound-object-kind values are Node, Pod, Secret"),
+        _ if !kind.is_empty() && bound.is_empty() => Some("--bound-object-name is required if --bound-object-kind is provided"),
+        _ => None,
+    };
+    if let Some(p) = problem {
+        return vec![format!("error: {p}")];
+    }
+    let mut spec = json!({"audiences": audiences});
+    if let Ok(s @ 1..) = seconds {
+        spec["expirationSeconds"] = json!(s);
+    }
+    if !kind.is_empty() {
+        spec["boundObjectRef"] = json!({"kind": kind, "apiVersion": "v1", "name": bound, "uid": uid});
+    }
+    let body = json!({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "metadata": {"creationTimestamp": null}, "spec": spec, "status": {"token": "", "expirationTimestamp": null}});
+    let mut req = Request::create(crate::foundation::api::rid::SERVICEACCOUNT, ns, body, creds.clone()).with_sub("token");
+    req.name = name.clone();
+    let out = match api.handle(req) {
+        Ok(o) => o,
+        Err(s) => return vec![format!("error: failed to create token: {}", s.message)],
+    };
+    match f.get("--output").unwrap_or("") {
+        "" => vec![get_str(&out, &["status", "token"]).unwrap_or("").to_string()],
+        "name" => vec![format!("tokenrequest.authentication.k8s.io/{name}")],
+        "json" => {
+            use super::auth::Typed::{O, V};
+            let at = |path: &[&str]| V(crate::foundation::api::get(&out, path).cloned().unwrap_or(Value::Null));
+            let mut spec = vec![("audiences", at(&["spec", "audiences"])), ("expirationSeconds", at(&["spec", "expirationSeconds"]))];
+            spec.push(("boundObjectRef", at(&["spec", "boundObjectRef"])));
+            vec![super::auth::typed_json(&O(vec![
+                ("kind", at(&["kind"])),
+                ("apiVersion", at(&["apiVersion"])),
+                (
+                    "metadata",
+                    O(vec![("name", at(&["metadata", "name"])), ("namespace", at(&["metadata", "namespace"])), ("creationTimestamp", V(Value::Null))]),
+                ),
+                ("spec", O(spec)),
+                ("status", O(vec![("token", at(&["status", "token"])), ("expirationTimestamp", at(&["status", "expirationTimestamp"]))])),
+            ]))]
+        }
+        o => print_review(&out, o),
+    }
+}
+
+/// Go's `time.ParseDuration` as pflag reads a duration flag, in whole seconds: Err(msg) for
+/// what Go refuses, Ok(Err(())) for a duration with a fraction of a second.
+fn go_duration_secs(s: &str) -> Result<Result<i64, ()>, String> {
+    let invalid = || format!("time: invalid duration {s:?}");
+    let (negative, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Ok(Ok(0));
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut nanos: f64 = 0.0;
+    let mut rest = rest;
+    while !rest.is_empty() {
+        let n = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num: f64 = rest[..n].parse().map_err(|_| invalid())?;
+        rest = &rest[n..];
+        let u = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = match &rest[..u] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            "" => return Err(format!("time: missing unit in duration {s:?}")),
+            other => return Err(format!("time: unknown unit {other:?} in duration {s:?}")),
+        };
+        nanos += num * unit;
+        rest = &rest[u..];
+    }
+    let sign = if negative { -1.0 } else { 1.0 };
+    if nanos % 1e9 != 0.0 {
+        return Ok(Err(()));
+    }
+    Ok(Ok((sign * nanos / 1e9) as i64))
+}
+
+/// A TokenRequest or SelfSubjectReview printed with `-o yaml|json`, or kubectl's error for
+/// a format its printers lack (`-o name` is the caller's).
+pub(super) fn print_review(obj: &Value, output: &str) -> Vec<String> {
+    match output {
+        "yaml" => vec![crate::kubectl::goyaml::to_yaml(obj).trim_end().to_string()],
+        "json" => vec![super::get::json_indent4(obj)],
+        o => vec![format!(
+            "error: unable to match a printer suitable for the output format \"{o}\", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,yaml"
+        )],
+    }
 }

@@ -53,15 +53,16 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("api-versions", "", ""),
     ("apply", "", "all filename server-side force-conflicts field-manager prune selector validate"),
     ("apply view-last-applied", "", "all output selector"),
-    ("auth", "can-i", "all-namespaces"),
+    ("auth", "can-i whoami", "all-namespaces"),
+    ("auth whoami", "", "output"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
     ("cluster-info", "", ""),
     ("config", "current-context view get-contexts get-clusters get-users use-context set-context", "minify output no-headers current namespace user"),
     ("cordon", "", ""),
     (
         "create",
-        "clusterrole clusterrolebinding configmap cronjob deployment ingress job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount",
-        "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule",
+        "clusterrole clusterrolebinding configmap cronjob deployment ingress job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount token",
+        "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule audience duration bound-object-kind bound-object-name bound-object-uid",
     ),
     ("delete", "", "all all-namespaces cascade field-selector force grace-period ignore-not-found selector wait"),
     ("describe", "", "all-namespaces chunk-size selector"),
@@ -91,7 +92,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("wait", "", "all field-selector for selector timeout"),
 ];
 
-const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group"];
+const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group", "token"];
 
 /// The words after `kubectl` (the command first), checked and written in one form: each
 /// flag as `--NAME=VALUE` (switches as `--NAME=true|false`, one-letter forms and bare

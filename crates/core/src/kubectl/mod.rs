@@ -277,6 +277,15 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         Ok(f) => f,
         Err(e) => return vec![format!("error: {e}")],
     };
+    // `--token`, `--as` and `--as-group` change who every request of the line is from.
+    let creds = &if matches!(verb.as_str(), "config" | "completion") {
+        creds.clone()
+    } else {
+        match auth::identity(api, creds, kc, &f) {
+            Ok(c) => c,
+            Err(e) => return e,
+        }
+    };
     let ns = f.namespace.clone().unwrap_or_else(|| kc.namespace().to_string());
     let target_ns = Namespace { name: ns.clone(), enforce: f.namespace.is_some() };
     if api.down_since.is_some() && verb != "config" {
@@ -328,6 +337,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         },
         "get" => get(api, creds, &f, &ns),
         "auth" if f.positional.first().map(String::as_str) == Some("can-i") => can_i(api, creds, &f, &ns),
+        "auth" if f.positional.first().map(String::as_str) == Some("whoami") => auth::whoami(api, creds, &f),
         "rollout" if f.positional.first().map(String::as_str) == Some("status") => rollout_status(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("restart") => rollout_restart(api, creds, &f, &ns),
         "rollout" if f.positional.first().map(String::as_str) == Some("history") => rollout_history(api, creds, &f, &ns),
