@@ -1179,6 +1179,10 @@ fn flags_print_and_fail_as_the_real_kubectls_do() {
         "get pods -o custom-columns=NAME:.metadata.name,IMAGES:.spec.containers[*].image,NODE:spec.nodeName",
         "get deployment checkout -o custom-columns=NAME:{.metadata.name},REPLICAS:.spec.replicas,LABELS:.metadata.labels,SELECTOR:.spec.selector,NOPE:.status.nope",
         "get pods --no-headers -o custom-columns=NAME:.metadata.name,READY:.status.containerStatuses[0].ready",
+        "get pods -L app -L pod-template-hash,x/y",
+        "get deploy --show-kind --show-labels -L app",
+        "get pods -A -L app --no-headers",
+        "get nodes -L topology.kubernetes.io/zone",
     ] {
         let args: Vec<&str> = line.split(' ').collect();
         assert_eq!(without_ages(&s.combined(&args)), without_ages(&s.terminal(line)), "{line}");
@@ -1436,4 +1440,49 @@ fn tokens_whoami_and_impersonation_answer_as_the_real_kubectl_does() {
 fn base64_url(s: &str) -> Vec<u8> {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap()
+}
+
+#[test]
+fn go_templates_print_as_the_real_kubectls_do() {
+    let s = checkout();
+    s.ok(&["create", "secret", "generic", "s", "--from-literal=password=hunter2"]);
+    s.until(&["get", "deploy", "checkout", "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"], 60, |o| o.split_once('/').is_some_and(|(a, b)| a == b));
+    s.until(&["get", "pods"], 60, |o| o.lines().skip(1).all(|l| l.contains("Running")));
+    // (the command, the template): the real kubectl gets the template as one word, the
+    // terminal in single quotes.
+    for (cmd, t) in [
+        ("get pods", r#"{{range .items}}{{.metadata.name}}{{"\n"}}{{end}}"#),
+        ("get pods", r#"{{range .items}}{{if eq .status.phase "Running"}}{{printf "%-30s %s\n" .metadata.name .status.phase}}{{end}}{{end}}"#),
+        ("get deploy checkout", r#"{{.spec.replicas}} {{.metadata.labels}} {{printf "%d" .spec.replicas}} {{len .spec.template.spec.containers}}"#),
+        ("get deploy checkout", r#"{{range $k, $v := .metadata.labels}}{{$k}}={{$v}};{{end}}"#),
+        ("get secret s", r#"{{.data.password | base64decode}}"#),
+        ("get deploy", r#"{{len .items}} {{with index .items 0}}{{.spec.replicas}}{{end}} {{(index .items 0).metadata.name}}"#),
+        (
+            "get nodes",
+            r#"{{range .items}}{{.metadata.name}}{{"\t"}}{{range .status.addresses}}{{if eq .type "InternalIP"}}{{.address}}{{end}}{{end}}{{"\n"}}{{end}}"#,
+        ),
+        ("get pods", r#"{{range .items}}{{range .status.containerStatuses}}{{.restartCount}} {{.ready}} {{.state}}{{end}}{{"\n"}}{{end}}"#),
+        ("get deploy checkout", r#"{{- /* c */ -}} {{ .kind }} {{ printf "%q %v %t %5d|%-5d|%x" .metadata.name .spec.selector true 42 7 255 }}"#),
+        ("get deploy checkout", r#"{{println "a" 1 2}}{{print "a" 1 2 "b"}}{{js "<x>"}}{{urlquery "a b&c"}}"#),
+        ("get deploy checkout", r#"{{and 1 0}} {{or 0 "" "x"}} {{not .nope}} {{eq .kind "Deployment" "Pod"}} {{ne 1 2}} {{le 2 2}} {{lt "a" "b"}}"#),
+        ("get deploy checkout", "{{.spec.nope.x}}"),
+        // Mistakes: kubectl's parse errors, and its dump of what the template was given.
+        ("get deploy checkout", "{{.spec"),
+        ("get deploy checkout", "{{nope}}"),
+        ("get deploy checkout", "{{if gt .spec.replicas 1.0}}many{{else}}one{{end}}"),
+        ("get deploy checkout", "{{.metadata.creationTimestamp.x}}"),
+        ("get deploy", "{{index .items 5}}"),
+    ] {
+        let mut args: Vec<String> = cmd.split(' ').map(str::to_string).collect();
+        args.push(format!("-o=go-template={t}"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = s.run(&args, None);
+        let real = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(s.terminal(&format!("{cmd} -o go-template='{t}'")).trim_end(), real.trim_end(), "{t}");
+    }
+    // The template by --template, and its other name.
+    let t = "{{range .items}}{{.metadata.name}} {{end}}";
+    let real = s.ok(&["get", "pods", "-o", "template", "--template", t]);
+    assert_eq!(s.terminal(&format!("get pods -o go-template --template '{t}'")).trim_end(), real.trim_end());
+    assert_eq!(s.terminal("get pods -o go-template").trim_end(), "error: template format specified but no template given");
 }

@@ -72,7 +72,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("exec", "", "container quiet stdin tty"),
     ("explain", "", "recursive"),
     ("expose", "", "cluster-ip dry-run external-ip labels load-balancer-ip name output port protocol selector session-affinity target-port type"),
-    ("get", "", "all-namespaces chunk-size field-selector ignore-not-found no-headers output raw selector show-labels show-managed-fields sort-by watch"),
+    ("get", "", "all-namespaces chunk-size field-selector ignore-not-found label-columns no-headers output raw selector show-kind show-labels show-managed-fields sort-by template watch"),
     ("label", "", "field-selector overwrite selector"),
     ("logs", "", "all-containers container prefix previous selector tail"),
     ("patch", "", "patch subresource type"),

@@ -102,9 +102,18 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
     if output == "custom-columns" {
         return vec!["error: custom-columns format specified but no custom columns given".into()];
     }
-    if template.is_none() && columns.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
+    // `-o go-template=T`, or `-o go-template --template=T` (`template` is its other name).
+    let go_template = match output.split_once('=') {
+        Some(("go-template" | "template", t)) => Some(t.to_string()),
+        _ if matches!(output, "go-template" | "template") => match f.get("--template") {
+            Some(t) if !t.is_empty() => Some(t.to_string()),
+            _ => return vec!["error: template format specified but no template given".into()],
+        },
+        _ => None,
+    };
+    if template.is_none() && columns.is_none() && go_template.is_none() && !matches!(output, "" | "wide" | "yaml" | "json" | "name") {
         return vec![format!(
-            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: custom-columns,json,jsonpath,name,wide,yaml (kubeloop's subset)"
+            "error: unable to match a printer suitable for the output format \"{output}\", allowed formats are: custom-columns,go-template,json,jsonpath,name,template,wide,yaml (kubeloop's subset)"
         )];
     }
     let ns = if !res.namespaced || f.all_namespaces { "" } else { ns };
@@ -170,6 +179,36 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
             Err(e) => vec![format!("error: error parsing jsonpath {t}, {e}")],
         };
     }
+    if let Some(t) = go_template {
+        let v = if objects.len() == 1 && !names.is_empty() {
+            objects.remove(0)
+        } else {
+            json!({"apiVersion": "v1", "items": objects, "kind": "List", "metadata": {"resourceVersion": ""}})
+        };
+        let mut out: Vec<String> = match crate::kubectl::gotemplate::render(&t, &v) {
+            Ok(s) => s.split('\n').map(str::to_string).collect(),
+            Err(crate::kubectl::gotemplate::Error::Parse(e)) => vec![format!("error: error parsing template {t}, {e}")],
+            // kubectl prints what it gave the template, then the error.
+            Err(crate::kubectl::gotemplate::Error::Exec(e)) => {
+                let mut lines = vec![format!("Error executing template: {e}. Printing more information for debugging the template:")];
+                lines.push("\ttemplate was:".into());
+                lines.push(format!("\t\t{t}"));
+                lines.push("\traw data was:".into());
+                lines.push(format!("\t\t{}", crate::kubectl::gotemplate::go_json(&v)));
+                lines.push("\tobject given to template engine was:".into());
+                lines.extend(format!("\t\t{}", crate::kubectl::gotemplate::sprint_value(&v)).split('\n').map(str::to_string));
+                lines.push(String::new());
+                lines.push(format!("error: error executing template {t:?}: {e}"));
+                lines
+            }
+        };
+        // What the template wrote ends where it ends: no line of its own after it.
+        if out.last().is_some_and(String::is_empty) {
+            out.pop();
+        }
+        out.extend(errors);
+        return out;
+    }
     if let Some(columns) = columns {
         let mut rows = Vec::new();
         if !switch(f, "--no-headers") {
@@ -211,7 +250,7 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
         _ => {
             let refs: Vec<&Value> = objects.iter().collect();
             let (mut header, mut rows) = crate::kubectl::printers::get_rows(res.kind, &refs, api.now, output == "wide");
-            if qualified && header.first().map(String::as_str) == Some("NAME") {
+            if (qualified || switch(f, "--show-kind")) && header.first().map(String::as_str) == Some("NAME") {
                 for row in rows.iter_mut() {
                     if let Some(name) = row.first_mut() {
                         *name = format!("{}/{name}", kind_prefix(r));
@@ -223,6 +262,17 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
                 for (row, o) in rows.iter_mut().zip(&objects) {
                     row.insert(0, api::namespace(o).to_string());
                 }
+            }
+            // `-L KEY,...`: a column per label key, headed by its last path segment in
+            // capitals, empty where the object lacks it (`formatLabelHeaders`).
+            let keys: Vec<&str> =
+                f.values.iter().filter(|(k, _)| k == "--label-columns").flat_map(|(_, v)| v.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect();
+            for key in &keys {
+                header.push(key.rsplit('/').next().unwrap_or(key).to_uppercase());
+            }
+            for (row, o) in rows.iter_mut().zip(&objects) {
+                let labels = api::labels(o);
+                row.extend(keys.iter().map(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str).unwrap_or("").to_string()));
             }
             if switch(f, "--show-labels") {
                 header.push("LABELS".into());

@@ -16,6 +16,7 @@ pub mod diff;
 pub mod explain;
 mod flags;
 mod flagset;
+pub mod gotemplate;
 pub mod goyaml;
 pub mod jsonpath;
 pub mod printers;
