@@ -1486,3 +1486,41 @@ fn go_templates_print_as_the_real_kubectls_do() {
     assert_eq!(s.terminal(&format!("get pods -o go-template --template '{t}'")).trim_end(), real.trim_end());
     assert_eq!(s.terminal("get pods -o go-template").trim_end(), "error: template format specified but no template given");
 }
+
+#[test]
+fn logs_since_and_timestamps_and_impersonated_logs_and_exec_match_the_real_kubectl() {
+    let mut s = Server::start("since", &[]);
+    s.kubectl = undispatched_kubectl();
+    s.ok(&["run", "ticker", "--image=busybox:1.36", "--", "sh", "-c", "echo one; sleep 3; echo two; sleep 3600"]);
+    s.until(&["logs", "ticker"], 60, |o| o == "one\ntwo\n");
+    let stamped = s.ok(&["logs", "ticker", "--timestamps"]);
+    // The runtime's timestamps: nine fraction digits, three seconds apart.
+    let times: Vec<&str> = stamped.lines().map(|l| l.split(' ').next().unwrap()).collect();
+    assert_eq!(times.len(), 2, "{stamped}");
+    assert!(times.iter().all(|t| t.len() == 30 && t.ends_with("000000Z")), "{stamped}");
+    // A moment between the two lines: only the second is since then.
+    let between = format!("{}Z", &times[1][..19]);
+    let mut lines = vec![
+        "logs ticker --timestamps".to_string(),
+        "logs ticker --since=1h --timestamps --prefix".into(),
+        format!("logs ticker --since-time={between}"),
+        "logs ticker --since-time=2020-01-01T00:00:00Z".into(),
+        "logs ticker --since=0".into(),
+        "logs ticker --since=x".into(),
+        "logs ticker --since=-1s".into(),
+        "logs ticker --since=1h --since-time=2026-01-01T00:00:00Z".into(),
+        "logs ticker --since-time=bad".into(),
+        "logs ticker --as=nobody".into(),
+        "logs ticker --as-group=x".into(),
+        "exec ticker --as=nobody -- echo hi".into(),
+        "exec ticker --as=ajay --as-group=system:masters -- echo hi".into(),
+    ];
+    lines.push(format!("logs ticker --since-time={between} --timestamps"));
+    for line in &lines {
+        let args: Vec<&str> = line.split(' ').collect();
+        let out = s.run(&args, None);
+        let real = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(s.terminal(line).trim_end(), real.trim_end(), "{line}");
+    }
+    assert_eq!(s.terminal(&format!("logs ticker --since-time={between}")).trim_end(), "two");
+}

@@ -10,7 +10,7 @@ use super::{discovery, http, watch, Shared};
 use kubeloop_core::apiserver::fields::FieldSelector;
 use kubeloop_core::apiserver::rbac::{self, Attributes, Decision, UserInfo};
 use kubeloop_core::apiserver::store::EventType;
-use kubeloop_core::apiserver::{hpa_to_v1, hpa_to_v2, Credentials, FieldValidation, PatchType, Request, Verb};
+use kubeloop_core::apiserver::{hpa_to_v1, hpa_to_v2, Credentials, FieldValidation, LogOptions, PatchType, Request, Verb};
 use kubeloop_core::cluster::{Action, Cluster};
 use kubeloop_core::foundation::api::{self, get_str, rid as rids, Object, ResourceId, ResourceInfo, RESOURCES};
 use kubeloop_core::foundation::labels::Selector;
@@ -804,10 +804,33 @@ impl Session for ExecSession {
 }
 
 fn logs(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
-    let (ns, name, container, previous) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string), req.flag("previous"));
+    let (ns, name) = (ns.to_string(), name.to_string());
+    let options =
+        LogOptions { container: req.param("container").map(str::to_string), previous: req.flag("previous"), timestamps: req.flag("timestamps"), since: None };
+    // `sinceSeconds` counts back from the cluster's now; `sinceTime` is a moment.
+    let since_seconds = match req.param("sinceSeconds") {
+        None => None,
+        Some(v) => match v.parse::<i64>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => return Err(Status::bad_request(format!("sinceSeconds: Invalid value: {v}: must be greater than 0"))),
+        },
+    };
+    let since_time = match req.param("sinceTime").filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => {
+            Some(kubeloop_core::foundation::sim::rfc3339_offset(t).ok_or_else(|| Status::bad_request(format!("invalid sinceTime {t:?}")))?.max(0) as u64)
+        }
+    };
+    if since_seconds.is_some() && since_time.is_some() {
+        return Err(Status::bad_request("at most one of `sinceTime` or `sinceSeconds` may be specified"));
+    }
     let fetch = move |sh: &Shared| {
-        let (creds, ns, name, container) = (creds.clone(), ns.clone(), name.clone(), container.clone());
-        sh.with(move |c| c.logs(creds, &ns, &name, container.as_deref(), previous)).and_then(|r| r)
+        let (creds, ns, name, mut options) = (creds.clone(), ns.clone(), name.clone(), options.clone());
+        sh.with(move |c| {
+            options.since = since_time.or_else(|| since_seconds.map(|s| c.now.saturating_sub(s as u64 * 1000)));
+            c.logs(creds, &ns, &name, &options)
+        })
+        .and_then(|r| r)
     };
     let text = fetch(sh)?;
     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();

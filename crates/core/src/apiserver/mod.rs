@@ -248,7 +248,8 @@ mod update;
 pub use allocator::ip_string;
 pub use autoscaling::{hpa_to_v1, hpa_to_v2};
 pub use subresources::{
-    byte_char, output_bytes, output_text, pod_container, raw_byte, scale_of, ExecInput, ExecOutput, ExecProgress, KubeletClient, RAW_BYTE, UNTERMINATED,
+    byte_char, output_bytes, output_text, pod_container, raw_byte, rfc3339_nano, scale_of, ExecInput, ExecOutput, ExecProgress, KubeletClient, LogOptions,
+    RAW_BYTE, UNTERMINATED,
 };
 
 /// What a pipeline stage returns: its value, or the stage's name and the `Status` that

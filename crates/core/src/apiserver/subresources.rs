@@ -252,8 +252,20 @@ pub struct ExecProgress {
     pub exit: Option<i32>,
 }
 
+/// What a `pods/NAME/log` request asks beyond the container (`PodLogOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct LogOptions {
+    pub container: Option<String>,
+    pub previous: bool,
+    /// Each line after the time the runtime received it (`2026-01-01T00:01:05.123000000Z`).
+    pub timestamps: bool,
+    /// Only lines written at or after this simulated time (`sinceSeconds`, `sinceTime`).
+    pub since: Option<Millis>,
+}
+
 pub trait KubeletClient {
-    fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status>;
+    /// A container's log, each line with the time it was written.
+    fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<(Millis, String)>, Status>;
     /// What every reachable node's `/metrics/resource` endpoint reports now: its running
     /// containers' cumulative CPU time and working set (metrics-server's scrape).
     fn resource_stats(&self, now: Millis) -> Vec<super::metrics::NodeStats>;
@@ -272,12 +284,12 @@ impl ApiServer {
         credentials: Credentials,
         namespace: &str,
         pod: &str,
-        container: Option<&str>,
-        previous: bool,
+        options: &LogOptions,
         kubelet: Option<&dyn KubeletClient>,
     ) -> Result<String, Status> {
         let obj = self.handle(Request::new(Verb::Get, api::rid::POD, namespace, pod, credentials).with_sub("log"))?;
-        let container = pod_container(&obj, container)?;
+        let container = pod_container(&obj, options.container.as_deref())?;
+        let previous = options.previous;
         if get_str(&obj, &["spec", "nodeName"]).unwrap_or("").is_empty() {
             return Err(Status::bad_request(format!("pod {pod} does not have a host assigned")));
         }
@@ -285,7 +297,12 @@ impl ApiServer {
             Some(k) => k.container_logs(namespace, pod, &container, previous)?,
             None => vec![],
         };
-        Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+        let since = options.since.unwrap_or(0);
+        Ok(lines
+            .iter()
+            .filter(|(t, _)| *t >= since)
+            .map(|(t, l)| if options.timestamps { format!("{} {l}\n", rfc3339_nano(*t)) } else { format!("{l}\n") })
+            .collect())
     }
 }
 
@@ -299,4 +316,11 @@ pub fn scale_of(obj: &Value, _res: &ResourceInfo) -> Value {
         "spec": {"replicas": api::get_i64(obj, &["spec", "replicas"]).unwrap_or(0)},
         "status": {"replicas": api::get_i64(obj, &["status", "replicas"]).unwrap_or(0), "selector": if selector == "<none>" { String::new() } else { selector }},
     })
+}
+
+/// The runtime's log timestamp: RFC 3339 with nine fraction digits, as the kubelet writes
+/// it for `timestamps=true` (`pkg/kubelet/kuberuntime/logs`'s `timeFormatOut`).
+pub fn rfc3339_nano(t: Millis) -> String {
+    let s = rfc3339(t);
+    format!("{}.{:03}000000Z", &s[..s.len() - 1], t % 1000)
 }

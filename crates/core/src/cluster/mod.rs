@@ -360,10 +360,10 @@ impl Cluster {
 
     /// `GET pods/NAME/log`: the API server reads what the container wrote from the node's
     /// kubelet.
-    pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, container: Option<&str>, previous: bool) -> Result<String, Status> {
+    pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, options: &crate::apiserver::LogOptions) -> Result<String, Status> {
         self.api.now = self.now;
         let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
-        self.api.pod_logs(credentials, namespace, pod, container, previous, kubelet)
+        self.api.pod_logs(credentials, namespace, pod, options, kubelet)
     }
 
     /// `kubectl exec`: the client's lookup and the API server's authorization, then the
@@ -703,12 +703,22 @@ impl Cluster {
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("logs") => (format!("kubectl {cmd}"), {
                 let cmd = &self.kubeconfig.with_namespace(cmd);
                 self.api.now = self.now;
-                let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
-                crate::kubectl::logs(&mut self.api, kubelet, &s.credentials, cmd)
+                match crate::kubectl::line_identity(&self.api, &s.credentials, &self.kubeconfig, cmd) {
+                    Ok(creds) => {
+                        let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
+                        crate::kubectl::logs(&mut self.api, kubelet, &creds, cmd)
+                    }
+                    Err(e) => e,
+                }
             }),
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("exec") => {
                 let line = self.kubeconfig.with_namespace(cmd);
-                (format!("kubectl {cmd}"), self.exec(&s.credentials, &line))
+                self.api.now = self.now;
+                let out = match crate::kubectl::line_identity(&self.api, &s.credentials, &self.kubeconfig, &line) {
+                    Ok(creds) => self.exec(&creds, &line),
+                    Err(e) => e,
+                };
+                (format!("kubectl {cmd}"), out)
             }
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("wait") => {
                 let (out, w) = crate::kubectl::run_in_waiting(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd);

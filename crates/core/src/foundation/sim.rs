@@ -52,6 +52,11 @@ pub fn rfc3339_micro(t: Millis) -> String {
 
 /// Parse what [`rfc3339`] or [`rfc3339_micro`] wrote back to simulated milliseconds.
 pub fn parse_rfc3339(s: &str) -> Option<Millis> {
+    rfc3339_offset(s).and_then(|t| u64::try_from(t).ok())
+}
+
+/// A UTC RFC 3339 time as milliseconds from simulated time 0, before it negative.
+pub fn rfc3339_offset(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     if b.len() < 20 {
         return None;
@@ -67,8 +72,7 @@ pub fn parse_rfc3339(s: &str) -> Option<Millis> {
     }
     let days = days_from_civil(y, mo as u32, d as u32);
     let secs = days * 86_400 + h * 3600 + mi * 60 + se - epoch();
-    let total = secs * 1000 + ms;
-    (total >= 0).then_some(total as Millis)
+    Some(secs * 1000 + ms)
 }
 
 // Howard Hinnant's civil-date algorithms.

@@ -470,7 +470,7 @@ fn token(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<S
     let all = |k: &str| f.values.iter().filter(|(n, _)| n == k).map(|(_, v)| v.clone()).collect::<Vec<_>>();
     let audiences = all("--audience");
     let duration = f.get("--duration").unwrap_or("0");
-    let seconds = match go_duration_secs(duration) {
+    let seconds = match go_duration_ms(duration).map(|ms| if ms % 1000 == 0 { Ok(ms / 1000) } else { Err(()) }) {
         Ok(s) => s,
         Err(e) => {
             return vec![format!("error: invalid argument {duration:?} for \"--duration\" flag: {e}"), "See 'kubectl create token --help' for usage.".into()]
@@ -528,16 +528,16 @@ fn token(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str) -> Vec<S
     }
 }
 
-/// Go's `time.ParseDuration` as pflag reads a duration flag, in whole seconds: Err(msg) for
-/// what Go refuses, Ok(Err(())) for a duration with a fraction of a second.
-fn go_duration_secs(s: &str) -> Result<Result<i64, ()>, String> {
+/// Go's `time.ParseDuration` as pflag reads a duration flag, in milliseconds (what kubectl
+/// takes finer is not simulated); Err is Go's message.
+pub(super) fn go_duration_ms(s: &str) -> Result<i64, String> {
     let invalid = || format!("time: invalid duration {s:?}");
     let (negative, rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
     if rest == "0" {
-        return Ok(Ok(0));
+        return Ok(0);
     }
     if rest.is_empty() {
         return Err(invalid());
@@ -562,13 +562,9 @@ fn go_duration_secs(s: &str) -> Result<Result<i64, ()>, String> {
         nanos += num * unit;
         rest = &rest[u..];
     }
-    let sign = if negative { -1.0 } else { 1.0 };
-    if nanos % 1e9 != 0.0 {
-        return Ok(Err(()));
-    }
-    Ok(Ok((sign * nanos / 1e9) as i64))
+    let ms = (nanos / 1e6).round() as i64;
+    Ok(if negative { -ms } else { ms })
 }
-
 /// A TokenRequest or SelfSubjectReview printed with `-o yaml|json`, or kubectl's error for
 /// a format its printers lack (`-o name` is the caller's).
 pub(super) fn print_review(obj: &Value, output: &str) -> Vec<String> {

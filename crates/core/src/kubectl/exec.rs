@@ -30,7 +30,8 @@ pub use crate::foundation::pod::interactive_shell;
 pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Result<ExecTarget, Vec<String>> {
     let words = split_args(line).map_err(|e| vec![format!("error: {e}")])?;
     let words: Vec<String> = words.into_iter().skip_while(|a| a == "kubectl").collect();
-    super::flags::check(&words)?;
+    // Flags as `--NAME=VALUE` (words after `--` as they were).
+    let words = super::flags::check(&words)?;
     let mut words = words[1..].to_vec();
     let argv = match words.iter().position(|w| w == "--") {
         Some(i) => {
@@ -49,7 +50,10 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
             "-c" | "--container" => container = it.next(),
             "-n" | "--namespace" => ns = it.next(),
             "-i" | "-it" | "-ti" | "--stdin" => stdin = true,
-            "-t" | "--tty" | "-q" | "--quiet" => {}
+            "-t" | "--tty" | "-q" | "--quiet" | "--stdin=false" => {}
+            "--stdin=true" => stdin = true,
+            // The caller has already applied who the line runs as.
+            s if ["--tty=", "--quiet=", "--as=", "--as-group=", "--token="].iter().any(|p| s.starts_with(p)) => {}
             s if s.starts_with("--container=") => container = Some(s["--container=".len()..].to_string()),
             s if s.starts_with("--namespace=") => ns = Some(s["--namespace=".len()..].to_string()),
             s if s.starts_with("-c") && s.len() > 2 => container = Some(s[2..].to_string()),

@@ -74,7 +74,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("expose", "", "cluster-ip dry-run external-ip labels load-balancer-ip name output port protocol selector session-affinity target-port type"),
     ("get", "", "all-namespaces chunk-size field-selector ignore-not-found label-columns no-headers output raw selector show-kind show-labels show-managed-fields sort-by template watch"),
     ("label", "", "field-selector overwrite selector"),
-    ("logs", "", "all-containers container prefix previous selector tail"),
+    ("logs", "", "all-containers container prefix previous selector since since-time tail timestamps"),
     ("patch", "", "patch subresource type"),
     ("replace", "", "filename force validate"),
     ("rollout", "history pause restart resume status undo", "selector to-revision"),
@@ -325,8 +325,8 @@ mod tests {
 
     #[test]
     fn flags_kubeloop_does_not_act_on_are_refused_by_name() {
-        let e = check(&words("get pods --show-kind")).unwrap_err();
-        assert!(e[0].starts_with("error: kubeloop does not simulate --show-kind of kubectl get; the flags it acts on there: --all-namespaces, "), "{e:?}");
+        let e = check(&words("get pods --subresource=status")).unwrap_err();
+        assert!(e[0].starts_with("error: kubeloop does not simulate --subresource of kubectl get; the flags it acts on there: --all-namespaces, "), "{e:?}");
         assert!(check(&words("get pods --context=other")).unwrap_err()[0].contains("--context"));
         // A command kubeloop does not run is not checked beyond kubectl's own flags.
         assert!(check(&words("port-forward pod/web 8080:80 --address=0.0.0.0")).is_ok());
@@ -337,7 +337,7 @@ mod tests {
     fn tab_completes_the_flags_kubeloop_acts_on() {
         let get = completions(&["get", "pods"]);
         assert!(get.iter().any(|f| f == "--no-headers") && get.iter().any(|f| f == "--namespace"), "{get:?}");
-        assert!(!get.iter().any(|f| f == "--show-kind" || f == "--context"), "{get:?}");
+        assert!(!get.iter().any(|f| f == "--subresource" || f == "--context"), "{get:?}");
         let status = completions(&["rollout", "status"]);
         assert!(status.iter().any(|f| f == "--selector") && !status.iter().any(|f| f == "--to-revision"), "{status:?}");
         // For a command kubeloop does not run, kubectl's own.

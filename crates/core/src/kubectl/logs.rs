@@ -38,6 +38,25 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
         Err(e) => return vec![format!("error: {e}")],
     };
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    let mut options = crate::apiserver::LogOptions { previous: switch(&f, "--previous"), timestamps: switch(&f, "--timestamps"), ..Default::default() };
+    match (f.get("--since"), f.get("--since-time")) {
+        (Some(_), Some(_)) => return vec!["error: at most one of `sinceTime` or `sinceSeconds` may be specified".into()],
+        (Some(d), None) => match super::create::go_duration_ms(d) {
+            Err(e) => return vec![format!("error: invalid argument {d:?} for \"--since\" flag: {e}"), "See 'kubectl logs --help' for usage.".into()],
+            // Whole seconds, rounded (`Duration.Round(time.Second)`); 0 asks for everything.
+            Ok(ms) => match (ms + ms.signum() * 500) / 1000 {
+                s if s < 0 => return vec!["error: --since must be greater than 0".into()],
+                0 => {}
+                s => options.since = Some(api.now.saturating_sub(s as u64 * 1000)),
+            },
+        },
+        // A moment before the cluster began asks for every line.
+        (None, Some(t)) => match crate::foundation::sim::rfc3339_offset(t) {
+            Some(at) => options.since = Some(at.max(0) as u64),
+            None => return vec![format!("error: parsing time {t:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {t:?} as \"2006\"")],
+        },
+        (None, None) => {}
+    }
     let mut out = Vec::new();
     // The pods: the one a POD or TYPE/NAME names, or every pod `-l` selects (by name).
     let pods: Vec<crate::foundation::api::Object> = match (&f.selector, f.positional.first()) {
@@ -70,7 +89,6 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
             Err(e) => return e,
         },
     };
-    let previous = switch(&f, "--previous");
     // With a selector, the last 10 lines of each container unless --tail says otherwise.
     let tail = match f.get("--tail").and_then(|t| t.parse::<i64>().ok()) {
         Some(n) if n >= 0 => Some(n as usize),
@@ -90,7 +108,8 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
             vec![default_container(pod, f.get("--container"), &mut out)]
         };
         for container in containers {
-            match api.pod_logs(creds.clone(), &ns, &pod_name, Some(&container), previous, kubelet) {
+            let options = crate::apiserver::LogOptions { container: Some(container.clone()), ..options.clone() };
+            match api.pod_logs(creds.clone(), &ns, &pod_name, &options, kubelet) {
                 Ok(text) => {
                     let mut lines: Vec<&str> = text.lines().collect();
                     if let Some(n) = tail {

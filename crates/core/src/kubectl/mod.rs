@@ -235,6 +235,17 @@ pub fn run_in_waiting(api: &mut ApiServer, creds: &Credentials, kc: &mut config:
     (out, waiting)
 }
 
+/// Who a command line (`logs`, `exec`, which the cluster runs itself) acts as, after its
+/// `--token`, `--as` and `--as-group`; Err is what kubectl prints instead.
+pub fn line_identity(api: &ApiServer, creds: &Credentials, kc: &config::Kubeconfig, line: &str) -> Result<Credentials, Vec<String>> {
+    let args = split_args(line).map_err(|e| vec![format!("error: {e}")])?;
+    let args: Vec<String> = args.into_iter().skip_while(|a| a == "kubectl").collect();
+    let args = flags::check(&args)?;
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let f = parse_flags(&args[1.min(end)..end]).map_err(|e| vec![format!("error: {e}")])?;
+    auth::identity(api, creds, kc, &f)
+}
+
 fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfig, line: &str, waiting: &mut Option<wait::Wait>) -> Vec<String> {
     let (line, stdin) = heredoc(line);
     let line = line.as_str();

@@ -132,9 +132,11 @@ struct Ctr {
     probes: [ProbeRun; 3],
     /// Being stopped (liveness failure, deletion): probes no longer count.
     stopping: bool,
-    /// What the running (or last) instance wrote, and the instance before it.
+    /// What the running (or last) instance wrote (each line with when), and the
+    /// instance before it.
     logs: Vec<String>,
-    previous_logs: Option<Vec<String>>,
+    log_times: Vec<Millis>,
+    previous_logs: Option<(Vec<String>, Vec<Millis>)>,
     /// CPU time this instance has used.
     cpu: usage::Meter,
 }
@@ -168,6 +170,7 @@ impl Ctr {
             probes: self.probes,
             stopping: self.stopping,
             logs: vec![],
+            log_times: vec![],
             previous_logs: None,
             cpu: self.cpu,
         }
@@ -563,6 +566,7 @@ impl Kubelets {
                     probes: [ProbeRun::default(); 3],
                     stopping: false,
                     logs: vec![],
+                    log_times: vec![],
                     previous_logs: None,
                 });
             }
@@ -1087,21 +1091,22 @@ impl Kubelets {
         let served = std::cell::RefCell::new(Vec::new());
         let out = {
             let PodRt { volumes, volume_ro, ctrs, .. } = &mut rt;
-            let Ctr { mounts, root, logs, alive, proc, behaviour, .. } = &mut ctrs[i];
+            let Ctr { mounts, root, logs, log_times, alive, proc, behaviour, .. } = &mut ctrs[i];
             let b = behaviour.clone().unwrap_or_default();
             let this = &*self;
             let backend = |ip: &str, port: u16, path: &str| this.backend(now, ip, port, path);
             let seed = key.1.bytes().fold(now, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
             let net = Net { namespace: &key.0, services: &self.services, slices: &self.slices, backend: &backend, served: &served, seed };
-            let (out, streams) = match capture {
-                Some((o, st)) => (o, Some(st)),
-                None => (logs, None),
+            let (out, streams, times) = match capture {
+                Some((o, st)) => (o, Some(st), None),
+                None => (logs, None, Some(log_times)),
             };
             let mut host = CtrHost {
                 now,
                 hostname,
                 view: View { volumes, volume_read_only: volume_ro, mounts, root },
                 streams,
+                times,
                 out,
                 alive,
                 net: &net,
@@ -1331,7 +1336,7 @@ impl Kubelets {
         let rt = self.nodes[ni].pods.get_mut(key).expect("exists");
         let ctr = &mut rt.ctrs[i];
         if !ctr.container_id.is_empty() {
-            ctr.previous_logs = Some(std::mem::take(&mut ctr.logs));
+            ctr.previous_logs = Some((std::mem::take(&mut ctr.logs), std::mem::take(&mut ctr.log_times)));
         }
         ctr.container_id = format!("containerd://{id}");
         ctr.cpu = usage::Meter::default();
@@ -1345,6 +1350,7 @@ impl Kubelets {
         ctr.root = root;
         ctr.mounts = mounts;
         ctr.logs.clear();
+        ctr.log_times.clear();
         cx.event(&src, &pod, Some(&field), "Normal", "Created", "Container created", None);
         let process = match start {
             Start::NotFound(msg) => {
@@ -2280,7 +2286,7 @@ impl Kubelets {
 
     /// What `GET /api/v1/namespaces/NS/pods/NAME/log?container=C` reads from the node's
     /// runtime, with the kubelet's errors (`validateContainerLogStatus`).
-    fn read_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
+    fn read_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<(Millis, String)>, Status> {
         let key = (namespace.to_string(), pod.to_string());
         let Some(rt) = self.nodes.iter().find_map(|n| n.pods.get(&key).map(|rt| (n, rt))) else {
             return Err(Status::bad_request(format!("container {container:?} in pod {pod:?} is waiting to start: ContainerCreating")));
@@ -2294,16 +2300,17 @@ impl Kubelets {
             return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
         };
         let last_terminated = matches!(c.last, Some(CState::Terminated { .. }));
+        let timed = |lines: &[String], times: &[Millis]| lines.iter().zip(times).map(|(l, t)| (*t, l.clone())).collect::<Vec<_>>();
         if previous {
             return match (&c.state, &c.previous_logs) {
-                (CState::Running { .. }, Some(p)) if last_terminated => Ok(p.clone()),
-                (CState::Waiting { .. }, _) if last_terminated && !c.container_id.is_empty() => Ok(c.logs.clone()),
+                (CState::Running { .. }, Some((p, t))) if last_terminated => Ok(timed(p, t)),
+                (CState::Waiting { .. }, _) if last_terminated && !c.container_id.is_empty() => Ok(timed(&c.logs, &c.log_times)),
                 _ => Err(Status::bad_request(format!("previous terminated container {container:?} in pod {pod:?} not found"))),
             };
         }
         match &c.state {
-            CState::Running { .. } | CState::Terminated { .. } if !c.container_id.is_empty() => Ok(c.logs.clone()),
-            _ if last_terminated && !c.container_id.is_empty() => Ok(c.logs.clone()),
+            CState::Running { .. } | CState::Terminated { .. } if !c.container_id.is_empty() => Ok(timed(&c.logs, &c.log_times)),
+            _ if last_terminated && !c.container_id.is_empty() => Ok(timed(&c.logs, &c.log_times)),
             CState::Waiting { reason, .. } => Err(Status::bad_request(match reason.as_str() {
                 "ErrImagePull" => format!("container {container:?} in pod {pod:?} is waiting to start: image can't be pulled"),
                 "ImagePullBackOff" => format!("container {container:?} in pod {pod:?} is waiting to start: trying and failing to pull image"),
@@ -2372,7 +2379,7 @@ impl Kubelets {
 }
 
 impl KubeletClient for Kubelets {
-    fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<String>, Status> {
+    fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<(Millis, String)>, Status> {
         self.read_logs(namespace, pod, container, previous)
     }
     fn resource_stats(&self, now: Millis) -> Vec<crate::apiserver::metrics::NodeStats> {

@@ -588,6 +588,8 @@ pub struct CtrHost<'a> {
     pub hostname: String,
     pub view: View<'a>,
     pub out: &'a mut Vec<String>,
+    /// For a container's log: when each line of `out` was written.
+    pub times: Option<&'a mut Vec<Millis>>,
     /// For `kubectl exec`: the stream (1 stdout, 2 stderr) of each line of `out`.
     pub streams: Option<&'a mut Vec<u8>>,
     pub alive: &'a mut BTreeSet<String>,
@@ -691,8 +693,14 @@ impl Host for CtrHost<'_> {
             if let Some(s) = self.streams.as_deref_mut() {
                 s.drain(..drop.min(s.len()));
             }
+            if let Some(t) = self.times.as_deref_mut() {
+                t.drain(..drop.min(t.len()));
+            }
         }
         self.out.push(line);
+        if let Some(t) = self.times.as_deref_mut() {
+            t.push(self.now);
+        }
         if let Some(s) = self.streams.as_deref_mut() {
             s.push(1);
         }
