@@ -589,6 +589,10 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
   await type(`wait --for=jsonpath={.status.replicas}=4 deployment/${app} --timeout=300s`, `deployment.apps/${app} condition met`, 4);
   await type(`rollout status deployments/${app}`, `deployment "${app}" successfully rolled out`);
   await until(`exec deploy/${app} -- curl -s http://${app}:8080`, /\| v=2$/);
+  // From the terminal's own machine: a port-forward to the Service, then curl to it.
+  await type(`port-forward svc/${app} 8080:8080`, 'Forwarding from 127.0.0.1:8080 -> 8080');
+  await until('curl -s localhost:8080', /^Hello Kubernetes bootcamp! \| Running on: kubernetes-bootcamp-\S+ \| v=2$/);
+  if (!(await out.innerText()).includes('$ curl -s localhost:8080')) throw new Error('the curl line is shown as kubectl\'s');
   await type(`rollout undo deployments/${app}`, `deployment.apps/${app} rolled back`);
   // The old ReplicaSet becomes revision 3 once the Deployment controller has run.
   await until(`rollout history deployments/${app}`, /^3\s+<none>$/);

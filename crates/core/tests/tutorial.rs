@@ -197,3 +197,37 @@ fn a_pod_reaches_itself_through_its_own_service() {
     let answer = kubectl(&mut c, "exec deploy/kubernetes-bootcamp -- curl -s http://kubernetes-bootcamp:8080");
     assert!(answer[0].starts_with("Hello Kubernetes bootcamp! | Running on: kubernetes-bootcamp-") && answer[0].ends_with("| v=1"), "{answer:?}");
 }
+
+#[test]
+fn port_forward_opens_a_local_port_that_the_terminals_curl_reaches_until_the_pod_goes() {
+    let mut c = Cluster::new(Config::default());
+    kubectl(&mut c, "create deployment web --image=nginx --port=80");
+    assert_eq!(kubectl(&mut c, "expose deployment web --port=8000 --target-port=80"), ["service/web exposed"]);
+    // Before the Deployment has a pod, kubectl finds none.
+    assert_eq!(kubectl(&mut c, "port-forward deploy/web 8080:80"), ["error: timed out waiting for the condition"]);
+    kubectl(&mut c, "run lone --image=nginx");
+    assert_eq!(kubectl(&mut c, "port-forward lone 80"), ["error: unable to forward port because pod is not running. Current status=Pending"]);
+    c.run_to_quiet(120_000);
+    assert_eq!(kubectl(&mut c, "curl localhost:8080"), ["curl: (7) Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server"]);
+    // The Service's port 8000 is the pod's 80.
+    assert_eq!(kubectl(&mut c, "port-forward svc/web 8080:8000"), ["Forwarding from 127.0.0.1:8080 -> 80", "Forwarding from [::1]:8080 -> 80"]);
+    let page = kubectl(&mut c, "curl -s http://localhost:8080/");
+    assert_eq!(page[0], "Handling connection for 8080");
+    assert!(page.iter().any(|l| l == "<title>Welcome to nginx!</title>"), "{page:?}");
+    let records = c.api.trace.records();
+    assert!(
+        records.iter().any(|r| r.stage == "portforward" && r.message.contains("GET / to port 80 of the pod: 200")),
+        "the kubelet's connection is on the trace"
+    );
+    assert_eq!(kubectl(&mut c, "curl -sI localhost:8080/nope")[1], "HTTP/1.1 404 Not Found");
+    // One port, one forward; a port the system picks; a port the Service lacks.
+    assert!(kubectl(&mut c, "port-forward deploy/web 8080:80")[0].starts_with("Unable to listen on port 8080: "));
+    assert_eq!(kubectl(&mut c, "port-forward deploy/web :80")[0], "Forwarding from 127.0.0.1:32768 -> 80");
+    assert_eq!(kubectl(&mut c, "port-forward svc/web 9000:9000"), ["error: Service web does not have a service port 9000"]);
+    // Names outside the terminal's machine do not resolve from it.
+    assert_eq!(kubectl(&mut c, "curl web:8000")[0], "curl: (6) Could not resolve host: web");
+    // The pod gone, so is its forward (the ReplicaSet's new pod is another pod).
+    kubectl(&mut c, "delete pods -l app=web --grace-period=0 --force");
+    c.run_to_quiet(120_000);
+    assert_eq!(kubectl(&mut c, "curl localhost:8080"), ["curl: (7) Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server"]);
+}

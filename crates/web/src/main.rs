@@ -1162,7 +1162,14 @@ impl Component for App {
                 if line.is_empty() {
                     return true;
                 }
-                self.term_lines.push((true, format!("{} $ kubectl {}", self.sb.user, line.strip_prefix("kubectl ").unwrap_or(line))));
+                // The terminal's machine runs `curl` itself (to its port-forwards); every
+                // other line is kubectl's.
+                let shown = if line.split_whitespace().next() == Some("curl") {
+                    line.to_string()
+                } else {
+                    format!("kubectl {}", line.strip_prefix("kubectl ").unwrap_or(line))
+                };
+                self.term_lines.push((true, format!("{} $ {shown}", self.sb.user)));
                 self.term_history.push(line.to_string());
                 self.term_pos = self.term_history.len();
                 if kubeloop_core::kubectl::verb_of(line) == Some("explain") && !kubeloop_core::kubectl::explain::installed() {

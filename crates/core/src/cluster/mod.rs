@@ -10,6 +10,7 @@
 //! things that cannot progress) remain and no loop says it is busy.
 
 pub mod etcdctl;
+pub mod forward;
 pub mod scenario;
 pub mod sweep;
 
@@ -163,6 +164,8 @@ pub struct Cluster {
     pub kubeconfig: crate::kubectl::config::Kubeconfig,
     /// `kubectl wait` steps not over yet: their user, command and wait.
     waits: Vec<(String, String, crate::kubectl::wait::Wait)>,
+    /// The terminal's open `kubectl port-forward`s, which its `curl localhost:PORT` reaches.
+    pub forwards: Vec<forward::Forward>,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -302,6 +305,7 @@ impl Cluster {
             events: Recorder::default(),
             outputs: vec![],
             waits: vec![],
+            forwards: vec![],
             queue: Queue::default(),
             work_tasks: 0,
             sessions: 0,
@@ -720,6 +724,12 @@ impl Cluster {
                 };
                 (format!("kubectl {cmd}"), out)
             }
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("port-forward") => {
+                let line = self.kubeconfig.with_namespace(cmd);
+                (format!("kubectl {cmd}"), self.port_forward_line(&s.credentials, &line))
+            }
+            // The terminal's own machine: it reaches the cluster through its port-forwards.
+            Action::Kubectl(cmd) if cmd.split_whitespace().next() == Some("curl") => (cmd.clone(), self.curl_line(cmd)),
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("wait") => {
                 let (out, w) = crate::kubectl::run_in_waiting(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd);
                 if let Some(w) = w {

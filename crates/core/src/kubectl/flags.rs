@@ -76,6 +76,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("label", "", "field-selector overwrite selector"),
     ("logs", "", "all-containers container prefix previous selector since since-time tail timestamps"),
     ("patch", "", "patch subresource type"),
+    ("port-forward", "", "address"),
     ("replace", "", "filename force validate"),
     ("rollout", "history pause restart resume status undo", "selector to-revision"),
     (

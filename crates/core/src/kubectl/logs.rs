@@ -149,7 +149,11 @@ pub(super) fn pod_for_target(
                 Ok(o) => o,
                 Err(e) => return Err(vec![e]),
             };
-            let selector = api::get(&owner, &["spec", "selector"]).cloned();
+            // A Service's selector is a plain map of labels.
+            let selector = match api::get(&owner, &["spec", "selector"]).cloned() {
+                Some(s) if r == api::rid::SERVICE => Some(json!({"matchLabels": s})),
+                s => s,
+            };
             let pods = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
                 Ok(l) => l,
                 Err(s) => return Err(vec![s.kubectl_message(None, "")]),

@@ -36,6 +36,7 @@ mod info;
 mod label;
 mod logs;
 mod patch;
+mod portforward;
 mod rollout;
 mod run;
 mod scale;
@@ -58,6 +59,7 @@ use get::*;
 pub use get::{run_watching, Watch};
 use label::*;
 pub use logs::logs;
+pub use portforward::{port_forward_prepare, PortForward};
 use rollout::*;
 use scale::*;
 use set::*;
@@ -401,7 +403,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i, api-resources, api-versions, version, cluster-info and config)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i|whoami, port-forward, api-resources, api-versions, version, cluster-info and config; `curl localhost:PORT` reaches a port-forward)"
             )]
         }
     }
