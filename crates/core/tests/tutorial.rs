@@ -231,3 +231,15 @@ fn port_forward_opens_a_local_port_that_the_terminals_curl_reaches_until_the_pod
     c.run_to_quiet(120_000);
     assert_eq!(kubectl(&mut c, "curl localhost:8080"), ["curl: (7) Failed to connect to localhost port 8080 after 0 ms: Couldn't connect to server"]);
 }
+
+#[test]
+fn without_a_current_context_kubectl_has_no_server_until_one_is_chosen() {
+    let mut c = Cluster::new(Config::default());
+    assert_eq!(kubectl(&mut c, "config set-context spare --user=admin"), ["Context \"spare\" created."]);
+    assert_eq!(kubectl(&mut c, "config delete-context kubeloop")[1], "deleted context kubeloop from /root/.kube/config");
+    for line in ["get pods", "logs nope", "exec nope -- ls", "port-forward nope 80"] {
+        assert_eq!(kubectl(&mut c, line), ["The connection to the server localhost:8080 was refused - did you specify the right host or port?"], "{line}");
+    }
+    assert_eq!(kubectl(&mut c, "config use-context spare"), ["Switched to context \"spare\"."]);
+    assert_eq!(kubectl(&mut c, "get pods"), ["No resources found in default namespace."]);
+}

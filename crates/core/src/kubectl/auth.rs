@@ -42,6 +42,10 @@ pub(super) fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &st
 /// `--as-group`) impersonate, which the API server allows only if the caller may
 /// (`impersonate` on users, service accounts and groups). Err is what kubectl prints.
 pub(super) fn identity(api: &ApiServer, creds: &Credentials, kc: &config::Kubeconfig, f: &Flags) -> Result<Credentials, Vec<String>> {
+    if kc.current().is_none() {
+        // No current context: kubectl has no server but its default.
+        return Err(vec!["The connection to the server localhost:8080 was refused - did you specify the right host or port?".into()]);
+    }
     let base = match f.get("--token") {
         Some(t) => Credentials::Token(t.to_string()),
         None => creds.clone(),

@@ -113,6 +113,9 @@ impl Kubeconfig {
     }
 }
 
+/// Where the terminal's kubectl keeps its kubeconfig (its messages name the file).
+pub const PATH: &str = "/root/.kube/config";
+
 pub(super) fn config(kc: &mut Kubeconfig, f: &Flags) -> Vec<String> {
     let sub = f.positional.first().map(String::as_str).unwrap_or("");
     let arg = f.positional.get(1);
@@ -174,11 +177,67 @@ pub(super) fn config(kc: &mut Kubeconfig, f: &Flags) -> Vec<String> {
             }
             vec![format!("Context \"{name}\" {}.", if existed { "modified" } else { "created" })]
         }
-        "" => vec!["error: kubectl config needs a subcommand: current-context, view, get-contexts, use-context, set-context, get-clusters or get-users".into()],
+        "delete-context" => match &f.positional[1..] {
+            [name] if kc.contexts.iter().any(|c| c.name == *name) => {
+                kc.contexts.retain(|c| c.name != *name);
+                let mut out = Vec::new();
+                if kc.current == *name {
+                    out.push("warning: this removed your active context, use \"kubectl config use-context\" to select a different one".into());
+                }
+                out.push(format!("deleted context {name} from {PATH}"));
+                out
+            }
+            [name] => vec![format!("error: cannot delete context {name}, not in {PATH}")],
+            _ => usage("Delete the specified context from the kubeconfig.", "Delete the context for the minikube cluster", "delete-context minikube", "delete-context NAME"),
+        },
+        "rename-context" => match &f.positional[1..] {
+            [old, new] if !kc.contexts.iter().any(|c| c.name == *old) => vec![format!("error: cannot rename the context {old:?}, it's not in {PATH}")],
+            [old, new] if kc.contexts.iter().any(|c| c.name == *new) => {
+                vec![format!("error: cannot rename the context {old:?}, the context {new:?} already exists in {PATH}")]
+            }
+            [old, new] => {
+                for c in kc.contexts.iter_mut().filter(|c| c.name == *old) {
+                    c.name = new.clone();
+                }
+                if kc.current == *old {
+                    kc.current = new.clone();
+                }
+                vec![format!("Context {old:?} renamed to {new:?}.")]
+            }
+            args => {
+                let mut out = usage(
+                    "Renames a context from the kubeconfig file.\n\n CONTEXT_NAME is the context name that you want to change.\n\n NEW_NAME is the new name you want to set.\n\n Note: If the context being renamed is the 'current-context', this field will also be updated.",
+                    "Rename the context 'old-name' to 'new-name' in your kubeconfig file",
+                    "rename-context old-name new-name",
+                    "rename-context CONTEXT_NAME NEW_NAME",
+                );
+                out.push(format!("error: Unexpected args: [{}]", args.join(" ")));
+                out
+            }
+        },
+        "" => vec!["error: kubectl config needs a subcommand: current-context, view, get-contexts, use-context, set-context, rename-context, delete-context, get-clusters or get-users".into()],
         other => vec![format!(
-            "error: kubeloop's kubeconfig has one cluster and a context per user; \"kubectl config {other}\" is not supported (current-context, view, get-contexts, use-context, set-context --namespace, get-clusters and get-users are)"
+            "error: kubeloop's kubeconfig has one cluster and a context per user; \"kubectl config {other}\" is not supported (current-context, view, get-contexts, use-context, set-context --namespace|--user, rename-context, delete-context, get-clusters and get-users are)"
         )],
     }
+}
+
+/// What kubectl prints for a config command given no argument: its help.
+fn usage(what: &str, example: &str, line: &str, synopsis: &str) -> Vec<String> {
+    what.lines()
+        .map(str::to_string)
+        .chain([
+            String::new(),
+            "Examples:".into(),
+            format!("  # {example}"),
+            format!("  kubectl config {line}"),
+            String::new(),
+            "Usage:".into(),
+            format!("  kubectl config {synopsis} [options]"),
+            String::new(),
+            "Use \"kubectl options\" for a list of global command-line options (applies to all commands).".into(),
+        ])
+        .collect()
 }
 
 #[cfg(test)]
@@ -211,5 +270,29 @@ mod tests {
         let view = run(&mut kc, "view --minify").join("\n");
         assert!(view.contains("    namespace: default\n    user: ajay\n  name: ajay@kubeloop\ncurrent-context: ajay@kubeloop"), "{view}");
         assert!(view.contains("    token: REDACTED") && !view.contains("admin"), "{view}");
+    }
+
+    #[test]
+    fn contexts_are_renamed_and_deleted_as_kubectl_does_in_its_file() {
+        let mut kc = Kubeconfig::for_users(&["admin", "ajay"]);
+        assert_eq!(run(&mut kc, "rename-context kubeloop admin"), ["Context \"kubeloop\" renamed to \"admin\"."]);
+        assert_eq!(kc.current, "admin");
+        assert_eq!(run(&mut kc, "rename-context nope x"), ["error: cannot rename the context \"nope\", it's not in /root/.kube/config"]);
+        assert_eq!(
+            run(&mut kc, "rename-context admin ajay@kubeloop"),
+            ["error: cannot rename the context \"admin\", the context \"ajay@kubeloop\" already exists in /root/.kube/config"]
+        );
+        assert_eq!(run(&mut kc, "rename-context a").last().unwrap(), "error: Unexpected args: [a]");
+        assert_eq!(run(&mut kc, "delete-context ajay@kubeloop"), ["deleted context ajay@kubeloop from /root/.kube/config"]);
+        assert_eq!(run(&mut kc, "delete-context nope"), ["error: cannot delete context nope, not in /root/.kube/config"]);
+        assert_eq!(
+            run(&mut kc, "delete-context admin"),
+            [
+                "warning: this removed your active context, use \"kubectl config use-context\" to select a different one",
+                "deleted context admin from /root/.kube/config"
+            ]
+        );
+        assert!(kc.current().is_none());
+        assert_eq!(run(&mut kc, "get-contexts"), ["CURRENT   NAME   CLUSTER   AUTHINFO   NAMESPACE"]);
     }
 }

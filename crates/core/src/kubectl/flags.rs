@@ -57,7 +57,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("auth whoami", "", "output"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
     ("cluster-info", "", ""),
-    ("config", "current-context view get-contexts get-clusters get-users use-context set-context", "minify output no-headers current namespace user"),
+    ("config", "current-context view get-contexts get-clusters get-users use-context set-context rename-context delete-context", "minify output no-headers current namespace user"),
     ("cordon", "", ""),
     (
         "create",
