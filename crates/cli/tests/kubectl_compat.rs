@@ -1480,6 +1480,15 @@ fn go_templates_print_as_the_real_kubectls_do() {
         let real = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert_eq!(s.terminal(&format!("{cmd} -o go-template='{t}'")).trim_end(), real.trim_end(), "{t}");
     }
+    // Another context's user (and its namespace), and a context there is not.
+    for line in ["auth whoami --context=ajay@kubeloop", "get pods --context=ajay@kubeloop", "get pods --context=nope"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        let out = s.run(&args, None);
+        let real = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        // kubectl asks for a username on a terminal before it gives up on a missing context.
+        let real = real.trim_start_matches("Please enter Username: ");
+        assert_eq!(s.terminal(line).trim_end(), real.trim_end(), "{line}");
+    }
     // The template by --template, and its other name.
     let t = "{{range .items}}{{.metadata.name}} {{end}}";
     let real = s.ok(&["get", "pods", "-o", "template", "--template", t]);

@@ -42,13 +42,24 @@ pub(super) fn can_i(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &st
 /// `--as-group`) impersonate, which the API server allows only if the caller may
 /// (`impersonate` on users, service accounts and groups). Err is what kubectl prints.
 pub(super) fn identity(api: &ApiServer, creds: &Credentials, kc: &config::Kubeconfig, f: &Flags) -> Result<Credentials, Vec<String>> {
-    if kc.current().is_none() {
+    // `--context NAME`: that context's user, by the token the cluster knows them by.
+    let context = match f.get("--context").filter(|c| !c.is_empty()) {
+        Some(name) => match kc.contexts.iter().find(|c| c.name == name) {
+            Some(c) => Some(c),
+            None => return Err(vec![format!("Error in configuration: context was not found for specified context: {name}")]),
+        },
+        None => None,
+    };
+    if context.is_none() && kc.current().is_none() {
         // No current context: kubectl has no server but its default.
         return Err(vec!["The connection to the server localhost:8080 was refused - did you specify the right host or port?".into()]);
     }
-    let base = match f.get("--token") {
-        Some(t) => Credentials::Token(t.to_string()),
-        None => creds.clone(),
+    let base = match (f.get("--token"), context) {
+        (Some(t), _) => Credentials::Token(t.to_string()),
+        (None, Some(c)) if c.name != kc.current => {
+            Credentials::Token(api.tokens.iter().find(|(_, u)| u.name == c.user).map(|(t, _)| t.clone()).unwrap_or_default())
+        }
+        (None, _) => creds.clone(),
     };
     let groups: Vec<String> = f.values.iter().filter(|(n, _)| n == "--as-group").map(|(_, v)| v.clone()).collect();
     let Some(target) = f.get("--as").filter(|t| !t.is_empty()) else {

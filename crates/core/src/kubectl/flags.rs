@@ -93,7 +93,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("wait", "", "all field-selector for selector timeout"),
 ];
 
-const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group", "token"];
+const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group", "token", "context"];
 
 /// The words after `kubectl` (the command first), checked and written in one form: each
 /// flag as `--NAME=VALUE` (switches as `--NAME=true|false`, one-letter forms and bare
@@ -328,7 +328,7 @@ mod tests {
     fn flags_kubeloop_does_not_act_on_are_refused_by_name() {
         let e = check(&words("get pods --subresource=status")).unwrap_err();
         assert!(e[0].starts_with("error: kubeloop does not simulate --subresource of kubectl get; the flags it acts on there: --all-namespaces, "), "{e:?}");
-        assert!(check(&words("get pods --context=other")).unwrap_err()[0].contains("--context"));
+        assert!(check(&words("get pods --server=https://x")).unwrap_err()[0].contains("--server"));
         // A command kubeloop does not run is not checked beyond kubectl's own flags.
         assert!(check(&words("port-forward pod/web 8080:80 --address=0.0.0.0")).is_ok());
         assert!(check(&words("port-forward pod/web --nope")).is_err());
@@ -338,7 +338,7 @@ mod tests {
     fn tab_completes_the_flags_kubeloop_acts_on() {
         let get = completions(&["get", "pods"]);
         assert!(get.iter().any(|f| f == "--no-headers") && get.iter().any(|f| f == "--namespace"), "{get:?}");
-        assert!(!get.iter().any(|f| f == "--subresource" || f == "--context"), "{get:?}");
+        assert!(!get.iter().any(|f| f == "--subresource" || f == "--server"), "{get:?}");
         let status = completions(&["rollout", "status"]);
         assert!(status.iter().any(|f| f == "--selector") && !status.iter().any(|f| f == "--to-revision"), "{status:?}");
         // For a command kubeloop does not run, kubectl's own.

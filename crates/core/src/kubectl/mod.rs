@@ -300,7 +300,9 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             Err(e) => return e,
         }
     };
-    let ns = f.namespace.clone().unwrap_or_else(|| kc.namespace().to_string());
+    // `--context NAME`: its namespace is the default (its user is the identity's).
+    let context_ns = f.get("--context").and_then(|n| kc.contexts.iter().find(|c| c.name == n)).map(|c| c.namespace.clone()).filter(|n| !n.is_empty());
+    let ns = f.namespace.clone().or(context_ns).unwrap_or_else(|| kc.namespace().to_string());
     let target_ns = Namespace { name: ns.clone(), enforce: f.namespace.is_some() };
     if api.down_since.is_some() && verb != "config" {
         return unreachable_server(&verb, &f, stdin.as_deref());
