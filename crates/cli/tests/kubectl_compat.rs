@@ -1533,3 +1533,102 @@ fn logs_since_and_timestamps_and_impersonated_logs_and_exec_match_the_real_kubec
     }
     assert_eq!(s.terminal(&format!("logs ticker --since-time={between}")).trim_end(), "two");
 }
+
+#[test]
+fn edit_patches_and_reopens_as_the_real_kubectl_does() {
+    let mut s = Server::start("edit", &[]);
+    s.kubectl = undispatched_kubectl();
+    // Two of each: the real kubectl edits the first, the terminal the second.
+    for name in ["web", "web2"] {
+        s.ok(&["create", "deployment", name, "--image=nginx:1.27"]);
+    }
+    // The editor kubectl opens: a script that edits the file the first time it is opened
+    // and keeps a copy of it the second time (after the server refused the change).
+    let editor = |sed: &str| {
+        let script = s.dir.join("editor.sh");
+        let reopened = s.dir.join("reopened.yaml");
+        let _ = std::fs::remove_file(&reopened);
+        let _ = std::fs::remove_file(s.dir.join("opened-once"));
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nif [ -e {d}/opened-once ]; then cp \"$1\" {r}; rm {d}/opened-once; else sed -i '{sed}' \"$1\"; touch {d}/opened-once; fi\n",
+                d = s.dir.display(),
+                r = reopened.display()
+            ),
+        )
+        .unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+        (script, reopened)
+    };
+    let real_edit = |args: &[&str], sed: &str| {
+        let (script, reopened) = editor(sed);
+        let mut cmd = Command::new(&s.kubectl);
+        cmd.env("KUBECONFIG", &s.kubeconfig).env("HOME", &s.dir).env("KUBE_EDITOR", &script).args(args);
+        let out = cmd.output().unwrap();
+        let printed = format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        (printed, std::fs::read_to_string(reopened).ok())
+    };
+    // The terminal's edit: the file as kubectl opens it, changed as the script changes it.
+    let terminal_edit = |args: &str, sed: (&str, &str)| {
+        let file = format!("{}{}", kubeloop_core::kubectl::edit::HEADER, s.ok(&["get", "deployment", "web2", "-o", "yaml"]));
+        s.terminal(&format!("edit deployment/web2 {args} <<EOF\n{}EOF\n", file.replace(sed.0, sed.1)))
+    };
+    // A changed image: the same strategic merge patch, and `edited`.
+    let (real, _) = real_edit(&["edit", "deployment/web", "--output-patch"], "s/nginx:1.27/nginx:1.28/");
+    let mine = terminal_edit("--output-patch", ("nginx:1.27", "nginx:1.28"));
+    assert!(real.contains("\"image\":\"nginx:1.28\""), "{real}");
+    assert_eq!(real, mine.replace("web2", "web"));
+    // A label replaced by another: `null` for the one removed.
+    let (real, _) = real_edit(&["edit", "deployment/web", "--output-patch"], "s/^    app: web$/    tier: front/");
+    let mine = terminal_edit("--output-patch", ("\n    app: web2\n", "\n    tier: front\n"));
+    assert!(real.contains("\"app\":null") && real.contains("\"tier\":\"front\""), "{real}");
+    assert_eq!(real, mine.replace("web2", "web"));
+    // Refused: kubectl's error line, and the reasons on top of the file it opens again.
+    let (real, reopened) = real_edit(&["edit", "deployment/web"], "s/^  replicas: 1$/  replicas: -1/");
+    let mine = terminal_edit("", ("\n  replicas: 1\n", "\n  replicas: -1\n")).replace("web2", "web");
+    assert_eq!(real.lines().next(), mine.lines().next(), "{real}\n{mine}");
+    let reopened = reopened.expect("kubectl opened the file again");
+    let header: Vec<&str> = reopened.lines().skip(4).take_while(|l| l.starts_with('#')).collect();
+    let mine_header: Vec<String> = mine.lines().skip(1).map(str::to_string).collect();
+    assert_eq!(header, mine_header, "{reopened}");
+    // Nothing changed.
+    let (real, _) = real_edit(&["edit", "deployment/web"], "s/nothing-matches//");
+    assert_eq!(real, terminal_edit("", ("nothing-matches", "")));
+
+    // apply set-last-applied and edit-last-applied on objects no apply made.
+    for name in ["conf", "conf2"] {
+        s.ok(&["create", "configmap", name, "--from-literal=a=1"]);
+    }
+    let manifest = |n: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\ndata:\n  a: \"2\"\n");
+    let real_with = |args: &[&str], stdin: &str| {
+        let out = s.run(args, Some(stdin));
+        format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout))
+    };
+    let mine_with = |line: &str, stdin: &str| s.terminal(&format!("{line} <<EOF\n{stdin}EOF\n")).replace("conf2", "conf");
+    for line in ["apply set-last-applied -f -", "apply set-last-applied -f - --create-annotation", "apply set-last-applied -f -"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        let real = real_with(&args, &manifest("conf"));
+        assert_eq!(real, mine_with(line, &manifest("conf2")), "{line}");
+    }
+    assert_eq!(s.fails(&["apply", "set-last-applied"], None), s.terminal("apply set-last-applied"));
+    assert_eq!(s.fails(&["apply", "edit-last-applied", "deployment/web"], None), s.terminal("apply edit-last-applied deployment/web"));
+    let annotation = |n: &str| s.ok(&["apply", "view-last-applied", "configmap", n, "-o", "json"]).replace("conf2", "conf");
+    assert_eq!(annotation("conf"), annotation("conf2"));
+    let (script, _) = editor("s/\"2\"/\"3\"/");
+    let mut cmd = Command::new(&s.kubectl);
+    cmd.env("KUBECONFIG", &s.kubeconfig).env("HOME", &s.dir).env("KUBE_EDITOR", &script).args(["apply", "edit-last-applied", "configmap/conf"]);
+    let out = cmd.output().unwrap();
+    let real = format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    let opened = format!("{}{}", kubeloop_core::kubectl::edit::LAST_APPLIED_HEADER, s.ok(&["apply", "view-last-applied", "configmap/conf2"]));
+    assert_eq!(real, mine_with("apply edit-last-applied configmap/conf2", &opened.replace("\"2\"", "\"3\"")));
+    assert_eq!(real, "configmap/conf edited\n");
+    assert_eq!(annotation("conf"), annotation("conf2"));
+    // kubectl completion's own errors (a shell it knows prints a script, which this
+    // terminal, not being that shell, says it does not need).
+    for line in ["completion", "completion foo", "completion bash zsh"] {
+        let args: Vec<&str> = line.split(' ').collect();
+        let out = s.run(&args, None);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), s.terminal(line), "{line}");
+    }
+}

@@ -243,3 +243,48 @@ fn without_a_current_context_kubectl_has_no_server_until_one_is_chosen() {
     assert_eq!(kubectl(&mut c, "config use-context spare"), ["Switched to context \"spare\"."]);
     assert_eq!(kubectl(&mut c, "get pods"), ["No resources found in default namespace."]);
 }
+
+#[test]
+fn kubectl_edit_patches_what_was_changed_and_reopens_what_the_server_refused() {
+    use kubeloop_core::sandbox::Sandbox;
+    let mut sb = Sandbox::new("", None);
+    assert_eq!(sb.kubectl("create deployment web --image=nginx:1.27"), ["deployment.apps/web created"]);
+    sb.advance(30_000);
+    // The page opens the file kubectl's editor shows: its header, no managedFields.
+    let opened = sb.edit_open("edit deployment/web").expect("the Deployment opens");
+    assert!(opened.starts_with(kubeloop_core::kubectl::edit::HEADER), "{opened}");
+    assert!(opened.contains("kind: Deployment") && !opened.contains("managedFields"), "{opened}");
+    // Meanwhile someone else scales it: the edit changes only what the file changed.
+    assert_eq!(sb.kubectl("scale deployment web --replicas=2"), ["deployment.apps/web scaled"]);
+    let edited = opened.replace("image: nginx:1.27", "image: nginx:1.28");
+    let (out, again) = sb.edit_save("edit deployment/web", &edited);
+    assert_eq!(out, ["deployment.apps/web edited"]);
+    assert_eq!(again, None);
+    let d = sb.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28");
+    assert_eq!(d["spec"]["replicas"], 2, "the scale made after the file was opened stays");
+    // Saved as opened: nothing to do. Saved empty: cancelled.
+    let now = sb.edit_open("edit deploy web").unwrap();
+    assert_eq!(sb.edit_save("edit deploy web", &now).0, ["Edit cancelled, no changes made."]);
+    assert_eq!(sb.edit_save("edit deploy web", "# nothing\n").0, ["Edit cancelled, saved file was empty."]);
+    // A change the server refuses: kubectl's error, and the file again with the reasons.
+    let bad = now.replace("replicas: 2", "replicas: -1");
+    let (out, again) = sb.edit_save("edit deploy web", &bad);
+    assert_eq!(out[0], "error: deployments.apps \"web\" is invalid");
+    assert_eq!(out[1], "# deployments.apps \"web\" was not valid:");
+    assert!(out[2].starts_with("# * spec.replicas: Invalid value: -1: must be greater than or equal to 0"), "{out:?}");
+    let again = again.expect("the file opens again");
+    assert!(again.contains("# * spec.replicas: Invalid value: -1") && again.contains("replicas: -1"), "{again}");
+    // A renamed object is refused before anything is sent.
+    let renamed = now.replacen("name: web\n", "name: other\n", 1);
+    let out = sb.edit_save("edit deploy web", &renamed).0;
+    assert_eq!(out[1], "error: At least one of apiVersion, kind and name was changed", "{out:?}");
+    // Without a saved file (a scenario step, `kubeloop kubectl`) it says how to give one.
+    assert!(sb.kubectl("edit deploy/web")[0].contains("here-document"));
+    assert_eq!(sb.kubectl("edit deploy/nope"), ["Error from server (NotFound): deployments.apps \"nope\" not found"]);
+    // The saves are in the log as here-documents: a share link replays them.
+    let link = sb.share();
+    let replayed = Sandbox::open(&link).expect("the link opens");
+    let d2 = replayed.cluster.api.store.get_by(rid::DEPLOYMENT, "default", "web").unwrap().clone();
+    assert_eq!(d2["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.28");
+}

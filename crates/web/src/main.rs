@@ -97,6 +97,10 @@ enum Msg {
     TermHistory(i32),
     TermStop,
     TermComplete,
+    /// `kubectl edit`'s editor pane: its text changed, save it, close it unsaved.
+    EditText(String),
+    EditSave,
+    EditCancel,
     OpenFull,
     ToggleLessons,
     OpenLesson(usize),
@@ -141,7 +145,16 @@ impl Msg {
     fn changes_the_run(&self) -> bool {
         matches!(
             self,
-            Msg::ApplyNow | Msg::TogglePlay | Msg::StepOnce | Msg::Reset | Msg::SetUser(_) | Msg::Fault(..) | Msg::ScaleBy(_) | Msg::FreeEtcd | Msg::TermRun
+            Msg::ApplyNow
+                | Msg::TogglePlay
+                | Msg::StepOnce
+                | Msg::Reset
+                | Msg::SetUser(_)
+                | Msg::Fault(..)
+                | Msg::ScaleBy(_)
+                | Msg::FreeEtcd
+                | Msg::TermRun
+                | Msg::EditSave
         )
     }
 }
@@ -215,6 +228,9 @@ struct App {
     /// A `kubectl get -w` printing rows as the run goes, or a `kubectl wait` not over yet
     /// (any next command stops it).
     term_watch: Option<kubeloop_core::kubectl::Follow>,
+    /// `kubectl edit`'s editor pane: the command line, the text being edited, and whether
+    /// it was opened again after the server refused a save.
+    term_edit: Option<(String, String, bool)>,
     /// Terminal lines already scrolled into view.
     term_seen: usize,
     /// Every lesson; the open one, where the person is in it, and its goal as last seen.
@@ -810,6 +826,7 @@ impl Component for App {
             term_history: Vec::new(),
             term_pos: 0,
             term_watch: None,
+            term_edit: None,
             term_seen: 0,
             lessons: all_lessons,
             lesson,
@@ -1179,7 +1196,37 @@ impl Component for App {
                     return true;
                 }
                 let line = line.to_string();
+                // `kubectl edit` opens the object in the editor pane; saving it runs the
+                // line with the saved file as its here-document.
+                if kubeloop_core::kubectl::edit::opens_editor(&line) && !line.contains("<<") {
+                    self.term_watch = None;
+                    match self.sb.edit_open(&line) {
+                        Ok(text) => self.term_edit = Some((line, text, false)),
+                        Err(lines) => self.term_lines.extend(lines.into_iter().map(|l| (false, l))),
+                    }
+                    return true;
+                }
                 self.run_term_line(&line);
+            }
+            Msg::EditText(t) => {
+                if let Some(e) = self.term_edit.as_mut() {
+                    e.1 = t;
+                }
+                return false;
+            }
+            Msg::EditSave => {
+                let Some((line, text, _)) = self.term_edit.take() else { return false };
+                let (out, again) = self.sb.edit_save(&line, &text);
+                self.term_lines.extend(out.into_iter().map(|l| (false, l)));
+                self.term_edit = again.map(|t| (line, t, true));
+                self.absorb();
+            }
+            Msg::EditCancel => {
+                // Closing the editor without saving leaves the file as it was opened.
+                if let Some((_, _, retry)) = self.term_edit.take() {
+                    let said = if retry { "error: Edit cancelled, no valid changes were saved." } else { "Edit cancelled, no changes made." };
+                    self.term_lines.push((false, said.to_string()));
+                }
             }
             Msg::DocsLoaded(result, line) => match result {
                 Ok(()) => self.run_term_line(&line),
@@ -1716,10 +1763,37 @@ impl App {
                 <pre class="term-out" aria-live="polite">
                     { for self.term_lines.iter().map(|(cmd, l)| html! { <div class={classes!(cmd.then_some("cmd"))}>{ l }</div> }) }
                 </pre>
+                if let Some((line, text, _)) = &self.term_edit {
+                    { self.edit_pane(ctx, line, text) }
+                }
                 <label class="term-in">
                     <span>{ format!("{} $ kubectl ", self.sb.user) }</span>
                     <textarea rows={self.term_input.lines().count().clamp(1, 12).to_string()} spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
                 </label>
+            </div>
+        }
+    }
+
+    /// `kubectl edit`'s editor: the file kubectl opened, Save (Ctrl+S) and Cancel (Esc).
+    fn edit_pane(&self, ctx: &Context<Self>, line: &str, text: &str) -> Html {
+        let link = ctx.link();
+        let oninput = link.callback(|e: InputEvent| Msg::EditText(e.target_unchecked_into::<HtmlTextAreaElement>().value()));
+        let onkeydown = link.batch_callback(|e: KeyboardEvent| match e.key().as_str() {
+            "s" if e.ctrl_key() || e.meta_key() => {
+                e.prevent_default();
+                Some(Msg::EditSave)
+            }
+            "Escape" => Some(Msg::EditCancel),
+            _ => None,
+        });
+        html! {
+            <div class="term-edit" role="group" aria-label="kubectl edit">
+                <p>{ format!("kubectl {}: the editor kubectl opens. Save (Ctrl+S) sends what you changed as a patch; Cancel (Esc) changes nothing.", line.strip_prefix("kubectl ").unwrap_or(line)) }</p>
+                <textarea class="term-edit-text" rows={text.lines().count().clamp(8, 30).to_string()} spellcheck="false" autocomplete="off" aria-label="the object being edited" value={text.to_string()} {oninput} {onkeydown} />
+                <div class="term-edit-buttons">
+                    <button onclick={link.callback(|_| Msg::EditSave)}>{ "Save" }</button>
+                    <button onclick={link.callback(|_| Msg::EditCancel)}>{ "Cancel" }</button>
+                </div>
             </div>
         }
     }

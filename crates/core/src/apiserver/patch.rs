@@ -40,6 +40,16 @@ fn merge_key(field: &str) -> Option<&'static str> {
     })
 }
 
+/// The merge key of list `field` under `parent` (a Service's `spec.ports` merge by `port`,
+/// a container's by `containerPort`); None for a list replaced whole.
+pub fn list_merge_key(field: &str, parent: &str) -> Option<&'static str> {
+    if field == "ports" && parent == "spec" {
+        Some("port")
+    } else {
+        merge_key(field)
+    }
+}
+
 /// Strategic merge patch. Service `ports` merge by `port`; container ports by `containerPort`.
 pub fn strategic_merge(target: &mut Value, patch: &Value) {
     strategic(target, patch, "")
@@ -68,7 +78,7 @@ fn strategic(target: &mut Value, patch: &Value, parent: &str) {
             t.remove(k);
             continue;
         }
-        let key = if k == "ports" && parent == "spec" { Some("port") } else { merge_key(k) };
+        let key = list_merge_key(k, parent);
         match (v, key) {
             (Value::Array(items), Some(mk)) => {
                 let cur = t.entry(k.clone()).or_insert(Value::Array(vec![]));

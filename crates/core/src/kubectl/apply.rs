@@ -69,6 +69,75 @@ pub(super) fn view_last_applied(api: &mut ApiServer, creds: &Credentials, f: &Fl
     })
 }
 
+/// `kubectl apply set-last-applied -f FILE [--create-annotation]`: each object's
+/// last-applied annotation made the file's object, by a merge patch
+/// (`editor.GetApplyPatch`). kubectl checks every object first and stops at the first
+/// that fails, then patches those whose annotation differs.
+pub(super) fn set_last_applied(api: &mut ApiServer, creds: &Credentials, text: &str, file: &str, ns: &Namespace, create: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut patches = Vec::new();
+    let mut failed = None;
+    each_document_in(text, file, ns, |obj| {
+        if failed.is_some() {
+            return vec![];
+        }
+        let r = match resource_for_kind(get_str(&obj, &["apiVersion"]).unwrap_or(""), get_str(&obj, &["kind"]).unwrap_or("")) {
+            Some(r) => r,
+            None => {
+                failed = Some(format!(
+                    "error: resource mapping not found for name: {:?} namespace: {:?} from {file:?}: no matches for kind {:?} in version {:?}",
+                    api::name(&obj),
+                    api::namespace(&obj),
+                    get_str(&obj, &["kind"]).unwrap_or(""),
+                    get_str(&obj, &["apiVersion"]).unwrap_or("")
+                ));
+                return vec![];
+            }
+        };
+        let (name, ons) = (api::name(&obj).to_string(), api::namespace(&obj).to_string());
+        let live = match api.handle(Request::new(Verb::Get, r, &ons, &name, creds.clone())) {
+            Ok(l) => l,
+            Err(s) if s.code == 404 => {
+                failed = Some(s.kubectl_message(None, ""));
+                return vec![];
+            }
+            Err(s) => {
+                failed = Some(retrieval_error(&s, r, &name, &ons, file));
+                return vec![];
+            }
+        };
+        let current = api::annotation(&live, LAST_APPLIED);
+        if current.is_none() && !create {
+            failed = Some(format!(
+                "error: no last-applied-configuration annotation found on resource: {name}, to create the annotation, run the command with --create-annotation"
+            ));
+            return vec![];
+        }
+        if current.and_then(|c| serde_json::from_str::<Value>(c).ok()).as_ref() == Some(&obj) {
+            out.push(format!("set-last-applied {name}: no changes required."));
+        } else {
+            // The object as JSON, with the newline its encoder ends it with.
+            patches.push((r, ons, name, format!("{}\n", serde_json::to_string(&obj).unwrap_or_default())));
+        }
+        vec![]
+    });
+    if let Some(e) = failed {
+        out.push(e);
+        return out;
+    }
+    for (r, ons, name, config) in patches {
+        let patch = json!({"metadata": {"annotations": {LAST_APPLIED: config}}});
+        match api.handle(Request::patch(r, &ons, &name, PatchType::Merge, patch, creds.clone())) {
+            Ok(_) => out.push(with_warnings(api, format!("{}/{name} configured", kind_prefix(r)))),
+            Err(s) => {
+                out.push(s.kubectl_message(None, ""));
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// kubectl apply's default prune allowlist (`prune.go`), in its order.
 const PRUNE_KINDS: [(&str, &str); 16] = [
     ("v1", "ConfigMap"),

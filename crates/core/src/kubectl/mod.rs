@@ -29,6 +29,7 @@ mod completion;
 mod create;
 mod delete;
 mod drain;
+pub mod edit;
 mod events;
 mod exec;
 mod get;
@@ -316,6 +317,16 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             Err(e) => vec![e],
         },
         "apply" if f.positional.first().map(String::as_str) == Some("view-last-applied") => apply::view_last_applied(api, creds, &f, &ns),
+        "apply" if f.positional.first().map(String::as_str) == Some("set-last-applied") => match manifest_input(&f, stdin.as_deref()) {
+            Ok((text, file)) => apply::set_last_applied(api, creds, &text, file, &target_ns, switch(&f, "--create-annotation")),
+            Err(_) if f.get("--filename").is_none() => no_resources_named(),
+            // An empty stdin holds no object to visit.
+            Err(e) if e.contains("no objects passed") => vec![],
+            Err(e) => vec![e],
+        },
+        "apply" if f.positional.first().map(String::as_str) == Some("edit-last-applied") => {
+            edit::edit(api, creds, &Flags { positional: f.positional[1..].to_vec(), ..f.clone() }, &ns, stdin.as_deref(), edit::Mode::LastApplied)
+        }
         "apply" if switch(&f, "--prune") || f.selector.is_some() => {
             let (prune, all) = (switch(&f, "--prune"), switch(&f, "--all"));
             if prune && all && f.selector.is_some() {
@@ -387,6 +398,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         "cordon" | "uncordon" => cordon(api, creds, &f, &verb),
         "label" | "annotate" => label(api, creds, &f, &ns, &verb),
         "patch" => patch::patch(api, creds, &f, &ns),
+        "edit" => edit::edit(api, creds, &f, &ns, stdin.as_deref(), edit::Mode::Object),
         "run" => run::run_pod(api, creds, &f, &ns, &after_dashes, attach),
         "expose" => run::expose(api, creds, &f, &ns),
         "version" => info::version(api, creds, &f),
@@ -398,6 +410,15 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             "error: kubectl proxy serves the API server on a local port, and this terminal has no local ports: run `kubeloop serve` and the real `kubectl proxy` against it".into(),
         ],
         "plugin" => vec!["error: kubectl plugins are programs found on your PATH, and this terminal runs no programs of yours: the real kubectl runs them against `kubeloop serve`".into()],
+        "kustomize" => vec![KUSTOMIZE.into()],
+        "completion" => match f.positional.as_slice() {
+            [] => vec!["error: Shell not specified.".into(), "See 'kubectl completion -h' for help and examples".into()],
+            [shell] if matches!(shell.as_str(), "bash" | "zsh" | "fish" | "powershell") => vec![format!(
+                "error: kubectl completion {shell} prints a script for your {shell} to load, and this terminal is not {shell}: it completes commands, flags and names with Tab itself. The real `kubectl completion {shell}` completes against `kubeloop serve` too"
+            )],
+            [shell] => vec![format!("error: Unsupported shell type {shell:?}."), "See 'kubectl completion -h' for help and examples".into()],
+            _ => vec!["error: Too many arguments. Expected only the shell type.".into(), "See 'kubectl completion -h' for help and examples".into()],
+        },
         "wait" => {
             let (out, w) = wait::start(api, creds, &f, &ns);
             *waiting = w;
@@ -405,11 +426,14 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         }
         other => {
             vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i|whoami, port-forward, api-resources, api-versions, version, cluster-info and config; `curl localhost:PORT` reaches a port-forward)"
+                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, edit, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i|whoami, port-forward, api-resources, api-versions, version, cluster-info and config; `curl localhost:PORT` reaches a port-forward)"
             )]
         }
     }
 }
+
+/// Why `kubectl kustomize` and `-k` do not run here.
+const KUSTOMIZE: &str = "error: kustomize builds manifests from a directory of files (kustomization.yaml, bases, overlays), and this terminal has no directories: the real `kubectl kustomize DIR` and `kubectl apply -k DIR`, which build on your side, work against `kubeloop serve`";
 
 /// What kubectl prints when nothing answers at the API server's address: a command with
 /// files first fails to download the OpenAPI document it validates them against.

@@ -280,6 +280,29 @@ impl Sandbox {
         out
     }
 
+    /// `kubectl edit TYPE/NAME`: the file kubectl would open in the editor, or what it
+    /// prints instead (a read, like `get -w`, so not logged for share links).
+    pub fn edit_open(&mut self, line: &str) -> Result<String, Vec<String>> {
+        self.cluster.api.now = self.cluster.now;
+        let line = self.cluster.kubeconfig.with_namespace(line);
+        let creds = crate::kubectl::line_identity(&self.cluster.api, &self.credentials(), &self.cluster.kubeconfig, &line)?;
+        let ns = self.cluster.kubeconfig.namespace().to_string();
+        crate::kubectl::edit::open(&mut self.cluster.api, &creds, &ns, &line)
+    }
+
+    /// Save the file an `edit` line opened: the line with the saved text as its
+    /// here-document, run (and logged) as any kubectl line. What kubectl printed, and the
+    /// file to edit again when the server refused the change.
+    pub fn edit_save(&mut self, line: &str, saved: &str) -> (Vec<String>, Option<String>) {
+        let mut text = saved.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let out = self.kubectl(&format!("{} <<KUBELOOP_EDIT\n{text}KUBELOOP_EDIT\n", line.trim()));
+        let again = crate::kubectl::edit::reopened(saved, &out);
+        (out, again)
+    }
+
     /// As [`Sandbox::kubectl`], and for `get -w` also the watch whose rows follow the run,
     /// for a `kubectl wait` not over yet the wait (neither changes anything, so neither is
     /// logged for share links).
