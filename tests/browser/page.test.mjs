@@ -598,6 +598,38 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
   await until(`rollout history deployments/${app}`, /^3\s+<none>$/);
 });
 
+// `kubectl edit` opens the object in an editor pane; Save sends the change as a patch, a
+// refused change opens the file again with the server's reasons on top.
+await test('kubectl edit opens an editor pane whose save patches the object', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  const out = page.locator('.term-out');
+  await input.fill('edit deployment checkout');
+  await input.press('Enter');
+  const pane = page.getByLabel('the object being edited');
+  await pane.waitFor();
+  const text = await pane.inputValue();
+  if (!text.startsWith('# Please edit the object below.') || !text.includes('\n  replicas: 2\n')) throw new Error(`the pane holds:\n${text.slice(0, 400)}`);
+  await pane.fill(text.replace('\n  replicas: 2\n', '\n  replicas: -1\n'));
+  await page.getByRole('button', { name: 'Save' }).click();
+  await out.getByText('error: deployments.apps "checkout" is invalid').waitFor();
+  const again = await pane.inputValue();
+  if (!again.includes('# * spec.replicas: Invalid value: -1: must be greater than or equal to 0')) throw new Error(`reopened:\n${again.slice(0, 600)}`);
+  await pane.fill(again.replace('\n  replicas: -1\n', '\n  replicas: 3\n'));
+  await pane.press('Control+s');
+  await out.getByText('deployment.apps/checkout edited').waitFor();
+  if (await pane.count()) throw new Error('the pane stays open after a save the server took');
+  await page.locator('button.chip', { hasText: 'checkout-' }).nth(2).waitFor({ timeout: 20000 });
+  // Closed unsaved: nothing changes.
+  await input.fill('edit deployment checkout');
+  await input.press('Enter');
+  await pane.waitFor();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await out.getByText('Edit cancelled, no changes made.').waitFor();
+});
+
 await test('a StatefulSet comes up in order, a Job completes, a kind nothing runs warns', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
