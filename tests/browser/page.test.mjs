@@ -600,7 +600,7 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
 
 // `kubectl edit` opens the object in an editor pane; Save sends the change as a patch, a
 // refused change opens the file again with the server's reasons on top.
-await test('kubectl edit opens an editor pane whose save patches the object', async (page) => {
+await test('kubectl edit opens an editor pane whose save patches the object; exec -it attaches to a shell', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   await page.getByRole('tab', { name: 'Terminal' }).click();
@@ -628,6 +628,26 @@ await test('kubectl edit opens an editor pane whose save patches the object', as
   await pane.waitFor();
   await page.getByRole('button', { name: 'Cancel' }).click();
   await out.getByText('Edit cancelled, no changes made.').waitFor();
+  // exec -it attaches the terminal to a shell in the container: its prompt, each line its
+  // stdin, Ctrl+D ends it.
+  await page.locator('header select').first().selectOption({ label: 'as fast as possible' });
+  for (const [line, expect] of [
+    ['run box --image=busybox:1.36 -- sleep 3600', 'pod/box created'],
+    ['wait --for=condition=Ready pod/box --timeout=120s', 'pod/box condition met'],
+    ['exec -it box -- sh', null],
+  ]) {
+    await input.fill(line);
+    await input.press('Enter');
+    if (expect) await out.getByText(expect).waitFor({ timeout: 30000 });
+  }
+  const shell = page.getByLabel('input to the attached command');
+  await shell.fill('cd /tmp; echo $HOSTNAME');
+  await shell.press('Enter');
+  await out.getByText('/ # cd /tmp; echo $HOSTNAME').waitFor();
+  await page.locator('.term-in span', { hasText: '/tmp # ' }).waitFor();
+  await shell.press('Control+d');
+  await out.getByText('/tmp # ^D').waitFor();
+  await input.waitFor();
 });
 
 await test('a StatefulSet comes up in order, a Job completes, a kind nothing runs warns', async (page) => {

@@ -539,8 +539,15 @@ fn exec_and_logs_through_the_real_kubectl() {
     let out = s.run(&["exec", "-i", "box", "--", "wc", "-l"], Some("a\nb\n"));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
     assert!(out.status.success());
-    // The page's terminal has no stdin to stream: it says so.
-    assert!(s.terminal("exec -it box -- sh").starts_with("kubeloop does not simulate interactive sessions"));
+    // The terminal's stdin is a here-document (the page's terminal also stays attached,
+    // line by line): the same output; a command with nothing to read ends at once.
+    assert_eq!(s.terminal("exec -i box -- sh <<EOF\necho hello\nx=3; echo $x\nexit 4\nEOF"), "hello\n3\ncommand terminated with exit code 4\n");
+    let out = s.run(&["exec", "-it", "box", "--", "sh"], Some("echo hi\n"));
+    assert_eq!(
+        format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout)),
+        s.terminal("exec -it box -- sh <<EOF\necho hi\nEOF")
+    );
+    assert_eq!(s.terminal("exec -it box -- sh"), "");
     // kubectl logs reads what the program wrote, as the terminal does.
     let logs = s.until(&["logs", "box"], 30, |o| o.contains("tick 3\n"));
     assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");

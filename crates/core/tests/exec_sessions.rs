@@ -115,3 +115,50 @@ fn an_unfinished_command_line_is_held_up_to_its_limit() {
     // The shell goes on with what comes next.
     assert_eq!(stdin(&mut c, id, "echo after\n").lines, out(&[(1, "after")]));
 }
+
+#[test]
+fn kubectl_exec_with_a_here_document_feeds_it_as_stdin_and_ends_it() {
+    let mut c = busybox();
+    let mut kubectl = |line: &str| c.act(Credentials::Token("admin-token".into()), Action::Kubectl(line.into())).output;
+    assert_eq!(kubectl("exec -i box -- sh <<EOF\necho hello\nx=3; echo $x\nexit 4\nEOF"), ["hello", "3", "command terminated with exit code 4"]);
+    assert_eq!(kubectl("exec -i box -- wc -l <<EOF\na\nb\nEOF"), ["2"]);
+    // A here-document is not a terminal.
+    assert_eq!(kubectl("exec -it box -- sh <<EOF\necho hi\nEOF"), ["Unable to use a TTY - input is not a terminal or the right kind of file", "hi"]);
+    // Outside the page, nothing can be typed after it: stdin ends at once.
+    assert_eq!(kubectl("exec -it box -- sh"), Vec::<String>::new());
+    assert!(c.attached.is_none());
+}
+
+#[test]
+fn the_pages_terminal_attaches_to_a_shell_until_it_exits() {
+    use kubeloop_core::sandbox::Sandbox;
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: box\nspec:\n  containers:\n  - name: box\n    image: busybox\n    command: [sh, -c, 'sleep 3600']\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27\n";
+    let mut sb = Sandbox::new(pod, None);
+    sb.advance(60_000);
+    assert_eq!(sb.kubectl("exec -it box -- sh"), Vec::<String>::new());
+    // busybox's ash prompts with its directory, as root.
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/ # "));
+    assert_eq!(sb.stdin(Some("cd /tmp; echo $HOSTNAME")), ["box"]);
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/tmp # "));
+    assert_eq!(sb.stdin(Some("exit 3")), ["command terminated with exit code 3"]);
+    assert_eq!(sb.cluster.prompt(), None);
+    // Without -t there is no prompt; Ctrl+D ends what reads stdin.
+    assert_eq!(sb.kubectl("exec -i box -- cat"), Vec::<String>::new());
+    assert_eq!(sb.cluster.prompt().as_deref(), Some(""));
+    assert_eq!(sb.stdin(Some("copied")), ["copied"]);
+    assert_eq!(sb.stdin(None), Vec::<String>::new());
+    assert!(sb.cluster.attached.is_none());
+    // nginx's image has bash: its prompt names the host.
+    sb.kubectl("exec -it web -- bash");
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("root@web:/# "));
+    assert_eq!(sb.stdin(Some("cd; pwd")), ["/root"]);
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("root@web:~# "));
+    // A share link replays what was typed: the same session, still attached.
+    let replayed = Sandbox::open(&sb.share()).expect("the link opens");
+    assert_eq!(replayed.cluster.prompt().as_deref(), Some("root@web:~# "));
+    // `kubeloop kubectl` (nothing typed after it) ends an attached command's input.
+    let mut once = Sandbox::new(pod, None);
+    once.advance(60_000);
+    assert_eq!(once.kubectl_to_end("exec -it box -- sh"), Vec::<String>::new());
+    assert!(once.cluster.attached.is_none());
+}

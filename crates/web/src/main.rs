@@ -96,6 +96,8 @@ enum Msg {
     TermRun,
     TermHistory(i32),
     TermStop,
+    /// Ctrl+D: the end of the attached command's input.
+    TermEof,
     TermComplete,
     /// `kubectl edit`'s editor pane: its text changed, save it, close it unsaved.
     EditText(String),
@@ -1176,7 +1178,17 @@ impl Component for App {
                 self.apply();
                 let line = std::mem::take(&mut self.term_input);
                 let line = line.trim();
-                if line.is_empty() {
+                if line.is_empty() && self.sb.cluster.attached.is_none() {
+                    return true;
+                }
+                // Attached to a command (`kubectl exec -i`): the line is its stdin.
+                if let Some(prompt) = self.sb.cluster.prompt() {
+                    self.term_lines.push((true, format!("{prompt}{line}")));
+                    self.term_history.push(line.to_string());
+                    self.term_pos = self.term_history.len();
+                    let out = self.sb.stdin(Some(line));
+                    self.term_lines.extend(out.into_iter().map(|l| (false, l)));
+                    self.absorb();
                     return true;
                 }
                 // The terminal's machine runs `curl` itself (to its port-forwards); every
@@ -1251,6 +1263,13 @@ impl Component for App {
                         self.term_lines.push((false, many.join("  ")));
                     }
                 }
+            }
+            Msg::TermEof => {
+                let Some(prompt) = self.sb.cluster.prompt() else { return false };
+                self.term_lines.push((true, format!("{prompt}^D")));
+                let out = self.sb.stdin(None);
+                self.term_lines.extend(out.into_iter().map(|l| (false, l)));
+                self.absorb();
             }
             Msg::TermStop => {
                 if self.term_watch.take().is_some() {
@@ -1751,6 +1770,10 @@ impl App {
                     Some(Msg::TermHistory(1))
                 }
                 "Escape" => Some(Msg::TermStop),
+                "d" if e.ctrl_key() && text.is_empty() => {
+                    e.prevent_default();
+                    Some(Msg::TermEof)
+                }
                 "Tab" => {
                     e.prevent_default();
                     Some(Msg::TermComplete)
@@ -1767,8 +1790,13 @@ impl App {
                     { self.edit_pane(ctx, line, text) }
                 }
                 <label class="term-in">
-                    <span>{ format!("{} $ kubectl ", self.sb.user) }</span>
-                    <textarea rows={self.term_input.lines().count().clamp(1, 12).to_string()} spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
+                    if let Some(prompt) = self.sb.cluster.prompt() {
+                        <span>{ prompt }</span>
+                        <textarea rows="1" spellcheck="false" autocomplete="off" aria-label="input to the attached command" placeholder="each line goes to the command's stdin: exit or Ctrl+D ends it" value={self.term_input.clone()} {oninput} {onkeydown} />
+                    } else {
+                        <span>{ format!("{} $ kubectl ", self.sb.user) }</span>
+                        <textarea rows={self.term_input.lines().count().clamp(1, 12).to_string()} spellcheck="false" autocomplete="off" aria-label="kubectl command" value={self.term_input.clone()} {oninput} {onkeydown} />
+                    }
                 </label>
             </div>
         }

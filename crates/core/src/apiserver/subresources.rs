@@ -272,6 +272,9 @@ pub trait KubeletClient {
     /// `pods/portforward`: what the pod's container listening on `port` answers to an HTTP
     /// `GET path` (status, body), or the kubelet's error for the port's error stream.
     fn port_forward(&self, now: Millis, namespace: &str, pod: &str, port: u16, path: &str) -> Result<(u16, String), String>;
+    /// What a terminal attached to exec session `id` shows before its next line (an
+    /// interactive shell's prompt), while the session runs.
+    fn session_prompt(&self, id: u64) -> Option<String>;
 }
 
 impl ApiServer {

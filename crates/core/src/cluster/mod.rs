@@ -9,6 +9,7 @@
 //! them. A run is quiet when no work is left: only periodic tasks (heartbeats, retries of
 //! things that cannot progress) remain and no loop says it is busy.
 
+pub mod attach;
 pub mod etcdctl;
 pub mod forward;
 pub mod scenario;
@@ -79,6 +80,9 @@ pub enum Action {
     },
     /// A kubectl command line (without `kubectl`).
     Kubectl(String),
+    /// A line typed into the command the terminal is attached to (`kubectl exec -i`);
+    /// None ends its input (Ctrl+D).
+    Stdin(Option<String>),
     Fault(Fault),
     /// An `etcdctl` command line (without `etcdctl`): etcd's maintenance.
     Etcdctl(String),
@@ -166,6 +170,11 @@ pub struct Cluster {
     waits: Vec<(String, String, crate::kubectl::wait::Wait)>,
     /// The terminal's open `kubectl port-forward`s, which its `curl localhost:PORT` reaches.
     pub forwards: Vec<forward::Forward>,
+    /// The command the terminal's stdin goes to (`kubectl exec -i`), while it runs.
+    pub attached: Option<attach::Attached>,
+    /// Whether a person can type more after a command (the page's terminal): `exec -i`
+    /// then stays attached; elsewhere its stdin ends at once.
+    pub interactive: bool,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -306,6 +315,8 @@ impl Cluster {
             outputs: vec![],
             waits: vec![],
             forwards: vec![],
+            attached: None,
+            interactive: false,
             queue: Queue::default(),
             work_tasks: 0,
             sessions: 0,
@@ -374,10 +385,14 @@ impl Cluster {
     /// command in the node's kubelet, then what kubectl prints.
     pub fn exec(&mut self, credentials: &Credentials, line: &str) -> Vec<String> {
         self.api.now = self.now;
-        let target = match crate::kubectl::exec_prepare(&mut self.api, credentials, line) {
+        let (line, heredoc) = crate::kubectl::heredoc(line);
+        let target = match crate::kubectl::exec_prepare(&mut self.api, credentials, &line) {
             Ok(t) => t,
             Err(lines) => return lines,
         };
+        if target.stdin {
+            return self.exec_stdin(target, heredoc);
+        }
         let result = self.kubelet_exec(&target.namespace, &target.pod, &target.container, &target.argv);
         crate::kubectl::exec_finish(&target, result)
     }
@@ -740,6 +755,10 @@ impl Cluster {
             }
             Action::Kubectl(cmd) => (format!("kubectl {cmd}"), crate::kubectl::run_in(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd)),
             Action::Etcdctl(line) => (format!("etcdctl {line}"), etcdctl::run(&mut self.api.store, line)),
+            Action::Stdin(text) => {
+                let prompt = self.prompt().unwrap_or_default();
+                (format!("{prompt}{}", text.as_deref().unwrap_or("^D")), self.stdin_line(text.as_deref()))
+            }
             Action::Fault(f) => {
                 let msg = self.fault(f);
                 let out = if msg == f.describe() { vec![] } else { vec![msg] };

@@ -15,13 +15,11 @@ pub struct ExecTarget {
     pub argv: Vec<String>,
     /// Lines kubectl prints before the command's (`Defaulted container ...`).
     pub notes: Vec<String>,
-    /// `-i`: the client would pass its stdin to the command.
+    /// `-i`: the client passes its stdin to the command.
     pub stdin: bool,
+    /// `-t`: stdin is a terminal.
+    pub tty: bool,
 }
-
-/// What kubeloop says instead of opening an interactive shell, which it does not simulate.
-pub const NO_INTERACTIVE: &str =
-    "kubeloop does not simulate interactive sessions: run one command at a time, for example kubectl exec POD -- sh -c 'ls /; env'";
 
 pub use crate::foundation::pod::interactive_shell;
 
@@ -43,17 +41,18 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
     let mut container: Option<String> = None;
     let mut ns: Option<String> = None;
     let mut positional = Vec::new();
-    let mut stdin = false;
+    let (mut stdin, mut tty) = (false, false);
     let mut it = words.into_iter();
     while let Some(w) = it.next() {
         match w.as_str() {
             "-c" | "--container" => container = it.next(),
             "-n" | "--namespace" => ns = it.next(),
-            "-i" | "-it" | "-ti" | "--stdin" => stdin = true,
-            "-t" | "--tty" | "-q" | "--quiet" | "--stdin=false" => {}
-            "--stdin=true" => stdin = true,
+            "-i" | "--stdin" | "--stdin=true" => stdin = true,
+            "-it" | "-ti" => (stdin, tty) = (true, true),
+            "-t" | "--tty" | "--tty=true" => tty = true,
+            "-q" | "--quiet" | "--stdin=false" | "--tty=false" => {}
             // The caller has already applied who the line runs as.
-            s if ["--tty=", "--quiet=", "--as=", "--as-group=", "--token="].iter().any(|p| s.starts_with(p)) => {}
+            s if ["--quiet=", "--as=", "--as-group=", "--token="].iter().any(|p| s.starts_with(p)) => {}
             s if s.starts_with("--container=") => container = Some(s["--container=".len()..].to_string()),
             s if s.starts_with("--namespace=") => ns = Some(s["--namespace=".len()..].to_string()),
             s if s.starts_with("-c") && s.len() > 2 => container = Some(s[2..].to_string()),
@@ -84,11 +83,8 @@ pub fn exec_prepare(api: &mut ApiServer, creds: &Credentials, line: &str) -> Res
         notes.push(s.kubectl_message(None, ""));
         return Err(notes);
     }
-    if stdin && interactive_shell(&argv) {
-        notes.push(NO_INTERACTIVE.to_string());
-        return Err(notes);
-    }
-    Ok(ExecTarget { namespace: ns, pod: name, container, argv, notes, stdin })
+    // Without -i, -t is dropped without a word (`SetupTTY`).
+    Ok(ExecTarget { namespace: ns, pod: name, container, argv, notes, stdin, tty: tty && stdin })
 }
 
 /// What kubectl prints after the kubelet answered.

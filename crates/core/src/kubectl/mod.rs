@@ -55,7 +55,7 @@ pub use completion::{complete, COMMANDS};
 use create::*;
 use delete::*;
 use drain::*;
-pub use exec::{exec_finish, exec_prepare, interactive_shell, ExecTarget, NO_INTERACTIVE};
+pub use exec::{exec_finish, exec_prepare, interactive_shell, ExecTarget};
 use get::*;
 pub use get::{run_watching, Watch};
 use label::*;

@@ -71,6 +71,8 @@ pub enum Did {
     Fault(String, String),
     /// An etcdctl command line (without `etcdctl`).
     Etcdctl(String),
+    /// A line typed into the command the terminal is attached to; None: the end of input.
+    Stdin(Option<String>),
 }
 
 /// How many trace records, and how many requests, a sandbox keeps: the latest ones, about
@@ -116,6 +118,8 @@ impl Sandbox {
         users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
         let mut cluster = Cluster::new(config);
         cluster.api.trace.window = PAGE_TRACE_WINDOW;
+        // A person types at this terminal: `kubectl exec -i` stays attached.
+        cluster.interactive = true;
         cluster.add_steps(sc.steps.clone());
         let setup_errors = sc.errors.iter().map(|e| e.trim_start_matches("editor:").to_string()).collect();
         let mut sb = Sandbox {
@@ -327,7 +331,12 @@ impl Sandbox {
     /// runs the simulation on until it is met or times out (`kubeloop kubectl`).
     pub fn kubectl_to_end(&mut self, line: &str) -> Vec<String> {
         if crate::kubectl::verb_of(line) != Some("wait") {
-            return self.kubectl(line);
+            let mut out = self.kubectl(line);
+            // No one types after it: an attached command's input ends.
+            if self.cluster.attached.is_some() {
+                out.extend(self.stdin(None));
+            }
+            return out;
         }
         let (mut out, follow) = self.kubectl_watching(line);
         let Some(crate::kubectl::Follow::Wait(mut w)) = follow else { return out };
@@ -348,6 +357,13 @@ impl Sandbox {
         self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Fault(kind.to_string(), name.to_string()) });
         let out = self.cluster.act(self.credentials(), Action::Fault(f.clone()));
         Ok(out.output.first().cloned().unwrap_or_else(|| f.describe()))
+    }
+
+    /// A line typed into the command the terminal is attached to (`kubectl exec -i`), or
+    /// the end of its input (None, Ctrl+D): what it printed.
+    pub fn stdin(&mut self, text: Option<&str>) -> Vec<String> {
+        self.log.push(Done { t: self.cluster.now, user: self.user.clone(), what: Did::Stdin(text.map(str::to_string)) });
+        self.cluster.act(self.credentials(), Action::Stdin(text.map(str::to_string))).output
     }
 
     /// Run an etcdctl command line against the cluster's etcd (its maintenance).
@@ -425,6 +441,7 @@ impl Sandbox {
             Did::Kubectl(line) => drop(self.kubectl(line)),
             Did::Fault(kind, name) => drop(self.fault(kind, name)?),
             Did::Etcdctl(line) => drop(self.etcdctl(line)),
+            Did::Stdin(text) => drop(self.stdin(text.as_deref())),
         }
         Ok(())
     }
@@ -467,6 +484,7 @@ impl Sandbox {
                     Did::Kubectl(line) => Wire::Kubectl(line.clone()),
                     Did::Fault(kind, name) => Wire::Fault(kind.clone(), name.clone()),
                     Did::Etcdctl(line) => Wire::Etcdctl(line.clone()),
+                    Did::Stdin(text) => Wire::Stdin(text.clone()),
                 };
                 WireDone { t: d.t, user: d.user.clone(), what }
             })
@@ -501,6 +519,7 @@ impl Sandbox {
                 Wire::Kubectl(line) => Did::Kubectl(line),
                 Wire::Fault(kind, name) => Did::Fault(kind, name),
                 Wire::Etcdctl(line) => Did::Etcdctl(line),
+                Wire::Stdin(text) => Did::Stdin(text),
             };
             sb.replay(&Done { t: d.t, user: d.user, what })?;
         }
@@ -550,6 +569,7 @@ enum Wire {
     Kubectl(String),
     Fault(String, String),
     Etcdctl(String),
+    Stdin(Option<String>),
 }
 
 #[derive(Debug, Serialize, Deserialize)]

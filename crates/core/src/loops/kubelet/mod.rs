@@ -2379,6 +2379,10 @@ impl Kubelets {
 }
 
 impl KubeletClient for Kubelets {
+    fn session_prompt(&self, id: u64) -> Option<String> {
+        self.sessions.get(&id).map(session::Session::prompt)
+    }
+
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<(Millis, String)>, Status> {
         self.read_logs(namespace, pod, container, previous)
     }

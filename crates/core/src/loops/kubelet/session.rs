@@ -32,6 +32,18 @@ pub(super) struct Session {
     tried: usize,
 }
 
+impl Session {
+    /// What a terminal shows before the next line: an interactive shell's prompt, nothing
+    /// for any other command.
+    pub(super) fn prompt(&self) -> String {
+        if self.repl.is_some() {
+            self.proc.prompt()
+        } else {
+            String::new()
+        }
+    }
+}
+
 impl Kubelets {
     pub(super) fn session_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, id: u64, input: ExecInput) -> Result<ExecProgress, Status> {
         match input {

@@ -519,6 +519,18 @@ impl Process {
         self.vars.iter().filter(|(_, v)| v.exported).map(|(k, v)| (k.clone(), v.value.clone())).collect()
     }
 
+    /// The prompt an interactive shell prints on a terminal, as root: bash's
+    /// `root@HOST:DIR# `, busybox ash's `DIR # `, dash's `# `.
+    pub fn prompt(&self) -> String {
+        let home = |d: &str| if d == "/root" { "~".to_string() } else { d.to_string() };
+        let bash = self.me().rsplit('/').next() == Some("bash");
+        match self.flavour {
+            _ if bash => format!("root@{}:{}# ", self.vars.get("HOSTNAME").map(|v| v.value.as_str()).unwrap_or("localhost"), home(&self.cwd)),
+            Flavour::Busybox => format!("{} # ", home(&self.cwd)),
+            Flavour::Dash | Flavour::Bash => "# ".to_string(),
+        }
+    }
+
     /// The name the shell calls itself in errors (`sh`, `/bin/sh`, `bash`).
     fn me(&self) -> &str {
         if self.arg0.is_empty() {
