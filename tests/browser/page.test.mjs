@@ -600,7 +600,7 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
 
 // `kubectl edit` opens the object in an editor pane; Save sends the change as a patch, a
 // refused change opens the file again with the server's reasons on top.
-await test('kubectl edit opens an editor pane whose save patches the object; exec -it attaches to a shell', async (page) => {
+await test('kubectl edit opens an editor pane whose save patches the object; exec -it and run -it attach to a shell', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   await page.getByRole('tab', { name: 'Terminal' }).click();
@@ -647,6 +647,15 @@ await test('kubectl edit opens an editor pane whose save patches the object; exe
   await page.locator('.term-in span', { hasText: '/tmp # ' }).waitFor();
   await shell.press('Control+d');
   await out.getByText('/tmp # ^D').waitFor();
+  await input.waitFor();
+  // run -it --rm: attached once the pod is ready; exit ends the pod, which goes.
+  await input.fill('run tmp -it --rm --restart=Never --image=busybox:1.36 -- sh');
+  await input.press('Enter');
+  await out.getByText("If you don't see a command prompt, try pressing enter.").waitFor({ timeout: 30000 });
+  await shell.fill('echo $HOSTNAME; exit');
+  await shell.press('Enter');
+  await out.getByText('pod "tmp" deleted from default namespace').waitFor({ timeout: 30000 });
+  await out.getByText("Session ended, resume using 'kubectl attach tmp -c tmp -n default -i -t' command").waitFor();
   await input.waitFor();
 });
 

@@ -548,6 +548,17 @@ fn exec_and_logs_through_the_real_kubectl() {
         s.terminal("exec -it box -- sh <<EOF\necho hi\nEOF")
     );
     assert_eq!(s.terminal("exec -it box -- sh"), "");
+    // kubectl run -i attaches to the new pod's shell once it runs (pods/attach over the
+    // same WebSocket channels); --rm deletes it when the shell is done.
+    let out = s.run(&["run", "-i", "--rm", "--restart=Never", "once", "--image=busybox:1.36", "--", "sh"], Some("echo hi from stdin\nexit 0\n"));
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{o}\n{e}");
+    assert!(e.contains("If you don't see a command prompt, try pressing enter."), "{e}");
+    assert!(o.starts_with("hi from stdin\n") && o.contains("pod \"once\" deleted"), "{o}");
+    assert!(s.fails(&["get", "pod", "once"], None).contains("NotFound"));
+    // The terminal's run -i takes a here-document as the shell's input.
+    s.terminal("run -i --rm --restart=Never twice --image=busybox:1.36 -- sh <<EOF\necho hi\nEOF");
+    s.until(&["get", "pods"], 30, |o| !o.contains("twice"));
     // kubectl logs reads what the program wrote, as the terminal does.
     let logs = s.until(&["logs", "box"], 30, |o| o.contains("tick 3\n"));
     assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");

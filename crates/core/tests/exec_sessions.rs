@@ -162,3 +162,77 @@ fn the_pages_terminal_attaches_to_a_shell_until_it_exits() {
     assert_eq!(once.kubectl_to_end("exec -it box -- sh"), Vec::<String>::new());
     assert!(once.cluster.attached.is_none());
 }
+
+#[test]
+fn kubectl_run_it_attaches_to_the_pods_shell_and_rm_deletes_it_after() {
+    use kubeloop_core::foundation::api::rid;
+    use kubeloop_core::sandbox::Sandbox;
+    let mut sb = Sandbox::new("", None);
+    // kubectl prints nothing until the pod runs and is ready; then it attaches.
+    assert_eq!(sb.kubectl("run box -it --rm --restart=Never --image=busybox:1.36 -- sh"), Vec::<String>::new());
+    let pod = sb.cluster.api.store.get_by(rid::POD, "default", "box").expect("the pod is created").clone();
+    assert_eq!(pod["spec"]["containers"][0]["stdin"], true);
+    assert_eq!(pod["spec"]["containers"][0]["stdinOnce"], true);
+    assert_eq!(pod["spec"]["containers"][0]["tty"], true);
+    sb.advance_within(60_000, || true);
+    let printed: Vec<String> = std::mem::take(&mut sb.cluster.printed);
+    assert_eq!(
+        printed,
+        [
+            "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.",
+            "If you don't see a command prompt, try pressing enter."
+        ]
+    );
+    // The container's own shell: its prompt, its state from line to line.
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/ # "));
+    assert_eq!(sb.stdin(Some("cd /tmp; echo hello > note; cat note")), ["hello"]);
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/tmp # "));
+    // What the shell wrote is the container's output, in its log too.
+    assert_eq!(sb.kubectl("logs box"), ["hello"]);
+    // Its exit ends the container; the pod (restartPolicy Never) fails; --rm deletes it.
+    assert_eq!(sb.stdin(Some("exit 3")), Vec::<String>::new());
+    assert_eq!(sb.cluster.prompt(), None);
+    sb.advance(30_000);
+    let printed: Vec<String> = std::mem::take(&mut sb.cluster.printed);
+    assert_eq!(
+        printed,
+        [
+            "Session ended, resume using 'kubectl attach box -c box -n default -i -t' command",
+            "pod \"box\" deleted from default namespace",
+            "pod default/box terminated (Error)"
+        ]
+    );
+    sb.advance(60_000);
+    assert!(sb.cluster.api.store.get_by(rid::POD, "default", "box").is_none(), "the pod is gone");
+}
+
+#[test]
+fn kubectl_attach_reaches_the_shell_a_container_runs_on_its_stdin() {
+    use kubeloop_core::sandbox::Sandbox;
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: box\nspec:\n  containers:\n  - name: shell\n    image: busybox:1.36\n    command: [sh]\n    stdin: true\n    tty: true\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27\n";
+    let mut sb = Sandbox::new(pods, None);
+    sb.advance(60_000);
+    // Its shell waits on its stdin: the container stays Running.
+    assert!(sb.kubectl("get pod box")[1].contains("Running"), "{:?}", sb.kubectl("get pod box"));
+    assert_eq!(
+        sb.kubectl("attach -it box"),
+        [
+            "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.",
+            "If you don't see a command prompt, try pressing enter."
+        ]
+    );
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/ # "));
+    assert_eq!(sb.stdin(Some("echo $HOSTNAME")), ["box"]);
+    // Ctrl+D ends the shell, and so the container (restarted: restartPolicy Always).
+    assert_eq!(sb.stdin(None), ["Session ended, resume using 'kubectl attach box -c shell -n default -i -t' command"]);
+    sb.advance(30_000);
+    let pod = sb.cluster.api.store.get_by(kubeloop_core::foundation::api::rid::POD, "default", "box").unwrap().clone();
+    assert_eq!(pod["status"]["containerStatuses"][0]["restartCount"], 1, "{}", pod["status"]);
+    // A container whose process reads no shell commands from stdin: the kubelet says so.
+    let out = sb.kubectl("attach -i web");
+    assert!(out.last().unwrap().starts_with("error: kubeloop attaches only to a container whose command is a shell reading stdin"), "{out:?}");
+    assert!(sb.cluster.attached.is_none());
+    assert_eq!(sb.kubectl("attach"), ["error: at least 1 argument is required for attach"]);
+    // Outside the page, a here-document is the input.
+    assert_eq!(sb.kubectl("attach -i box -q <<EOF\necho from a here-document\nEOF"), ["from a here-document"]);
+}

@@ -94,10 +94,23 @@ fn kubectl_run_makes_a_pod_that_runs_its_command() {
     assert_eq!(kubectl(&mut c, "expose pod web --port=80 --name=web-svc"), ["service/web-svc exposed"]);
     let svc = c.api.store.get_by(rid::SERVICE, "default", "web-svc").expect("the Service exists").clone();
     assert_eq!(svc["spec"]["selector"], kubeloop_core::json!({"app": "web", "tier": "front"}));
-    // Attaching needs a terminal with stdin, which kubeloop's does not give a container.
-    let it = kubectl(&mut c, "run -it box --image=busybox --rm -- sh");
-    assert!(it[0].starts_with("error: kubeloop's terminal cannot attach"), "{it:?}");
+    // -i attaches to the container's stdin once the pod is ready: here a here-document is
+    // what the shell reads; then the pod (restartPolicy Never) ends and --rm deletes it.
+    assert_eq!(kubectl(&mut c, "run -i box --image=busybox --rm --restart=Never -- sh <<EOF\necho hi from stdin\nEOF"), Vec::<String>::new());
+    c.run_to_quiet(120_000);
+    assert_eq!(
+        std::mem::take(&mut c.printed),
+        [
+            "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.",
+            "If you don't see a command prompt, try pressing enter.",
+            "hi from stdin",
+            "pod \"box\" deleted from default namespace"
+        ]
+    );
     assert!(c.api.store.get_by(rid::POD, "default", "box").is_none());
+    // --attach alone would stream the container's output, which the terminal does not.
+    let out = kubectl(&mut c, "run box --image=busybox --attach -- sh");
+    assert!(out[0].starts_with("error: kubeloop's terminal attaches to a container's stdin"), "{out:?}");
 }
 
 #[test]

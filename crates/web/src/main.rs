@@ -359,6 +359,8 @@ fn now_ms() -> f64 {
 impl App {
     fn fresh(&mut self, sb: Sandbox) {
         self.sb = sb;
+        // What a replay printed belongs to the run it replayed, not to this terminal.
+        self.sb.cluster.printed.clear();
         self.record = None;
         self.object = None;
         self.playback = None;
@@ -429,6 +431,9 @@ impl App {
 
     /// Fold the records written since the last look into the diagram.
     fn absorb(&mut self) {
+        // What the terminal's commands printed as the run went on (`kubectl run -it`).
+        let printed = std::mem::take(&mut self.sb.cluster.printed);
+        self.term_lines.extend(printed.into_iter().map(|l| (false, l)));
         if let Some(w) = &mut self.term_watch {
             let (lines, done) = w.poll(&self.sb.cluster.api);
             self.term_lines.extend(lines.into_iter().map(|l| (false, l)));

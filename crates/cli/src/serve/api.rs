@@ -463,7 +463,10 @@ fn resource(sh: &Shared, req: &http::Request, user: UserInfo, group: &str, versi
     if sub == "portforward" && res.kind == "Pod" && !name.is_empty() && matches!(req.method.as_str(), "GET" | "POST") {
         return super::portforward::start(sh, req, creds, ns, name);
     }
-    if matches!(sub, "attach" | "proxy") {
+    if sub == "attach" && res.kind == "Pod" && !name.is_empty() && matches!(req.method.as_str(), "GET" | "POST") {
+        return attach(sh, req, creds, ns, name);
+    }
+    if sub == "proxy" {
         return Err(Status::bad_request(format!(
             "kubeloop runs no network listeners for pods, so {sub} is not available; kubectl exec and kubectl logs reach the simulated containers"
         )));
@@ -799,6 +802,89 @@ impl Session for ExecSession {
         if !self.done {
             let (ns, name, id) = (self.ns.clone(), self.name.clone(), self.id);
             let _ = sh.with(move |c| c.exec_session(&ns, &name, id, kubeloop_core::apiserver::ExecInput::End));
+        }
+    }
+}
+
+/// `pods/attach`: the API server authorizes `create pods/attach` and picks the container;
+/// the kubelet connects the client to the container's own process (a shell reading
+/// stdin, `stdin: true`), over the same WebSocket channels as exec.
+fn attach(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
+    let wants_ws = req.header("Upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let offered: Vec<String> = req.headers_named("Sec-WebSocket-Protocol").flat_map(|v| v.split(',')).map(|p| p.trim().to_string()).collect();
+    let (ns, name, container) = (ns.to_string(), name.to_string(), req.param("container").map(str::to_string));
+    let check = {
+        let (ns, name, container) = (ns.clone(), name.clone(), container.clone());
+        sh.with(move |c| {
+            let pod = c.request(Request::new(Verb::Create, kubeloop_core::foundation::api::rid::POD, &ns, &name, creds).with_sub("attach"))?;
+            kubeloop_core::apiserver::pod_container(&pod, container.as_deref())
+        })
+        .and_then(|r| r)
+    };
+    let container = check?;
+    let Some(protocol) = EXEC_PROTOCOLS.iter().find(|p| offered.iter().any(|o| o == *p)) else {
+        return Err(Status::bad_request(if wants_ws {
+            format!("kubeloop speaks only the WebSocket protocols {} for attach; the client offered {}", EXEC_PROTOCOLS.join(", "), offered.join(", "))
+        } else {
+            "Upgrade request required: kubeloop serves attach over WebSockets (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY".to_string()
+        }));
+    };
+    let session = AttachSession { ns, name, container, v5: *protocol == "v5.channel.k8s.io", done: false };
+    Ok(Reply::Session { protocol: protocol.to_string(), session: Box::new(session) })
+}
+
+/// A client attached to a container's process: stdin on channel 0, what the process
+/// writes on 1 and 2; when it exits the streams end. Closing the connection detaches.
+struct AttachSession {
+    ns: String,
+    name: String,
+    container: String,
+    v5: bool,
+    done: bool,
+}
+
+impl AttachSession {
+    fn step(&mut self, sh: &Shared, input: Option<Option<String>>) -> (Vec<Vec<u8>>, bool) {
+        let (ns, name, container) = (self.ns.clone(), self.name.clone(), self.container.clone());
+        let r = sh.with(move |c| match &input {
+            Some(Some(text)) => c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Stdin(text)),
+            Some(None) => c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Eof),
+            None => c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Start { container: &container, argv: &[] }),
+        });
+        match r.and_then(|r| r) {
+            Ok(p) => {
+                let mut messages = stream_messages(&p.lines);
+                if p.exit.is_some() {
+                    messages.push(exec_result(None));
+                    self.done = true;
+                }
+                (messages, self.done)
+            }
+            Err(s) => {
+                let mut err = vec![3u8];
+                err.extend(s.to_wire());
+                self.done = true;
+                (vec![err], true)
+            }
+        }
+    }
+}
+
+impl Session for AttachSession {
+    fn open(&mut self, sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        self.step(sh, None)
+    }
+    fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
+        match message.split_first() {
+            Some((0, data)) => self.step(sh, Some(Some(String::from_utf8_lossy(data).into_owned()))),
+            Some((255, [0])) if self.v5 => self.step(sh, Some(None)),
+            _ => (Vec::new(), false),
+        }
+    }
+    fn closed(&mut self, sh: &Shared) {
+        if !self.done {
+            let (ns, name, container) = (self.ns.clone(), self.name.clone(), self.container.clone());
+            let _ = sh.with(move |c| c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::End));
         }
     }
 }

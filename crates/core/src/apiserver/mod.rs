@@ -581,10 +581,10 @@ impl ApiServer {
             Verb::Create if req.subresource == "binding" => self.bind(&c, &user, res, &ns, &req),
             Verb::Create if req.subresource == "eviction" && res.kind == "Pod" => self.evict(&c, &user, res, &ns, &req),
             Verb::Create if req.subresource == "token" && res.kind == "ServiceAccount" => self.create_token(&c, &ns, &req),
-            // `pods/exec` and `pods/portforward` connect to the kubelet: the API server's
+            // `pods/exec`, `pods/attach` and `pods/portforward` connect to the kubelet: the API server's
             // part is to authorize the caller and find the pod (`pkg/registry/core/pod/rest`
             // `ExecREST`, `PortForwardREST`).
-            Verb::Create if matches!(req.subresource.as_str(), "exec" | "portforward") && res.kind == "Pod" => {
+            Verb::Create if matches!(req.subresource.as_str(), "exec" | "attach" | "portforward") && res.kind == "Pod" => {
                 let out = self.get(res, req.resource, &ns, &req.name, "");
                 match &out {
                     Ok(_) => self.log(&c, 101, None),

@@ -275,6 +275,9 @@ pub trait KubeletClient {
     /// What a terminal attached to exec session `id` shows before its next line (an
     /// interactive shell's prompt), while the session runs.
     fn session_prompt(&self, id: u64) -> Option<String>;
+    /// The session of a container whose shell reads its stdin (`stdin: true`), which an
+    /// attached client writes to.
+    fn attach_session(&self, namespace: &str, pod: &str, container: &str) -> Option<u64>;
 }
 
 impl ApiServer {

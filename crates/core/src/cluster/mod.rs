@@ -175,6 +175,11 @@ pub struct Cluster {
     /// Whether a person can type more after a command (the page's terminal): `exec -i`
     /// then stays attached; elsewhere its stdin ends at once.
     pub interactive: bool,
+    /// A `kubectl run -i` waiting for its pod, attached, or waiting for its pod to end.
+    run: Option<attach::Run>,
+    /// Lines the terminal's commands printed later, as the run went on (a `kubectl run
+    /// -i` attaching, its pod deleted): the page shows and drains them.
+    pub printed: Vec<String>,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -317,6 +322,8 @@ impl Cluster {
             forwards: vec![],
             attached: None,
             interactive: false,
+            run: None,
+            printed: vec![],
             queue: Queue::default(),
             work_tasks: 0,
             sessions: 0,
@@ -361,6 +368,9 @@ impl Cluster {
         let step = Step { at: self.now, credentials, action };
         let out = self.execute(&step);
         self.dispatch();
+        if self.run.is_some() {
+            self.poll_run();
+        }
         out
     }
 
@@ -649,6 +659,9 @@ impl Cluster {
         if !self.waits.is_empty() {
             self.poll_waits();
         }
+        if self.run.is_some() {
+            self.poll_run();
+        }
         true
     }
 
@@ -738,6 +751,21 @@ impl Cluster {
                     Err(e) => e,
                 };
                 (format!("kubectl {cmd}"), out)
+            }
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("run") && crate::kubectl::run::run_attach(&self.kubeconfig, cmd).is_some() => {
+                let out = crate::kubectl::run_in(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd);
+                let attach = crate::kubectl::run::run_attach(&self.kubeconfig, cmd);
+                let creds = crate::kubectl::line_identity(&self.api, &s.credentials, &self.kubeconfig, cmd);
+                if let (Some(run), Ok(creds), false) = (attach, creds, out.iter().any(|l| crate::kubectl::is_error_line(l))) {
+                    // A run that is already waiting is given up, as a new command would.
+                    let heredoc = crate::kubectl::heredoc(cmd).1;
+                    self.start_run(user.clone(), format!("kubectl {cmd}"), creds, run, heredoc, 60_000);
+                }
+                (format!("kubectl {cmd}"), out)
+            }
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("attach") => {
+                let line = self.kubeconfig.with_namespace(cmd);
+                (format!("kubectl {cmd}"), self.attach_line(&s.credentials, &line))
             }
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("port-forward") => {
                 let line = self.kubeconfig.with_namespace(cmd);

@@ -101,3 +101,67 @@ pub fn exec_finish(target: &ExecTarget, result: Result<ExecOutput, Status>) -> V
     }
     out
 }
+
+/// What `kubectl attach` connects to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttachTarget {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub tty: bool,
+    pub quiet: bool,
+    /// Lines kubectl prints before attaching (`Defaulted container ...`, a TTY warning).
+    pub notes: Vec<String>,
+}
+
+/// Parse `kubectl attach POD|TYPE/NAME [-c C] -i [-t] [-q]`, look the pod up and send the
+/// `pods/attach` request (`k8s.io/kubectl/pkg/cmd/attach`). Errors are kubectl's lines.
+pub fn attach_prepare(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -> Result<AttachTarget, Vec<String>> {
+    let words = split_args(line).map_err(|e| vec![format!("error: {e}")])?;
+    let words: Vec<String> = words.into_iter().skip_while(|a| a == "kubectl").collect();
+    let words = super::flags::check(&words)?;
+    let f = parse_flags(&words[1..]).map_err(|e| vec![format!("error: {e}")])?;
+    let Some(target) = f.positional.first().cloned() else {
+        return Err(vec!["error: at least 1 argument is required for attach".into()]);
+    };
+    if f.positional.len() > 1 {
+        return Err(vec!["error: expected POD, TYPE/NAME, or TYPE NAME, (at most 2 arguments) saw 2: [".to_string() + &f.positional.join(" ") + "]"]);
+    }
+    let ns = f.namespace.clone().unwrap_or_else(|| ns.to_string());
+    let (stdin, mut tty, quiet) = (switch(&f, "--stdin"), switch(&f, "--tty"), switch(&f, "--quiet"));
+    if !stdin {
+        return Err(vec![format!(
+            "error: kubeloop's terminal attaches to a container's stdin (-i, with -t for a terminal), not to its output alone: use kubectl logs {target}"
+        )]);
+    }
+    let mut notes = Vec::new();
+    let pod = pod_for_target(api, creds, &target, &ns, &mut notes)?;
+    let phase = get_str(&pod, &["status", "phase"]).unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return Err(vec![format!("error: cannot attach a container in a completed pod; current phase is {phase}")]);
+    }
+    let mut quiet_notes = Vec::new();
+    let container = default_container(&pod, f.get("--container"), &mut quiet_notes);
+    if !quiet {
+        notes.extend(quiet_notes);
+    }
+    let spec = api::get_array(&pod, &["spec", "containers"]).iter().find(|c| get_str(c, &["name"]) == Some(container.as_str())).cloned();
+    let Some(spec) = spec else {
+        return Err(vec![format!("error: cannot attach to the container: container {container} is not valid for pod {}", api::name(&pod))]);
+    };
+    let allocated = spec.get("tty").and_then(Value::as_bool) == Some(true);
+    if tty && !allocated {
+        if !quiet {
+            notes.push(format!("error: Unable to use a TTY - container {container} did not allocate one"));
+        }
+        tty = false;
+    } else if allocated {
+        tty = true;
+    }
+    let name = api::name(&pod).to_string();
+    if let Err(s) = api.handle(Request::new(Verb::Create, api::rid::POD, &ns, &name, creds.clone()).with_sub("attach")) {
+        notes.push(s.kubectl_message(None, ""));
+        return Err(notes);
+    }
+    Ok(AttachTarget { namespace: ns, pod: name, container, tty, quiet, notes })
+}

@@ -55,6 +55,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("apply edit-last-applied", "", ""),
     ("apply set-last-applied", "", "create-annotation filename"),
     ("apply view-last-applied", "", "all output selector"),
+    ("attach", "", "container quiet stdin tty"),
     ("auth", "can-i whoami", "all-namespaces"),
     ("auth whoami", "", "output"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
@@ -87,7 +88,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     (
         "run",
         "",
-        "annotations attach command dry-run env expose image image-pull-policy labels leave-stdin-open output port privileged restart rm stdin tty",
+        "annotations attach command dry-run env expose image image-pull-policy labels leave-stdin-open output pod-running-timeout port privileged quiet restart rm stdin tty",
     ),
     ("scale", "", "replicas selector"),
     ("set", "env image resources selector serviceaccount subject", "containers env group limits list requests selector serviceaccount user"),

@@ -2,6 +2,7 @@
 //! already runs (`k8s.io/kubectl/pkg/cmd/run`, `.../generate/versioned/run.go`,
 //! `.../cmd/expose`), with `--dry-run` and `-o` as kubectl prints them.
 
+use super::args::{heredoc, parse_flags, split_args, switch};
 use super::{fetch, get::json_indent4, kind_prefix, Flags};
 use crate::apiserver::{ApiServer, Credentials, Request};
 use crate::foundation::api::{self, get_array, get_str, rid, ResourceId, RESOURCES};
@@ -202,13 +203,30 @@ pub(super) fn run_pod(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
     if f.namespace.is_some() {
         meta["namespace"] = json!(ns);
     }
-    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
         "spec": {"containers": [container], "dnsPolicy": "ClusterFirst", "restartPolicy": restart}, "status": {}});
-    if attached {
-        // The page's terminal has no stdin to give a container.
+    if attached && !stdin {
+        // Attaching to a container's output only is `logs -f`, which kubeloop's terminal
+        // does not stream.
         return vec![format!(
-            "error: kubeloop's terminal cannot attach to a container's stdin (-i/-t/--attach); run the pod without them, then use kubectl exec {name} -- COMMAND or kubectl logs {name}"
+            "error: kubeloop's terminal attaches to a container's stdin (-i, with -t for a terminal), not to its output alone (--attach): use kubectl logs {name}"
         )];
+    }
+    if stdin {
+        // `-i`: the container's stdin stays open for kubectl to attach to, once only
+        // unless --leave-stdin-open; kubectl prints nothing until it attaches.
+        let c = &mut pod["spec"]["containers"][0];
+        c["stdin"] = json!(true);
+        if f.get("--leave-stdin-open") != Some("true") {
+            c["stdinOnce"] = json!(true);
+        }
+        if tty {
+            c["tty"] = json!(true);
+        }
+        return match send_create(api, creds, rid::POD, ns, pod, DryRun::None) {
+            Ok(_) => vec![],
+            Err(e) => vec![e],
+        };
     }
     let output = f.get("--output");
     let mut out = Vec::new();
@@ -415,4 +433,59 @@ mod tests {
             assert!(!valid_image(bad), "{bad}");
         }
     }
+}
+
+/// What `kubectl run -i` attaches to once its pod runs and is ready.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunAttach {
+    pub namespace: String,
+    pub pod: String,
+    pub rm: bool,
+    pub restart: String,
+    pub tty: bool,
+    pub quiet: bool,
+}
+
+/// The attach a `kubectl run -i` line asks for (None for any other line).
+pub fn run_attach(kc: &super::config::Kubeconfig, line: &str) -> Option<RunAttach> {
+    let (line, _) = heredoc(line);
+    let words: Vec<String> = split_args(&line).ok()?.into_iter().skip_while(|w| w == "kubectl").collect();
+    if words.first().map(String::as_str) != Some("run") {
+        return None;
+    }
+    let words = super::flags::check(&words).ok()?;
+    let end = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    let (mut stdin, mut tty) = (false, false);
+    let words: Vec<String> = words[1..end]
+        .iter()
+        .filter(|w| match w.as_str() {
+            "--stdin=true" => {
+                stdin = true;
+                false
+            }
+            "--tty=true" => {
+                tty = true;
+                false
+            }
+            _ => true,
+        })
+        .cloned()
+        .collect();
+    let f = parse_flags(&words).ok()?;
+    if !stdin {
+        return None;
+    }
+    let restart = match f.get("--restart") {
+        None => "Always",
+        Some("") => "OnFailure",
+        Some(r) => r,
+    };
+    Some(RunAttach {
+        namespace: f.namespace.clone().unwrap_or_else(|| kc.namespace().to_string()),
+        pod: f.positional.first()?.clone(),
+        rm: switch(&f, "--rm"),
+        restart: restart.to_string(),
+        tty,
+        quiet: switch(&f, "--quiet"),
+    })
 }

@@ -174,6 +174,11 @@ pub trait Controller: ControllerClone {
     fn exec_session(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _id: u64, _input: ExecInput) -> Option<Result<ExecProgress, Status>> {
         None
     }
+    /// A step of a client attached to a container's stdin (`pods/attach`). `None` from
+    /// loops that run no containers.
+    fn attach(&mut self, _cx: &mut Cx, _namespace: &str, _pod: &str, _container: &str, _input: ExecInput) -> Option<Result<ExecProgress, Status>> {
+        None
+    }
 }
 
 /// A change of the machines under the cluster, which the cluster (the infrastructure: a

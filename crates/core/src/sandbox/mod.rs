@@ -332,11 +332,20 @@ impl Sandbox {
     pub fn kubectl_to_end(&mut self, line: &str) -> Vec<String> {
         if crate::kubectl::verb_of(line) != Some("wait") {
             let mut out = self.kubectl(line);
-            // No one types after it: an attached command's input ends.
-            if self.cluster.attached.is_some() {
-                out.extend(self.stdin(None));
+            // No one types after it: an attached command's input ends, and a `run -i`
+            // goes on until it is over (its pod ran, ended, was deleted).
+            let give_up = self.cluster.now + 3_600_000;
+            loop {
+                if self.cluster.attached.is_some() {
+                    out.extend(self.stdin(None));
+                }
+                out.append(&mut self.cluster.printed);
+                if !self.cluster.run_pending() || self.cluster.now >= give_up {
+                    return out;
+                }
+                let Some(next) = self.cluster.next_time() else { return out };
+                self.cluster.run_until(next.max(self.cluster.now));
             }
-            return out;
         }
         let (mut out, follow) = self.kubectl_watching(line);
         let Some(crate::kubectl::Follow::Wait(mut w)) = follow else { return out };

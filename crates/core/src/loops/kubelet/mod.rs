@@ -306,8 +306,13 @@ pub struct Kubelets {
     user: UserInfo,
     started: bool,
     epoch: u64,
-    /// Exec sessions with stdin, by the id the API server gave them.
+    /// Exec sessions with stdin, by the id the API server gave them; also the shells of
+    /// containers with `stdin: true`, which a client attaches to (`attach`).
     sessions: BTreeMap<u64, session::Session>,
+    /// The session of each container whose shell reads its stdin: (pod, container) to
+    /// (the container's instance, the session's id).
+    attach: BTreeMap<(Key, String), (u64, u64)>,
+    attach_next: u64,
 }
 
 impl Kubelets {
@@ -364,6 +369,8 @@ impl Kubelets {
             started: false,
             epoch: 0,
             sessions: BTreeMap::new(),
+            attach: BTreeMap::new(),
+            attach_next: 0,
         }
     }
 
@@ -1363,9 +1370,27 @@ impl Kubelets {
             }
             Start::Run(p) => p,
         };
+        // `stdin: true`: the process's stdin stays open for a client to attach to. A shell
+        // reading its commands there runs each line that comes (`kubectl run -it`).
+        let stdin = get(&c.spec, &["stdin"]).and_then(Value::as_bool) == Some(true);
+        let shell = (stdin && crate::foundation::pod::interactive_shell(&argv)).then(|| (process.flavour, argv[0].clone()));
         ctr.proc = Some(process);
+        if stdin {
+            if let Some(p) = ctr.proc.as_mut() {
+                p.open_stdin();
+            }
+        }
         ctr.state = CState::Running { started: cx.now };
         let instance = ctr.instance;
+        if let Some((flavour, arg0)) = shell {
+            self.attach_next += 1;
+            let id = session::ATTACH_IDS + self.attach_next;
+            let proc = Box::new(Process::new(shell::Program::default(), &arg0, vec![], &env, flavour));
+            self.sessions.insert(id, session::Session::reading_commands(key.clone(), c.name.clone(), proc));
+            if let Some((_, old)) = self.attach.insert((key.clone(), c.name.clone()), (instance, id)) {
+                self.sessions.remove(&old);
+            }
+        }
         cx.event(&src, &pod, Some(&field), "Normal", "Started", "Container started", None);
         cx.trace(
             Flow::Runtime,
@@ -2382,6 +2407,9 @@ impl KubeletClient for Kubelets {
     fn session_prompt(&self, id: u64) -> Option<String> {
         self.sessions.get(&id).map(session::Session::prompt)
     }
+    fn attach_session(&self, namespace: &str, pod: &str, container: &str) -> Option<u64> {
+        self.attach.get(&((namespace.to_string(), pod.to_string()), container.to_string())).map(|(_, id)| *id)
+    }
 
     fn container_logs(&self, namespace: &str, pod: &str, container: &str, previous: bool) -> Result<Vec<(Millis, String)>, Status> {
         self.read_logs(namespace, pod, container, previous)
@@ -2427,6 +2455,9 @@ impl Controller for Kubelets {
     }
     fn exec_session(&mut self, cx: &mut Cx, namespace: &str, pod: &str, id: u64, input: ExecInput) -> Option<Result<ExecProgress, Status>> {
         Some(self.session_step(cx, namespace, pod, id, input))
+    }
+    fn attach(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, input: ExecInput) -> Option<Result<ExecProgress, Status>> {
+        Some(self.attach_step(cx, namespace, pod, container, input))
     }
     fn name(&self) -> &'static str {
         "kubelet"

@@ -7,7 +7,7 @@
 //! for its end. Output and the exit code go back step by step.
 
 use super::shell::{compile, Outcome, Process, Program, OPS_PER_CALL};
-use super::{runtime, Key, Kubelets, Start};
+use super::{runtime, CState, Key, Kubelets, Start};
 use crate::apiserver::trace::Flow;
 use crate::apiserver::{ExecInput, ExecProgress};
 use crate::foundation::pod::interactive_shell;
@@ -32,7 +32,21 @@ pub(super) struct Session {
     tried: usize,
 }
 
+/// What the kubelet answers an attach to a container whose process does not read a
+/// shell's commands from stdin.
+const NOT_ATTACHABLE: &str = "kubeloop attaches only to a container whose command is a shell reading stdin (stdin: true), as kubectl run -it makes: container {container} is not one; kubectl logs shows what it writes";
+
+/// Where the ids of the sessions of attachable containers start (the API server's exec
+/// sessions count from 1).
+pub(super) const ATTACH_IDS: u64 = 1 << 62;
+
 impl Session {
+    /// A shell reading its commands from stdin, as the main process of container
+    /// `container`.
+    pub(super) fn reading_commands(key: Key, container: String, proc: Box<Process>) -> Session {
+        Session { key, container, proc, repl: Some(String::new()), tried: 0 }
+    }
+
     /// What a terminal shows before the next line: an interactive shell's prompt, nothing
     /// for any other command.
     pub(super) fn prompt(&self) -> String {
@@ -45,6 +59,65 @@ impl Session {
 }
 
 impl Kubelets {
+    /// A client attached to a container's stdin (`pods/attach`): Start checks that its
+    /// process reads stdin, Stdin runs what comes, Eof (the client closed stdin, as with
+    /// `stdinOnce`) ends it, End detaches and leaves it running. What the shell writes is
+    /// the container's output (its log too); when it exits, so does the container.
+    pub(super) fn attach_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, input: ExecInput) -> Result<ExecProgress, Status> {
+        self.sync_informers(cx);
+        let key = (namespace.to_string(), pod.to_string());
+        let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
+            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
+        };
+        if self.nodes[ni].down {
+            let node = &self.nodes[ni].name;
+            return Err(Status::new(500, "", format!("error dialing backend: dial tcp {node}:10250: connect: no route to host")));
+        }
+        let rt = &self.nodes[ni].pods[&key];
+        let Some(i) = rt.ctrs.iter().position(|c| c.name == container) else {
+            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
+        };
+        let c = &rt.ctrs[i];
+        if !matches!(c.state, CState::Running { .. }) {
+            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
+        }
+        let Some(&(instance, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == c.instance) else {
+            return Err(Status::bad_request(NOT_ATTACHABLE.replace("{container}", container)));
+        };
+        let _ = instance;
+        cx.user = self.nodes[ni].user.name.clone();
+        let what = match input {
+            ExecInput::Start { .. } => "attaches to",
+            ExecInput::Stdin(_) => "writes to the stdin of",
+            ExecInput::Eof => "closes the stdin of",
+            ExecInput::End => "detaches from",
+        };
+        cx.trace(
+            Flow::Runtime,
+            "attach",
+            format!("Pod/{namespace}/{pod}"),
+            "ok",
+            "",
+            format!("kubelet on {} {what} container {container}", self.nodes[ni].name),
+        );
+        let step = match input {
+            ExecInput::Start { .. } | ExecInput::End => return Ok(ExecProgress::default()),
+            other => self.session_step(cx, namespace, pod, id, other)?,
+        };
+        if let Some(rt) = self.nodes[ni].pods.get_mut(&key) {
+            let ctr = &mut rt.ctrs[i];
+            for (_, l) in &step.lines {
+                ctr.logs.push(l.clone());
+                ctr.log_times.push(cx.now);
+            }
+        }
+        if let Some(code) = step.exit {
+            self.attach.remove(&(key.clone(), container.to_string()));
+            self.exited(cx, ni, &key, i, i64::from(code), if code == 0 { "Completed" } else { "Error" }, None);
+        }
+        Ok(step)
+    }
+
     pub(super) fn session_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, id: u64, input: ExecInput) -> Result<ExecProgress, Status> {
         match input {
             ExecInput::Start { container, argv } => {
