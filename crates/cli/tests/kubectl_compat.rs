@@ -564,6 +564,29 @@ fn exec_and_logs_through_the_real_kubectl() {
     assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");
     assert!(s.terminal("logs box").starts_with("starting\ntick 1\ntick 2\ntick 3\n"));
     assert_eq!(s.ok(&["logs", "box", "--tail=1"]).lines().count(), 1);
+    // kubectl debug adds an ephemeral container (pods/ephemeralcontainers) and attaches to
+    // it once it runs; it is never restarted; describe lists it, as the terminal's does.
+    let out = s.run(&["debug", "-i", "box", "--image=busybox:1.36", "--target=box", "-c", "dbg", "--", "sh"], Some("echo hi from the debugger\nexit\n"));
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{o}\n{e}");
+    assert!(o.contains("hi from the debugger"), "{o}\n{e}");
+    let state = s.until(&["get", "pod", "box", "-o", "jsonpath={.status.ephemeralContainerStatuses[0].state}"], 30, |o| o.contains("terminated"));
+    assert!(state.contains("\"exitCode\":0"), "{state}");
+    let described = s.ok(&["describe", "pod", "box"]);
+    assert!(described.contains("Ephemeral Containers:\n  dbg:\n"), "{described}");
+    // Events are left out: kubectl 1.34+ prefixes each message with its field path.
+    let before_events = |t: &str| t.split("Events:").next().unwrap_or("").to_string();
+    assert_eq!(before_events(&described), before_events(&s.terminal("describe pod box")));
+    // A name already taken by a regular container is refused by the API server; one taken
+    // by an ephemeral container leaves the pod as it is.
+    let refused = s.fails(&["debug", "box", "--image=busybox:1.36", "-c", "box"], None);
+    let mine = s.terminal("debug box --image=busybox:1.36 -c box");
+    let last = |t: &str| t.lines().last().unwrap_or("").to_string();
+    assert_eq!(last(&refused), last(&mine));
+    assert!(last(&mine).contains("Duplicate value: \"box\""), "{mine}");
+    let again = s.run(&["debug", "box", "--image=busybox:1.36", "-c", "dbg"], None);
+    assert!(again.status.success());
+    assert_eq!(s.terminal("debug box --image=busybox:1.36 -c dbg").lines().count(), 1);
 }
 
 const WORKLOADS: &str = "apiVersion: v1

@@ -236,3 +236,88 @@ fn kubectl_attach_reaches_the_shell_a_container_runs_on_its_stdin() {
     // Outside the page, a here-document is the input.
     assert_eq!(sb.kubectl("attach -i box -q <<EOF\necho from a here-document\nEOF"), ["from a here-document"]);
 }
+
+#[test]
+fn kubectl_debug_adds_an_ephemeral_container_and_attaches_to_it() {
+    use kubeloop_core::foundation::api::rid;
+    use kubeloop_core::sandbox::Sandbox;
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n    image: nginx:1.27\n";
+    let mut sb = Sandbox::new(pod, None);
+    sb.advance(60_000);
+    let out = sb.kubectl("debug -it web --image=busybox:1.36 --target=web");
+    assert_eq!(
+        out[0],
+        "--profile=legacy is deprecated and planned to be removed in v1.39. It is recommended to specify other profile, for example \"--profile=general\"."
+    );
+    assert_eq!(
+        out[1],
+        "Targeting container \"web\". If you don't see processes from this container it may be because the container runtime doesn't support this feature."
+    );
+    let name = out[2].strip_prefix("Defaulting debug container name to ").and_then(|n| n.strip_suffix('.')).expect("a debugger name").to_string();
+    assert!(name.starts_with("debugger-") && name.len() == 14, "{name}");
+    let p = sb.cluster.api.store.get_by(rid::POD, "default", "web").unwrap().clone();
+    let ec = &p["spec"]["ephemeralContainers"][0];
+    assert_eq!(ec["name"], name.as_str());
+    assert_eq!(ec["targetContainerName"], "web");
+    assert_eq!(ec["stdin"], true);
+    assert_eq!(ec["imagePullPolicy"], "IfNotPresent", "defaulted as a container's");
+    sb.advance_within(60_000, || true);
+    let printed = std::mem::take(&mut sb.cluster.printed);
+    assert_eq!(printed.last().map(String::as_str), Some("If you don't see a command prompt, try pressing enter."), "{printed:?}");
+    assert_eq!(sb.cluster.prompt().as_deref(), Some("/ # "));
+    assert_eq!(sb.stdin(Some("echo $HOSTNAME")), ["web"]);
+    assert_eq!(sb.stdin(Some("exit")), Vec::<String>::new());
+    sb.advance(10_000);
+    let printed = std::mem::take(&mut sb.cluster.printed);
+    assert_eq!(
+        printed,
+        [format!("Session ended, the ephemeral container will not be restarted but may be reattached using 'kubectl attach web -c {name} -n default -i -t' if it is still running")]
+    );
+    // It ended and stays ended; the pod runs on, Ready.
+    sb.advance(60_000);
+    let p = sb.cluster.api.store.get_by(rid::POD, "default", "web").unwrap().clone();
+    let st = &p["status"]["ephemeralContainerStatuses"][0];
+    assert_eq!(st["name"], name.as_str());
+    assert_eq!(st["state"]["terminated"]["exitCode"], 0, "{st}");
+    assert_eq!(st["restartCount"], 0);
+    assert!(kubeloop_core::foundation::pod::pod_is_ready(&p));
+    assert_eq!(p["status"]["phase"], "Running");
+    // An ephemeral container may not be removed, nor be set on create.
+    let remove = kubeloop_core::apiserver::Request::patch(
+        rid::POD,
+        "default",
+        "web",
+        kubeloop_core::apiserver::PatchType::Json,
+        kubeloop_core::json!([{"op": "remove", "path": "/spec/ephemeralContainers/0"}]),
+        kubeloop_core::apiserver::Credentials::Token("admin-token".into()),
+    )
+    .with_sub("ephemeralcontainers");
+    let refused = sb.cluster.request(remove).expect_err("refused");
+    assert!(refused.message.contains("existing ephemeral containers") && refused.message.contains("may not be removed"), "{}", refused.message);
+    assert_eq!(
+        sb.kubectl("patch pod web --subresource=ephemeralcontainers -p '{}'"),
+        ["error: invalid subresource value: \"ephemeralcontainers\". Must be one of [status scale resize]"]
+    );
+    let made = sb.kubectl("apply -f - <<EOF\napiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n  - {name: a, image: nginx}\n  ephemeralContainers:\n  - {name: b, image: busybox}\nEOF");
+    assert!(made[0].contains("spec.ephemeralContainers: Forbidden: cannot be set on create"), "{made:?}");
+    // node/NAME: a pod on that node in its namespaces, the host's root at /host.
+    let node = sb.cluster.api.store.list(rid::NODE, None).next().map(|n| kubeloop_core::foundation::api::name(n).to_string()).unwrap();
+    let out = sb.kubectl(&format!("debug node/{node} --image=busybox:1.36 --profile=general -- sleep 3600"));
+    assert!(
+        out[0].starts_with(&format!("Creating debugging pod node-debugger-{node}-")) && out[0].ends_with(&format!(" with container debugger on node {node}.")),
+        "{out:?}"
+    );
+    let dbg =
+        sb.cluster.api.store.list(rid::POD, Some("default")).find(|p| kubeloop_core::foundation::api::name(p).starts_with("node-debugger-")).unwrap().clone();
+    assert_eq!(dbg["spec"]["hostPID"], true);
+    assert_eq!(dbg["spec"]["nodeName"], node.as_str());
+    assert_eq!(dbg["spec"]["volumes"][0]["hostPath"]["path"], "/");
+    // --copy-to: a copy without the labels, with a debug container.
+    let out = sb.kubectl("debug web --copy-to=web-copy --image=busybox:1.36 --profile=general -- sleep 3600");
+    assert!(out[0].starts_with("Defaulting debug container name to debugger-"), "{out:?}");
+    let copy = sb.cluster.api.store.get_by(rid::POD, "default", "web-copy").expect("the copy exists").clone();
+    assert_eq!(copy["spec"]["containers"].as_array().map(Vec::len), Some(2));
+    assert!(copy["spec"]["ephemeralContainers"].is_null());
+    assert_eq!(copy["spec"]["shareProcessNamespace"], true);
+    assert_eq!(sb.kubectl("debug web"), ["error: you must specify --image when not using --copy-to.", "See 'kubectl debug -h' for help and examples"]);
+}

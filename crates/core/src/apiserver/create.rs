@@ -50,7 +50,11 @@ impl ApiServer {
         } else {
             format!("{}/{}/{}", res.kind, ns, name)
         };
-        let errs = validation::validate(res.kind, res.namespaced, &obj);
+        let mut errs = validation::validate(res.kind, res.namespaced, &obj);
+        // `ValidatePodCreate`: ephemeral containers are added to a running pod only.
+        if res.kind == "Pod" && !api::get_array(&obj, &["spec", "ephemeralContainers"]).is_empty() {
+            errs.push(crate::foundation::status::FieldError::forbidden("spec.ephemeralContainers", "cannot be set on create"));
+        }
         self.admit_validating(c, res, "CREATE", "", ns, &name, user, &errs, &obj, None, req.dry_run)?;
         if self.store.get_by(rid, ns, &name).is_some() {
             return Err(("etcd", Status::already_exists(res, &name)));

@@ -88,7 +88,7 @@ pub fn default_pod_spec(spec: &mut Value, is_pod: bool) {
     if is_pod {
         default(m, "enableServiceLinks", json!(true));
     }
-    for list in ["initContainers", "containers"] {
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
         if let Some(cs) = m.get_mut(list).and_then(Value::as_array_mut) {
             for c in cs {
                 default_container(c, is_pod);

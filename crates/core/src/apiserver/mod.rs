@@ -282,6 +282,9 @@ pub struct ApiServer {
     /// API Priority and Fairness: the priority levels' seats and queues.
     pub flowcontrol: flowcontrol::FlowControl,
     rng: Rng,
+    /// The random source of the clients that run inside the cluster's terminal (kubectl's
+    /// generated names), seeded with the run so that it replays.
+    pub client_rng: Rng,
     cel: CelCache,
     allocated_ips: BTreeSet<u32>,
     allocated_node_ports: BTreeSet<i64>,
@@ -319,6 +322,7 @@ impl ApiServer {
             metrics: metrics::MetricsServer::default(),
             flowcontrol: flowcontrol::FlowControl::default(),
             rng: Rng::new(seed, Stream::ApiServer),
+            client_rng: Rng::new(seed, Stream::Kubectl),
             cel: CelCache::default(),
             allocated_ips: BTreeSet::new(),
             allocated_node_ports: BTreeSet::new(),

@@ -156,12 +156,13 @@ impl ApiServer {
     }
 }
 
-/// The container a `log` or `exec` request names, or the pod's only one, with the REST
+/// The container a `log`, `exec` or `attach` request names (an ephemeral one too), or the
+/// pod's only one, with the REST
 /// storage's errors (`pkg/registry/core/pod/strategy.go` `LogLocation`, `ExecLocation`).
 pub fn pod_container(obj: &Value, container: Option<&str>) -> Result<String, Status> {
     let pod = api::name(obj);
     let names = |list: &str| api::get_array(obj, &["spec", list]).iter().filter_map(|c| get_str(c, &["name"])).collect::<Vec<_>>();
-    let (containers, inits) = (names("containers"), names("initContainers"));
+    let (containers, inits, ephemeral) = (names("containers"), names("initContainers"), names("ephemeralContainers"));
     let container = match container.filter(|c| !c.is_empty()) {
         Some(c) => c.to_string(),
         None if containers.len() == 1 => containers[0].to_string(),
@@ -170,10 +171,13 @@ pub fn pod_container(obj: &Value, container: Option<&str>) -> Result<String, Sta
             if !inits.is_empty() {
                 msg.push_str(&format!(" or one of the init containers: [{}]", inits.join(" ")));
             }
+            if !ephemeral.is_empty() {
+                msg.push_str(&format!(" or one of the ephemeral containers: [{}]", ephemeral.join(" ")));
+            }
             return Err(Status::bad_request(msg));
         }
     };
-    if !containers.contains(&container.as_str()) && !inits.contains(&container.as_str()) {
+    if ![&containers, &inits, &ephemeral].iter().any(|l| l.contains(&container.as_str())) {
         return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
     }
     Ok(container)

@@ -73,6 +73,9 @@ impl ApiServer {
         if sub.is_empty() {
             errs.extend(validation::validate_update(res.kind, current, &new));
         }
+        if sub == "ephemeralcontainers" {
+            errs.extend(validation::validate_ephemeral_update(current, &new));
+        }
         self.admit_validating(c, res, "UPDATE", sub, ns, &req.name, user, &errs, &new, Some(current), req.dry_run)?;
         if has_generation(res.kind) && sub != "status" && strip_for_generation(&new) != strip_for_generation(current) {
             api::set(&mut new, &["metadata", "generation"], json!(api::generation(current) + 1));
@@ -277,6 +280,21 @@ fn prepare_for_update(res: &ResourceInfo, req: &Request, body: &Value, current: 
             }
         }
         "status" => {}
+        // The ephemeral containers strategy takes only `spec.ephemeralContainers` from the
+        // request and keeps the rest of the stored pod.
+        "ephemeralcontainers" if res.kind == "Pod" => {
+            let list = get(new, &["spec", "ephemeralContainers"]).cloned();
+            let mut n = (**current).clone();
+            match list {
+                Some(l) => api::set(&mut n, &["spec", "ephemeralContainers"], l),
+                None => {
+                    if let Some(spec) = n.get_mut("spec").and_then(Value::as_object_mut) {
+                        spec.remove("ephemeralContainers");
+                    }
+                }
+            }
+            *new = n;
+        }
         // The namespace strategy keeps `spec.finalizers` (only `finalize` changes them) and
         // the status.
         "" if res.kind == "Namespace" => {

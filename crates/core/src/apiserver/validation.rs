@@ -901,6 +901,63 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
     errs
 }
 
+/// `ValidatePodEphemeralContainersUpdate`: ephemeral containers are only ever added (an
+/// existing one may be neither removed nor changed), and each is a container without
+/// what an ephemeral one may not have, named apart from every other container, targeting
+/// one that exists (`validateEphemeralContainers`).
+pub fn validate_ephemeral_update(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let list = |v: &Value| get_array(v, &["spec", "ephemeralContainers"]).to_vec();
+    let (before, after) = (list(old), list(new));
+    for o in &before {
+        let name = get_str(o, &["name"]).unwrap_or("");
+        match after.iter().find(|n| get_str(n, &["name"]) == Some(name)) {
+            None => errs.push(FieldError::forbidden("spec.ephemeralContainers", format!("existing ephemeral containers {name:?} may not be removed\n"))),
+            Some(n) if n != o => {
+                errs.push(FieldError::forbidden("spec.ephemeralContainers", format!("existing ephemeral containers {name:?} may not be changed\n")))
+            }
+            Some(_) => {}
+        }
+    }
+    let spec = new.get("spec").unwrap_or(&Value::Null);
+    let volumes: Vec<String> = get_array(spec, &["volumes"]).iter().filter_map(|v| get_str(v, &["name"])).map(str::to_string).collect();
+    let mut names: Vec<&str> =
+        get_array(spec, &["initContainers"]).iter().chain(get_array(spec, &["containers"])).filter_map(|c| get_str(c, &["name"])).collect();
+    let targets = names.clone();
+    for (i, c) in after.iter().enumerate() {
+        let p = format!("spec.ephemeralContainers[{i}]");
+        validate_container(&p, c, &volumes, &mut errs);
+        for (field, key) in [
+            ("ports", "ports"),
+            ("resources", "resources"),
+            ("livenessProbe", "livenessProbe"),
+            ("readinessProbe", "readinessProbe"),
+            ("startupProbe", "startupProbe"),
+            ("lifecycle", "lifecycle"),
+        ] {
+            let set = c
+                .get(key)
+                .is_some_and(|v| !(v.is_null() || v.as_object().is_some_and(|m| m.iter().next().is_none()) || v.as_array().is_some_and(Vec::is_empty)));
+            if set {
+                errs.push(FieldError::forbidden(format!("{p}.{field}"), "cannot be set for an Ephemeral Container"));
+            }
+        }
+        let n = get_str(c, &["name"]).unwrap_or("");
+        if !n.is_empty() {
+            if names.contains(&n) {
+                errs.push(FieldError::duplicate(format!("{p}.name"), &json!(n)));
+            }
+            names.push(n);
+        }
+        if let Some(t) = get_str(c, &["targetContainerName"]).filter(|t| !t.is_empty()) {
+            if !targets.contains(&t) {
+                errs.push(FieldError::new(crate::foundation::status::FieldErrorKind::NotFound, format!("{p}.targetContainerName"), Some(format!("{t:?}")), ""));
+            }
+        }
+    }
+    errs
+}
+
 /// `ValidateStatefulSetUpdate`: only the fields it names may change in a set's spec.
 fn validate_statefulset_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     const MUTABLE: [&str; 7] =

@@ -9,7 +9,7 @@
 use super::*;
 use crate::apiserver::{ExecInput, ExecProgress};
 use crate::foundation::value::Value;
-use crate::kubectl::run::RunAttach;
+use crate::kubectl::run::{RunAttach, WaitFor};
 
 /// A `kubectl run -i` under way.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,6 +171,24 @@ impl Cluster {
         result.unwrap_or_else(|| Err(Status::bad_request("unable to upgrade connection: the kubelet is not running".to_string())))
     }
 
+    /// `kubectl debug`: what it printed now; with `-i` the terminal attaches once the
+    /// debug container runs.
+    pub(super) fn debug_line(&mut self, user: String, credentials: &Credentials, line: &str) -> Vec<String> {
+        self.api.now = self.now;
+        let (line, heredoc) = crate::kubectl::heredoc(line);
+        let creds = match crate::kubectl::line_identity(&self.api, credentials, &self.kubeconfig, &line) {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
+        let ns = self.kubeconfig.namespace().to_string();
+        let (out, attach) = crate::kubectl::debug::debug(&mut self.api, &creds, &ns, &line);
+        self.dispatch();
+        if let Some(run) = attach {
+            self.start_run(user, format!("kubectl {line}"), creds, run, heredoc, 60_000);
+        }
+        out
+    }
+
     /// Whether a `kubectl run -i` is still under way (waiting, attached or ending).
     pub fn run_pending(&self) -> bool {
         self.run.is_some()
@@ -191,9 +209,24 @@ impl Cluster {
         let pod = self.api.store.get_by(rid::POD, &r.run.namespace, &r.run.pod).cloned();
         let phase = pod.as_ref().and_then(|p| api::get_str(p, &["status", "phase"])).unwrap_or("").to_string();
         let mut out = Vec::new();
+        // The container's state, for a debug container (`waitForContainer`).
+        let list = if r.run.wait == WaitFor::Ephemeral { "ephemeralContainerStatuses" } else { "containerStatuses" };
+        let state = pod.as_ref().and_then(|p| {
+            let st = api::get_array(p, &["status", list]).iter().find(|c| api::get_str(c, &["name"]) == Some(r.run.container.as_str())).cloned()?;
+            st.get("state").cloned()
+        });
+        let started = state.as_ref().is_some_and(|s| s.get("running").is_some());
+        let ended = state.as_ref().is_some_and(|s| s.get("terminated").is_some());
         let done = match r.stage {
             Stage::Starting(deadline) => {
-                let ready = pod.as_ref().is_some_and(|p| phase == "Running" && crate::foundation::pod::pod_is_ready(p));
+                let ready = match r.run.wait {
+                    WaitFor::PodReady => pod.as_ref().is_some_and(|p| phase == "Running" && crate::foundation::pod::pod_is_ready(p)),
+                    WaitFor::Container | WaitFor::Ephemeral => started,
+                };
+                let completed = match r.run.wait {
+                    WaitFor::PodReady => phase == "Succeeded" || phase == "Failed",
+                    WaitFor::Container | WaitFor::Ephemeral => ended || phase == "Succeeded" || phase == "Failed",
+                };
                 if ready {
                     let (lines, attached) = self.attach_run(&r);
                     out.extend(lines);
@@ -207,7 +240,7 @@ impl Cluster {
                         r.stage = Stage::Ending;
                         self.ending(&r, &phase, &mut out)
                     }
-                } else if phase == "Succeeded" || phase == "Failed" {
+                } else if completed {
                     // `ErrPodCompleted`: what it wrote, then the end as after a session.
                     out.extend(self.container_log(&r));
                     r.stage = Stage::Ending;
@@ -245,7 +278,7 @@ impl Cluster {
         let req = Request::new(crate::apiserver::Verb::Create, rid::POD, &r.run.namespace, &r.run.pod, r.creds.clone()).with_sub("attach");
         let attached = self
             .request(req)
-            .and_then(|_| self.attach_session(&r.run.namespace, &r.run.pod, &r.run.pod, ExecInput::Start { container: &r.run.pod, argv: &[] }));
+            .and_then(|_| self.attach_session(&r.run.namespace, &r.run.pod, &r.run.container, ExecInput::Start { container: &r.run.container, argv: &[] }));
         if let Err(s) = attached {
             out.push(format!("warning: couldn't attach to pod/{}, falling back to streaming logs: {}", r.run.pod, s.message));
             return (out, false);
@@ -254,7 +287,7 @@ impl Cluster {
             out.push("All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.".into());
             out.push("If you don't see a command prompt, try pressing enter.".into());
         }
-        let to = Target::Container(r.run.pod.clone());
+        let to = Target::Container(r.run.container.clone());
         self.attached = Some(Attached { namespace: r.run.namespace.clone(), pod: r.run.pod.clone(), tty: r.run.tty, to, ended: vec![] });
         match r.heredoc.clone() {
             Some(text) => {
@@ -280,9 +313,16 @@ impl Cluster {
     /// one that does not is waited for.
     fn after_session(&mut self, r: &mut Run, out: &mut Vec<String>) -> bool {
         if r.run.tty && !r.run.quiet {
-            out.push(format!("Session ended, resume using 'kubectl attach {p} -c {p} -n {} -i -t' command", r.run.namespace, p = r.run.pod));
+            let (p, c, n) = (&r.run.pod, &r.run.container, &r.run.namespace);
+            out.push(if r.run.wait == WaitFor::Ephemeral {
+                format!("Session ended, the ephemeral container will not be restarted but may be reattached using 'kubectl attach {p} -c {c} -n {n} -i -t' if it is still running")
+            } else {
+                format!("Session ended, resume using 'kubectl attach {p} -c {c} -n {n} -i -t' command")
+            });
         }
-        if r.run.restart == "Always" {
+        // `kubectl debug` is done once the session is; `run` waits for a pod that does
+        // not restart to end.
+        if r.run.restart == "Always" || r.run.wait != WaitFor::PodReady {
             out.extend(self.delete_run_pod(r));
             return true;
         }
@@ -294,6 +334,9 @@ impl Cluster {
     /// Once the pod has ended (Never: Succeeded or Failed; OnFailure: Succeeded): delete it
     /// (`--rm`), then kubectl's error for a container that failed.
     fn ending(&mut self, r: &Run, phase: &str, out: &mut Vec<String>) -> bool {
+        if r.run.wait != WaitFor::PodReady {
+            return true;
+        }
         let over = match r.run.restart.as_str() {
             "OnFailure" => phase == "Succeeded",
             _ => phase == "Succeeded" || phase == "Failed",
@@ -333,7 +376,7 @@ impl Cluster {
 
     /// What the run's container has written so far (kubectl prints it before attaching).
     fn container_log(&mut self, r: &Run) -> Vec<String> {
-        let options = crate::apiserver::LogOptions { container: Some(r.run.pod.clone()), ..Default::default() };
+        let options = crate::apiserver::LogOptions { container: Some(r.run.container.clone()), ..Default::default() };
         match self.logs(r.creds.clone(), &r.run.namespace, &r.run.pod, &options) {
             Ok(text) => text.lines().map(str::to_string).collect(),
             Err(_) => vec![],

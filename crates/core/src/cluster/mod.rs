@@ -763,6 +763,10 @@ impl Cluster {
                 }
                 (format!("kubectl {cmd}"), out)
             }
+            Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("debug") => {
+                let line = self.kubeconfig.with_namespace(cmd);
+                (format!("kubectl {cmd}"), self.debug_line(user.clone(), &s.credentials, &line))
+            }
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("attach") => {
                 let line = self.kubeconfig.with_namespace(cmd);
                 (format!("kubectl {cmd}"), self.attach_line(&s.credentials, &line))

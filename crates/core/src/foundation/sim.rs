@@ -140,6 +140,8 @@ pub enum Stream {
     Registry = 4,
     /// The seed sweep's scenario generator (outside any run).
     Sweep = 5,
+    /// kubectl's own random names (`kubectl debug`'s `debugger-xxxxx`).
+    Kubectl = 6,
 }
 
 /// A ChaCha8 stream forked from the scenario seed.

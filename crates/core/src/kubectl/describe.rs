@@ -949,6 +949,10 @@ pub fn pod(p: &Value, events: &[&Value], now: Millis) -> String {
         containers(&mut o, "Init Containers", init, get_array(p, &["status", "initContainerStatuses"]), Some(p), "");
     }
     containers(&mut o, "Containers", get_array(p, &["spec", "containers"]), get_array(p, &["status", "containerStatuses"]), Some(p), "");
+    let ephemeral = get_array(p, &["spec", "ephemeralContainers"]);
+    if !ephemeral.is_empty() {
+        containers(&mut o, "Ephemeral Containers", ephemeral, get_array(p, &["status", "ephemeralContainerStatuses"]), Some(p), "");
+    }
     let conds = get_array(p, &["status", "conditions"]);
     if !conds.is_empty() {
         o.push_str("Conditions:\n  Type\tStatus\n");

@@ -307,7 +307,11 @@ pub fn two_way(original: &Value, modified: &Value, parent: &str) -> Value {
 fn list_diff(original: &[Value], modified: &[Value], key: &str) -> (Vec<Value>, Vec<Value>) {
     let id = |e: &Value| e.get(key).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).unwrap_or_default();
     let mut changes: Vec<(String, Value)> = Vec::new();
-    for m in modified {
+    for (k, m) in modified.iter().enumerate() {
+        // A key given twice counts once, the first time.
+        if modified[..k].iter().any(|e| id(e) == id(m)) {
+            continue;
+        }
         match original.iter().find(|o| id(o) == id(m)) {
             Some(o) if o == m => {}
             Some(o) => {

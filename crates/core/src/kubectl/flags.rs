@@ -68,6 +68,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
         "clusterrole clusterrolebinding configmap cronjob deployment ingress job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount token",
         "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule audience duration bound-object-kind bound-object-name bound-object-uid",
     ),
+    ("debug", "", "arguments-only container copy-to image image-pull-policy profile quiet replace same-node set-image share-processes stdin target tty"),
     ("delete", "", "all all-namespaces cascade field-selector force grace-period ignore-not-found selector wait"),
     ("describe", "", "all-namespaces chunk-size selector"),
     ("diff", "", "filename"),

@@ -27,6 +27,7 @@ mod auth;
 mod autoscale;
 mod completion;
 mod create;
+pub mod debug;
 mod delete;
 mod drain;
 pub mod edit;

@@ -20,6 +20,10 @@ pub(super) fn patch(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &st
         Err(e) => return vec![format!("error: unable to parse {text:?}: {e}")],
     };
     let subresource = f.get("--subresource").unwrap_or("").to_string();
+    // `SupportedSubresources` of kubectl patch.
+    if !matches!(subresource.as_str(), "" | "status" | "scale" | "resize") {
+        return vec![format!("error: invalid subresource value: {subresource:?}. Must be one of [status scale resize]")];
+    }
     let ts = match targets(api, creds, f, ns) {
         Ok(ts) => ts,
         Err(e) => return vec![e],

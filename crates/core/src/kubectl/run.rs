@@ -71,7 +71,7 @@ fn label_map(spec: &str) -> Result<Map, String> {
 
 /// Whether `image` is a reference a registry would take: a lowercase path of
 /// `[a-z0-9._-]` components, an optional `:tag`, an optional `@algorithm:hex` digest.
-fn valid_image(image: &str) -> bool {
+pub(super) fn valid_image(image: &str) -> bool {
     let (rest, digest) = match image.split_once('@') {
         Some((r, d)) => (r, Some(d)),
         None => (image, None),
@@ -435,15 +435,29 @@ mod tests {
     }
 }
 
-/// What `kubectl run -i` attaches to once its pod runs and is ready.
+/// What `kubectl run -i` (or `kubectl debug -i`) attaches to once it runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunAttach {
     pub namespace: String,
     pub pod: String,
+    pub container: String,
+    /// What kubectl waits for before it attaches.
+    pub wait: WaitFor,
     pub rm: bool,
     pub restart: String,
     pub tty: bool,
     pub quiet: bool,
+}
+
+/// What kubectl waits for before attaching.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WaitFor {
+    /// `kubectl run`: the pod running and ready (`podRunningAndReady`).
+    PodReady,
+    /// `kubectl debug --copy-to`, `node/NAME`: the container running (or terminated).
+    Container,
+    /// `kubectl debug`: the ephemeral container running (or terminated).
+    Ephemeral,
 }
 
 /// The attach a `kubectl run -i` line asks for (None for any other line).
@@ -480,9 +494,12 @@ pub fn run_attach(kc: &super::config::Kubeconfig, line: &str) -> Option<RunAttac
         Some("") => "OnFailure",
         Some(r) => r,
     };
+    let pod = f.positional.first()?.clone();
     Some(RunAttach {
         namespace: f.namespace.clone().unwrap_or_else(|| kc.namespace().to_string()),
-        pod: f.positional.first()?.clone(),
+        container: pod.clone(),
+        pod,
+        wait: WaitFor::PodReady,
         rm: switch(&f, "--rm"),
         restart: restart.to_string(),
         tty,

@@ -107,6 +107,9 @@ struct Ctr {
     init: bool,
     /// An init container with `restartPolicy: Always`.
     sidecar: bool,
+    /// An ephemeral container (`kubectl debug`): started once, never restarted, not part
+    /// of the pod's readiness or phase.
+    ephemeral: bool,
     spec: Value,
     state: CState,
     last: Option<CState>,
@@ -142,6 +145,22 @@ struct Ctr {
 }
 
 impl Ctr {
+    /// A regular container (not init, not ephemeral).
+    fn regular(&self) -> bool {
+        !self.init && !self.ephemeral
+    }
+
+    /// The pod spec's list the container is in.
+    fn list(&self) -> &'static str {
+        if self.init {
+            "initContainers"
+        } else if self.ephemeral {
+            "ephemeralContainers"
+        } else {
+            "containers"
+        }
+    }
+
     /// A copy without what the container holds at run time (logs, files, process): what
     /// a probe or a start needs to read.
     fn light(&self) -> Ctr {
@@ -150,6 +169,7 @@ impl Ctr {
             image: self.image.clone(),
             init: self.init,
             sidecar: self.sidecar,
+            ephemeral: self.ephemeral,
             spec: self.spec.clone(),
             state: self.state.clone(),
             last: self.last.clone(),
@@ -530,6 +550,9 @@ impl Kubelets {
                     self.terminate(cx, ni, key, &pod);
                     return;
                 }
+                if !terminating {
+                    self.add_ephemeral(cx, ni, key, &pod);
+                }
                 // The status manager's `needsReconcile`: someone else wrote this pod's
                 // status (the node lifecycle controller marking it not Ready while the
                 // node was away), so the kubelet posts what it knows again.
@@ -541,19 +564,55 @@ impl Kubelets {
         }
     }
 
+    /// Ephemeral containers added to a pod the kubelet runs (`pods/ephemeralcontainers`):
+    /// each gets its place and starts.
+    fn add_ephemeral(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
+        let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
+        let mut added = false;
+        for c in get_array(pod, &["spec", "ephemeralContainers"]) {
+            let name = get_str(c, &["name"]).unwrap_or("");
+            if rt.ctrs.iter().any(|x| x.ephemeral && x.name == name) {
+                continue;
+            }
+            let mut ctr = rt.ctrs.first().map(Ctr::light).expect("a pod has a container");
+            ctr.name = name.to_string();
+            ctr.image = get_str(c, &["image"]).unwrap_or("").to_string();
+            (ctr.init, ctr.sidecar, ctr.ephemeral) = (false, false, true);
+            ctr.spec = c.clone();
+            ctr.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
+            (ctr.last, ctr.restarts, ctr.ready, ctr.started) = (None, 0, false, false);
+            (ctr.behaviour, ctr.image_id, ctr.container_id) = (None, String::new(), String::new());
+            (ctr.pull_failures, ctr.crash_backoff, ctr.instance) = (0, 0, 0);
+            (ctr.daemon, ctr.alive, ctr.mounts, ctr.stopping) = (None, BTreeSet::new(), vec![], false);
+            ctr.probes = [ProbeRun::default(); 3];
+            ctr.cpu = usage::Meter::default();
+            rt.ctrs.push(ctr);
+            added = true;
+        }
+        if added {
+            self.write_status(cx, ni, key);
+            self.run_containers(cx, ni, key, pod);
+        }
+    }
+
     fn admit(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
         self.epoch += 1;
         let mut ctrs = Vec::new();
         let has_inits = !get_array(pod, &["spec", "initContainers"]).is_empty();
-        for (list, init) in [("initContainers", true), ("containers", false)] {
+        for (list, init) in [("initContainers", true), ("containers", false), ("ephemeralContainers", false)] {
             for c in get_array(pod, &["spec", list]) {
+                let ephemeral = list == "ephemeralContainers";
                 ctrs.push(Ctr {
                     name: get_str(c, &["name"]).unwrap_or("").to_string(),
                     image: get_str(c, &["image"]).unwrap_or("").to_string(),
                     init,
                     sidecar: init && get_str(c, &["restartPolicy"]) == Some("Always"),
+                    ephemeral,
                     spec: c.clone(),
-                    state: CState::Waiting { reason: if !has_inits || init { "ContainerCreating".into() } else { "PodInitializing".into() }, message: None },
+                    state: CState::Waiting {
+                        reason: if !has_inits || init || ephemeral { "ContainerCreating".into() } else { "PodInitializing".into() },
+                        message: None,
+                    },
                     last: None,
                     restarts: 0,
                     ready: false,
@@ -1013,9 +1072,18 @@ impl Kubelets {
             return;
         }
         let n = rt.ctrs.len();
+        // Ephemeral containers start as soon as they are added, whatever the others do.
+        let added: Vec<usize> =
+            (0..n).filter(|&i| rt.ctrs[i].ephemeral && matches!(&rt.ctrs[i].state, CState::Waiting { reason, .. } if reason == "ContainerCreating")).collect();
+        for i in added {
+            self.start_container(cx, ni, key, i, pod);
+        }
         for i in 0..n {
             let c = &self.nodes[ni].pods[key].ctrs[i];
             let fresh = matches!(&c.state, CState::Waiting { reason, .. } if reason == "ContainerCreating" || reason == "PodInitializing");
+            if c.ephemeral {
+                continue;
+            }
             if c.init {
                 if c.sidecar {
                     match &c.state {
@@ -1160,9 +1228,9 @@ impl Kubelets {
         let epoch = self.nodes[ni].pods[key].epoch;
         let c = self.nodes[ni].pods[key].ctrs[i].clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
-        let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
+        let field = format!("spec.{}{{{}}}", c.list(), c.name);
         let src = self.nodes[ni].source.clone();
-        let policy = get_array(pod, &["spec", if c.init { "initContainers" } else { "containers" }])
+        let policy = get_array(pod, &["spec", c.list()])
             .iter()
             .find(|x| get_str(x, &["name"]) == Some(c.name.as_str()))
             .and_then(|x| get_str(x, &["imagePullPolicy"]))
@@ -1242,7 +1310,7 @@ impl Kubelets {
             [a, d, t] => (*a, *d, *t),
             _ => (cx.now, cx.now, 0),
         };
-        let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
+        let field = format!("spec.{}{{{}}}", c.list(), c.name);
         let src = self.nodes[ni].source.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);
         match self.registry.pull(&c.image) {
@@ -1295,7 +1363,7 @@ impl Kubelets {
             _ => return,
         };
         let image = c.image.clone();
-        let field = if c.init { format!("spec.initContainers{{{}}}", c.name) } else { format!("spec.containers{{{}}}", c.name) };
+        let field = format!("spec.{}{{{}}}", c.list(), c.name);
         c.state = CState::Waiting { reason: "ImagePullBackOff".into(), message: Some(format!("Back-off pulling image {image:?}: ErrImagePull: {prev}")) };
         let src = self.nodes[ni].source.clone();
         cx.event(&src, &pod, Some(&field), "Normal", "BackOff", &format!("Back-off pulling image {image:?}"), None);
@@ -1438,12 +1506,12 @@ impl Kubelets {
                 && !has_startup
                 && !b.never_ready
                 && matches!(rt.ctrs[i].state, CState::Running { .. })
-                && (!c.init || c.sidecar)
+                && (c.regular() || c.sidecar)
             {
                 rt.ctrs[i].ready = true;
             }
         }
-        if !c.init || c.sidecar {
+        if c.regular() || c.sidecar {
             for kind in ProbeKind::ALL {
                 if let Some(p) = get(&spec, &[kind.field()]) {
                     let delay = get_i64(p, &["initialDelaySeconds"]).unwrap_or(0).max(0) as Millis * 1000;
@@ -1792,12 +1860,18 @@ impl Kubelets {
             "",
             format!("container {name} exited with code {code} ({reason})"),
         );
+        // The kubelet never restarts an ephemeral container.
+        if c.ephemeral {
+            c.state = term;
+            self.write_status(cx, ni, key);
+            return;
+        }
         if init && !sidecar && code == 0 {
             c.state = term;
             // Regular containers may start once every init container is done.
             let all_done = rt.ctrs.iter().filter(|x| x.init && !x.sidecar).all(|x| matches!(x.state, CState::Terminated { exit: 0, .. }));
             if all_done {
-                for other in rt.ctrs.iter_mut().filter(|x| !x.init) {
+                for other in rt.ctrs.iter_mut().filter(|x| x.regular()) {
                     if matches!(&other.state, CState::Waiting { reason, .. } if reason == "PodInitializing") {
                         other.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
                     }
@@ -1808,7 +1882,7 @@ impl Kubelets {
             return;
         }
         // Sidecars restart until the main containers are done for good.
-        let regular_done = rt.ctrs.iter().filter(|x| !x.init).all(|x| matches!(x.state, CState::Terminated { .. }));
+        let regular_done = rt.ctrs.iter().filter(|x| x.regular()).all(|x| matches!(x.state, CState::Terminated { .. }));
         let c = &mut rt.ctrs[i];
         let restart = (sidecar && !regular_done) || (!sidecar && (restart_policy == "Always" || (restart_policy == "OnFailure" && code != 0)));
         if !restart {
@@ -1857,7 +1931,7 @@ impl Kubelets {
     fn after_regular_exit(&mut self, cx: &mut Cx, ni: usize, key: &Key) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let Some(rt) = self.nodes[ni].pods.get(key) else { return };
-        let regular_done = rt.ctrs.iter().filter(|c| !c.init).all(|c| matches!(c.state, CState::Terminated { .. }));
+        let regular_done = rt.ctrs.iter().filter(|c| c.regular()).all(|c| matches!(c.state, CState::Terminated { .. }));
         let failed_init = rt.ctrs.iter().any(|c| c.init && !c.sidecar && matches!(c.state, CState::Terminated { exit, .. } if exit != 0));
         if !(regular_done || failed_init) {
             return;
@@ -2042,11 +2116,15 @@ impl Kubelets {
             }
             j
         };
-        let regular: Vec<&Ctr> = rt.ctrs.iter().filter(|c| !c.init).collect();
+        let regular: Vec<&Ctr> = rt.ctrs.iter().filter(|c| c.regular()).collect();
         let inits: Vec<&Ctr> = rt.ctrs.iter().filter(|c| c.init).collect();
+        let ephemeral: Vec<&Ctr> = rt.ctrs.iter().filter(|c| c.ephemeral).collect();
         status["containerStatuses"] = Value::Array(regular.iter().map(|c| ctr_json(c)).collect());
         if !inits.is_empty() {
             status["initContainerStatuses"] = Value::Array(inits.iter().map(|c| ctr_json(c)).collect());
+        }
+        if !ephemeral.is_empty() {
+            status["ephemeralContainerStatuses"] = Value::Array(ephemeral.iter().map(|c| ctr_json(c)).collect());
         }
         let initialized = initialized(rt);
         let sidecars_ready = inits.iter().filter(|c| c.sidecar).all(|c| c.ready);
@@ -2669,11 +2747,7 @@ fn text(lines: &[(u8, String)]) -> String {
 
 /// The event field path of a container (`spec.containers{web}`).
 fn ctr_field(c: &Ctr) -> String {
-    if c.init {
-        format!("spec.initContainers{{{}}}", c.name)
-    } else {
-        format!("spec.containers{{{}}}", c.name)
-    }
+    format!("spec.{}{{{}}}", c.list(), c.name)
 }
 
 /// A node's address (kind's 172.18.0.0/16 network).
@@ -2727,7 +2801,7 @@ fn init_done(c: &Ctr) -> bool {
 /// the end do not take a pod back to initializing).
 fn initialized(rt: &PodRt) -> bool {
     rt.ctrs.iter().filter(|c| c.init).all(init_done)
-        || rt.ctrs.iter().any(|c| !c.init && (matches!(c.state, CState::Running { .. } | CState::Terminated { .. }) || c.last.is_some()))
+        || rt.ctrs.iter().any(|c| c.regular() && (matches!(c.state, CState::Running { .. } | CState::Terminated { .. }) || c.last.is_some()))
 }
 
 /// The pod's phase from its containers (`kubelet_pods.go` `getPhase`).
@@ -2757,7 +2831,7 @@ fn phase(pod: &Value, rt: &PodRt) -> &'static str {
         }
     }
     let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
-    for c in rt.ctrs.iter().filter(|c| !c.init) {
+    for c in rt.ctrs.iter().filter(|c| c.regular()) {
         match &c.state {
             CState::Running { .. } => running += 1,
             CState::Terminated { exit, .. } => {
