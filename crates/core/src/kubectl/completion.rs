@@ -4,68 +4,23 @@ use super::*;
 use crate::foundation::sort::Sort;
 
 /// The commands the terminal knows, for completion.
-pub const COMMANDS: &[&str] = &[
-    "annotate",
-    "api-resources",
-    "api-versions",
-    "apply",
-    "auth",
-    "cluster-info",
-    "config",
-    "cordon",
-    "create",
-    "delete",
-    "describe",
-    "diff",
-    "drain",
-    "events",
-    "exec",
-    "explain",
-    "expose",
-    "get",
-    "label",
-    "logs",
-    "patch",
-    "plugin",
-    "proxy",
-    "replace",
-    "rollout",
-    "run",
-    "scale",
-    "set",
-    "taint",
-    "uncordon",
-    "version",
-    "wait",
-];
+/// The commands the terminal runs (those kubeloop simulates, and `proxy` and `plugin`,
+/// which say why they do not apply here), from the flag table so that they cannot drift.
+pub fn commands() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = super::flags::simulated_paths().map(|p| p.split(' ').next().unwrap_or(p)).collect();
+    out.extend(["proxy", "plugin"]);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
 
-/// The second word of commands that have subcommands.
-pub(super) fn subcommands(command: &str) -> &'static [&'static str] {
-    match command {
-        "rollout" => &["history", "pause", "restart", "resume", "status", "undo"],
-        "set" => &["env", "image", "resources", "selector", "serviceaccount", "subject"],
-        "auth" => &["can-i"],
-        "config" => &["current-context", "get-clusters", "get-contexts", "get-users", "set-context", "use-context", "view"],
-        "create" => &[
-            "clusterrole",
-            "clusterrolebinding",
-            "configmap",
-            "cronjob",
-            "deployment",
-            "ingress",
-            "job",
-            "namespace",
-            "poddisruptionbudget",
-            "priorityclass",
-            "quota",
-            "role",
-            "rolebinding",
-            "secret",
-            "service",
-            "serviceaccount",
-        ],
-        _ => &[],
-    }
+/// The second word of commands that have subcommands (`rollout status`, `apply
+/// view-last-applied`), from the same table.
+pub(super) fn subcommands(command: &str) -> Vec<&'static str> {
+    let mut out = super::flags::simulated_subcommands(command);
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Completions for the last word of a command line: commands first, then resource types,
@@ -81,17 +36,17 @@ pub fn complete(api: &ApiServer, line: &str) -> Vec<String> {
     let ns = words.iter().position(|w| *w == "-n" || *w == "--namespace").and_then(|i| words.get(i + 1)).copied().unwrap_or("default");
     // Subcommands that take the type as their second word.
     let type_at = match positional.first() {
-        Some(&"rollout") | Some(&"set") | Some(&"auth") => 2,
+        Some(&"rollout") | Some(&"set") | Some(&"auth") | Some(&"apply") if positional.len() > 1 && !subcommands(positional[0]).is_empty() => 2,
         _ => 1,
     };
     let mut out: Vec<String> = if partial.starts_with("--") {
         super::flags::completions(&words)
     } else if positional.is_empty() {
-        COMMANDS.iter().map(|c| c.to_string()).collect()
+        commands().into_iter().map(str::to_string).collect()
     } else if positional.len() == 1 && !subcommands(positional[0]).is_empty() {
         subcommands(positional[0]).iter().map(|c| c.to_string()).collect()
-    } else if matches!(positional.first(), Some(&"logs") | Some(&"exec")) && positional.len() == 1 {
-        // `logs` and `exec` take pod names directly.
+    } else if matches!(positional.first(), Some(&("logs" | "exec" | "attach" | "debug" | "port-forward"))) && positional.len() == 1 {
+        // These take pod names directly.
         api.store.list(crate::foundation::api::rid::POD, Some(ns)).map(|o| api::name(o).to_string()).collect()
     } else if matches!(positional.first(), Some(&("run" | "version" | "api-versions" | "cluster-info" | "events"))) {
         // These take no resource type (run's first word is the new pod's name).

@@ -100,6 +100,24 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("wait", "", "all field-selector for selector timeout"),
 ];
 
+/// The command paths kubeloop runs (`get`, `apply view-last-applied`).
+pub(super) fn simulated_paths() -> impl Iterator<Item = &'static str> {
+    SIMULATED.iter().map(|s| s.0)
+}
+
+/// The subcommands kubeloop runs of `command`.
+pub(super) fn simulated_subcommands(command: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for (path, subs, _) in SIMULATED {
+        if *path == command {
+            out.extend(subs.split_whitespace());
+        } else if let Some(sub) = path.strip_prefix(command).and_then(|r| r.strip_prefix(' ')) {
+            out.push(sub);
+        }
+    }
+    out
+}
+
 const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group", "token", "context"];
 
 /// The words after `kubectl` (the command first), checked and written in one form: each

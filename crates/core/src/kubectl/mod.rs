@@ -52,7 +52,7 @@ use args::*;
 pub use args::{heredoc, heredoc_open, split_args, verb_of};
 use auth::*;
 use autoscale::autoscale;
-pub use completion::{complete, COMMANDS};
+pub use completion::{commands, complete};
 use create::*;
 use delete::*;
 use drain::*;
@@ -425,11 +425,10 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             *waiting = w;
             out
         }
-        other => {
-            vec![format!(
-                "error: kubeloop does not support \"kubectl {other}\" yet (it supports get, describe, events, create, replace, edit, run, expose, delete, scale, autoscale, top, logs, explain, rollout status|history|undo|restart|pause|resume, wait, set image|env|resources|serviceaccount|subject|selector, label, annotate, patch, taint, cordon, uncordon, drain, auth can-i|whoami, port-forward, api-resources, api-versions, version, cluster-info and config; `curl localhost:PORT` reaches a port-forward)"
-            )]
-        }
+        other => vec![format!(
+            "error: kubeloop does not support \"kubectl {other}\" yet (it runs {}; `curl localhost:PORT` reaches a port-forward)",
+            commands().join(", ")
+        )],
     }
 }
 

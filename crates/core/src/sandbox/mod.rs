@@ -816,6 +816,14 @@ mod tests {
         assert!(crate::kubectl::complete(api, "exec web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "exec web-").is_empty());
         assert!(crate::kubectl::complete(api, "logs web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "logs web-").is_empty());
         assert!(crate::kubectl::complete(api, "get pods -n kube-system x").is_empty());
+        // Every command the terminal runs, and their subcommands, from the flag table.
+        for c in ["attach", "autoscale", "completion", "debug", "edit", "kustomize", "port-forward", "top", "wait"] {
+            assert!(crate::kubectl::commands().contains(&c), "{c}");
+        }
+        assert_eq!(crate::kubectl::complete(api, "apply "), ["edit-last-applied", "set-last-applied", "view-last-applied"]);
+        assert_eq!(crate::kubectl::complete(api, "auth "), ["can-i", "whoami"]);
+        assert_eq!(crate::kubectl::complete(api, "apply view-last-applied deployments w"), ["web"]);
+        assert!(crate::kubectl::complete(api, "debug web-").iter().all(|p| p.starts_with("web-")) && !crate::kubectl::complete(api, "debug web-").is_empty());
     }
 
     #[test]
