@@ -321,3 +321,27 @@ fn kubectl_debug_adds_an_ephemeral_container_and_attaches_to_it() {
     assert_eq!(copy["spec"]["shareProcessNamespace"], true);
     assert_eq!(sb.kubectl("debug web"), ["error: you must specify --image when not using --copy-to.", "See 'kubectl debug -h' for help and examples"]);
 }
+
+#[test]
+fn kubectl_logs_follow_prints_what_the_container_writes_until_it_ends() {
+    use kubeloop_core::kubectl::Follow;
+    use kubeloop_core::sandbox::Sandbox;
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ticker\nspec:\n  restartPolicy: Never\n  containers:\n  - name: t\n    image: busybox:1.36\n    command: [sh, -c, 'for i in 1 2 3 4 5 6; do echo tick $i; sleep 2; done']\n";
+    let mut sb = Sandbox::new(pod, None);
+    sb.advance(4_000);
+    let (out, follow) = sb.kubectl_watching("logs -f ticker");
+    let Some(Follow::Logs(mut f)) = follow else { panic!("logs -f follows: {out:?}") };
+    assert!(!out.is_empty() && out.len() < 6, "{out:?}");
+    let mut all = out.clone();
+    for _ in 0..20 {
+        sb.advance(1_000);
+        let (lines, done) = f.poll(&sb.cluster.api, sb.cluster.kubelet());
+        all.extend(lines);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(all, (1..=6).map(|i| format!("tick {i}")).collect::<Vec<_>>(), "each line once, in order, until the container ended");
+    // Without -f it prints what there is and is over.
+    assert!(sb.kubectl_watching("logs ticker").1.is_none());
+}

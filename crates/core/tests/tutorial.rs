@@ -163,7 +163,7 @@ fn kubectl_wait_follows_the_run_until_met_or_timed_out() {
     let started = sb.cluster.now;
     while printed.is_empty() {
         sb.advance(500);
-        let (lines, done) = w.poll(&sb.cluster.api);
+        let (lines, done) = w.poll(&sb.cluster.api, sb.cluster.kubelet());
         printed.extend(lines);
         assert_eq!(done, !printed.is_empty());
         assert!(sb.cluster.now - started < 60_000, "the Deployment never became Available");

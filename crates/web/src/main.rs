@@ -435,7 +435,7 @@ impl App {
         let printed = std::mem::take(&mut self.sb.cluster.printed);
         self.term_lines.extend(printed.into_iter().map(|l| (false, l)));
         if let Some(w) = &mut self.term_watch {
-            let (lines, done) = w.poll(&self.sb.cluster.api);
+            let (lines, done) = w.poll(&self.sb.cluster.api, self.sb.cluster.kubelet());
             self.term_lines.extend(lines.into_iter().map(|l| (false, l)));
             if done {
                 self.term_watch = None;

@@ -383,6 +383,19 @@ impl Cluster {
         out
     }
 
+    /// The kubelets, as the API server reaches them (a container's log, its sessions).
+    pub fn kubelet(&self) -> Option<&dyn crate::apiserver::KubeletClient> {
+        self.controllers.iter().find_map(|c| c.kubelet_client())
+    }
+
+    /// What a `kubectl logs -f` line follows once it has printed what is there.
+    pub fn logs_follow(&mut self, credentials: &Credentials, line: &str) -> Option<crate::kubectl::LogFollow> {
+        self.api.now = self.now;
+        let creds = crate::kubectl::line_identity(&self.api, credentials, &self.kubeconfig, line).ok()?;
+        let kubelet = self.controllers.iter().find_map(|c| c.kubelet_client());
+        crate::kubectl::logs_follow(&mut self.api, kubelet, &creds, line)
+    }
+
     /// `GET pods/NAME/log`: the API server reads what the container wrote from the node's
     /// kubelet.
     pub fn logs(&mut self, credentials: Credentials, namespace: &str, pod: &str, options: &crate::apiserver::LogOptions) -> Result<String, Status> {

@@ -81,7 +81,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("get", "", "all-namespaces chunk-size field-selector ignore-not-found label-columns no-headers output raw selector show-kind show-labels show-managed-fields sort-by template watch"),
     ("kustomize", "", ""),
     ("label", "", "field-selector overwrite selector"),
-    ("logs", "", "all-containers container prefix previous selector since since-time tail timestamps"),
+    ("logs", "", "all-containers container follow prefix previous selector since since-time tail timestamps"),
     ("patch", "", "patch subresource type"),
     ("port-forward", "", "address"),
     ("replace", "", "filename force validate"),

@@ -196,3 +196,61 @@ pub(super) fn default_container(pod: &Value, flag: Option<&str>, out: &mut Vec<S
         }
     }
 }
+
+/// `kubectl logs -f`: the lines the followed container writes after those printed, until
+/// it ends (a restart starts another container: the stream of this one is over).
+#[derive(Debug, Clone)]
+pub struct LogFollow {
+    namespace: String,
+    pod: String,
+    container: String,
+    container_id: String,
+    printed: usize,
+    prefix: bool,
+}
+
+impl LogFollow {
+    /// New lines since the last poll, and whether the stream is over.
+    pub fn poll(&mut self, api: &ApiServer, kubelet: Option<&dyn KubeletClient>) -> (Vec<String>, bool) {
+        let Some(pod) = api.store.get_by(api::rid::POD, &self.namespace, &self.pod) else { return (vec![], true) };
+        let status = container_status(pod, &self.container);
+        let id = status.as_ref().and_then(|s| get_str(s, &["containerID"])).unwrap_or("").to_string();
+        let ended = status.as_ref().is_some_and(|s| api::get(s, &["state", "terminated"]).is_some());
+        if !self.container_id.is_empty() && id != self.container_id {
+            return (vec![], true);
+        }
+        self.container_id = id;
+        let lines = kubelet.and_then(|k| k.container_logs(&self.namespace, &self.pod, &self.container, false).ok()).unwrap_or_default();
+        let fresh: Vec<String> =
+            lines.iter().skip(self.printed).map(|(_, l)| if self.prefix { format!("[pod/{}/{}] {l}", self.pod, self.container) } else { l.clone() }).collect();
+        self.printed = self.printed.max(lines.len());
+        (fresh, ended)
+    }
+}
+
+/// A container's status, of any kind, by name.
+fn container_status(pod: &Value, name: &str) -> Option<Value> {
+    ["containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"]
+        .iter()
+        .flat_map(|k| api::get_array(pod, &["status", k]).iter())
+        .find(|c| get_str(c, &["name"]) == Some(name))
+        .cloned()
+}
+
+/// What a `kubectl logs -f POD|TYPE/NAME [-c C]` line follows once it has printed what
+/// the container wrote so far (None when it follows nothing: no `-f`, or an error).
+pub fn follow(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Credentials, line: &str) -> Option<LogFollow> {
+    let args: Vec<String> = split_args(line).ok()?.into_iter().skip_while(|a| a == "kubectl").collect();
+    let args = super::flags::check(&args).ok()?;
+    let f = parse_flags(&args[1..]).ok()?;
+    if !switch(&f, "--follow") || f.selector.is_some() || switch(&f, "--all-containers") || switch(&f, "--previous") {
+        return None;
+    }
+    let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
+    let pod = pod_for_target(api, creds, f.positional.first()?, &ns, &mut Vec::new()).ok()?;
+    let container = default_container(&pod, f.get("--container"), &mut Vec::new());
+    let status = container_status(&pod, &container);
+    let id = status.as_ref().and_then(|s| get_str(s, &["containerID"])).unwrap_or("").to_string();
+    let printed = kubelet.and_then(|k| k.container_logs(&ns, api::name(&pod), &container, false).ok()).map_or(0, |l| l.len());
+    Some(LogFollow { namespace: ns, pod: api::name(&pod).to_string(), container, container_id: id, printed, prefix: switch(&f, "--prefix") })
+}

@@ -60,7 +60,7 @@ pub use exec::{attach_prepare, exec_finish, exec_prepare, interactive_shell, Att
 use get::*;
 pub use get::{run_watching, Watch};
 use label::*;
-pub use logs::logs;
+pub use logs::{follow as logs_follow, logs, LogFollow};
 pub use portforward::{port_forward_prepare, PortForward};
 use rollout::*;
 use scale::*;
@@ -219,14 +219,17 @@ pub fn run_in(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubecon
 pub enum Follow {
     Watch(Watch),
     Wait(wait::Wait),
+    Logs(LogFollow),
 }
 
 impl Follow {
-    /// Lines since the last poll, and whether the command is over.
-    pub fn poll(&mut self, api: &ApiServer) -> (Vec<String>, bool) {
+    /// Lines since the last poll, and whether the command is over (a container's log is
+    /// read from its node's kubelet).
+    pub fn poll(&mut self, api: &ApiServer, kubelet: Option<&dyn KubeletClient>) -> (Vec<String>, bool) {
         match self {
             Follow::Watch(w) => (w.poll(api), false),
             Follow::Wait(w) => w.poll(api),
+            Follow::Logs(l) => l.poll(api, kubelet),
         }
     }
 }

@@ -319,6 +319,13 @@ impl Sandbox {
             let (out, w) = crate::kubectl::run_in_waiting(&mut self.cluster.api, &creds, &mut self.cluster.kubeconfig, line);
             return (out, w.map(crate::kubectl::Follow::Wait));
         }
+        // `logs -f`: what the container wrote so far, then what it writes next.
+        if verb == Some("logs") && words.iter().any(|w| w == "-f" || w == "--follow" || w == "--follow=true") {
+            let out = self.kubectl(line);
+            let line = self.cluster.kubeconfig.with_namespace(line);
+            let follow = self.cluster.logs_follow(&creds, &line);
+            return (out, follow.map(crate::kubectl::Follow::Logs));
+        }
         if !(verb == Some("get") && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
             return (self.kubectl(line), None);
         }
@@ -791,12 +798,12 @@ mod tests {
         let mut w = w.expect("a watch");
         sb.apply(APP);
         sb.advance(30_000);
-        let (rows, done) = w.poll(&sb.cluster.api);
+        let (rows, done) = w.poll(&sb.cluster.api, None);
         assert!(!done, "a watch goes on until stopped");
         assert!(rows.iter().any(|r| r.contains(" Pending ")), "{rows:?}");
         assert!(rows.iter().any(|r| r.contains(" ContainerCreating ")), "{rows:?}");
         assert!(rows.iter().filter(|r| r.contains(" 1/1 ") && r.contains(" Running ")).count() >= 2, "{rows:?}");
-        assert!(w.poll(&sb.cluster.api).0.is_empty(), "nothing new");
+        assert!(w.poll(&sb.cluster.api, None).0.is_empty(), "nothing new");
         let (_, none) = sb.kubectl_watching("get pods");
         assert!(none.is_none());
     }
