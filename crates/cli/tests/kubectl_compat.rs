@@ -564,6 +564,18 @@ fn exec_and_logs_through_the_real_kubectl() {
     assert!(logs.starts_with("starting\ntick 1\ntick 2\ntick 3\n"), "{logs}");
     assert!(s.terminal("logs box").starts_with("starting\ntick 1\ntick 2\ntick 3\n"));
     assert_eq!(s.ok(&["logs", "box", "--tail=1"]).lines().count(), 1);
+    // kubectl cp runs tar in the container: out of it, and into it.
+    let local = s.dir.join("hostname");
+    let out = s.run(&["cp", "box:/etc/hostname", local.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "kubectl keeps tar's stderr to itself");
+    assert_eq!(std::fs::read_to_string(&local).unwrap(), "box\n");
+    let note = s.dir.join("note.txt");
+    std::fs::write(&note, "copied in\nsecond line\n").unwrap();
+    let out = s.run(&["cp", note.to_str().unwrap(), "box:/tmp/note.txt"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(s.ok(&["exec", "box", "--", "cat", "/tmp/note.txt"]), "copied in\nsecond line\n");
+    assert!(s.terminal("cp box:/etc/hostname x").starts_with("error: kubectl cp copies between your machine and a container"));
     // kubectl debug adds an ephemeral container (pods/ephemeralcontainers) and attaches to
     // it once it runs; it is never restarted; describe lists it, as the terminal's does.
     let out = s.run(&["debug", "-i", "box", "--image=busybox:1.36", "--target=box", "-c", "dbg", "--", "sh"], Some("echo hi from the debugger\nexit\n"));

@@ -345,3 +345,24 @@ fn kubectl_logs_follow_prints_what_the_container_writes_until_it_ends() {
     // Without -f it prints what there is and is over.
     assert!(sb.kubectl_watching("logs ticker").1.is_none());
 }
+
+#[test]
+fn tar_in_a_container_archives_and_extracts_as_kubectl_cp_runs_it() {
+    let mut c = busybox();
+    let out = c.act(
+        Credentials::Token("admin-token".into()),
+        Action::Kubectl(
+            "exec box -- sh -c 'mkdir -p /d/e; printf \"one\\ntwo\\n\" > /d/e/f; tar cf - /d | tar xmf - -C /tmp; cat /tmp/d/e/f; tar cf - /d | tar tf -'"
+                .into(),
+        ),
+    );
+    assert_eq!(out.output, ["tar: Removing leading `/' from member names", "one", "two", "tar: Removing leading `/' from member names", "d/", "d/e/", "d/e/f"]);
+    // An archive is 512-byte blocks: a header, the data padded, two empty blocks.
+    let out = c
+        .exec_request(Credentials::Token("admin-token".into()), "default", "box", None, &["sh".into(), "-c".into(), "echo hi > /x; cd /; tar cf - x".into()])
+        .unwrap();
+    let bytes: Vec<u8> = out.0.iter().flat_map(|(_, l)| kubeloop_core::apiserver::output_bytes(l)).collect();
+    assert_eq!(bytes.len(), 512 * 4, "header, one data block, two end blocks");
+    assert_eq!(&bytes[257..262], b"ustar");
+    assert_eq!(&bytes[512..515], b"hi\n");
+}

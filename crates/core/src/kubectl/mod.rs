@@ -415,6 +415,9 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         ],
         "plugin" => vec!["error: kubectl plugins are programs found on your PATH, and this terminal runs no programs of yours: the real kubectl runs them against `kubeloop serve`".into()],
         "kustomize" => vec![KUSTOMIZE.into()],
+        "cp" => vec![
+            "error: kubectl cp copies between your machine and a container (through tar in the container), and this terminal has no files of its own: the real `kubectl cp` works against `kubeloop serve`; here, kubectl exec POD -- cat FILE shows a file".into(),
+        ],
         "completion" => match f.positional.as_slice() {
             [] => vec!["error: Shell not specified.".into(), "See 'kubectl completion -h' for help and examples".into()],
             [shell] if matches!(shell.as_str(), "bash" | "zsh" | "fish" | "powershell") => vec![format!(

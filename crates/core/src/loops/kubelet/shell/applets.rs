@@ -284,7 +284,7 @@ fn script(p: &mut Process, host: &mut dyn Host, text: &str, name: &str, args: Ve
 }
 
 /// The bytes a program's text stands for: raw bytes as themselves, the rest as UTF-8.
-fn text_bytes(s: &str) -> Vec<u8> {
+pub(super) fn text_bytes(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
     for c in s.chars() {
         match crate::apiserver::raw_byte(c) {
@@ -296,7 +296,7 @@ fn text_bytes(s: &str) -> Vec<u8> {
 }
 
 /// Bytes as a program's text: UTF-8 where they are, raw bytes elsewhere.
-fn bytes_text(b: &[u8]) -> String {
+pub(super) fn bytes_text(b: &[u8]) -> String {
     let mut out = String::with_capacity(b.len());
     for chunk in b.utf8_chunks() {
         out.push_str(chunk.valid());
@@ -727,7 +727,7 @@ fn resolve(host: &dyn Host, name: &str) -> Option<(String, String)> {
 pub const TOOLS: &[&str] = &[
     "sh", "ash", "bash", "dash", "sleep", "date", "hostname", "whoami", "id", "uname", "env", "printenv", "cat", "rev", "head", "tail", "wc", "grep", "sort",
     "tac", "tee", "touch", "rm", "mkdir", "cp", "mv", "ls", "basename", "dirname", "seq", "expr", "yes", "wget", "curl", "nslookup", "killall", "pkill",
-    "kill", "echo", "printf", "true", "false", "test", "[", "pwd", "gzip", "gunzip", "zcat", "uptime",
+    "kill", "echo", "printf", "true", "false", "test", "[", "pwd", "gzip", "gunzip", "zcat", "uptime", "tar",
 ];
 
 /// Programs only some images carry.
@@ -872,6 +872,7 @@ pub fn applet(p: &mut Process, host: &mut dyn Host, name: &str, argv: &[String])
             let (f, files) = flags(args);
             gzip(p, host, name, &f, &files)
         }
+        "tar" => super::tar::tar(p, host, args),
         "tee" => {
             let (f, files) = flags(args);
             if p.stdin_blocked() {

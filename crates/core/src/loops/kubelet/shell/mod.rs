@@ -11,6 +11,7 @@
 pub mod applets;
 pub mod fs;
 pub mod parse;
+pub mod tar;
 
 use crate::foundation::sim::Millis;
 use crate::foundation::sort::Sort;
