@@ -600,7 +600,7 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
 
 // `kubectl edit` opens the object in an editor pane; Save sends the change as a patch, a
 // refused change opens the file again with the server's reasons on top.
-await test('kubectl edit opens an editor pane whose save patches the object; exec -it and run -it attach to a shell', async (page) => {
+await test('kubectl edit opens an editor pane whose save patches the object; exec -it, run -it and debug -it attach to a shell; logs -f follows', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   await page.getByRole('tab', { name: 'Terminal' }).click();
@@ -657,6 +657,27 @@ await test('kubectl edit opens an editor pane whose save patches the object; exe
   await out.getByText('pod "tmp" deleted from default namespace').waitFor({ timeout: 30000 });
   await out.getByText("Session ended, resume using 'kubectl attach tmp -c tmp -n default -i -t' command").waitFor();
   await input.waitFor();
+  // debug -it: an ephemeral container in the running pod, attached once it runs.
+  await input.fill('debug -it box --image=busybox:1.36 --target=box -c dbg');
+  await input.press('Enter');
+  await out.getByText('Targeting container "box".', { exact: false }).waitFor();
+  await out.getByText("If you don't see a command prompt, try pressing enter.").nth(1).waitFor({ timeout: 30000 });
+  await shell.fill('exit');
+  await shell.press('Enter');
+  await out.getByText("Session ended, the ephemeral container will not be restarted but may be reattached using 'kubectl attach box -c dbg -n default -i -t' if it is still running").waitFor({ timeout: 30000 });
+  // logs -f prints what the container writes as the run goes, until Esc.
+  await input.fill('run ticker --image=busybox:1.36 -- sh -c "i=0; while true; do i=$((i+1)); echo tick $i; sleep 1; done"');
+  await input.press('Enter');
+  await out.getByText('pod/ticker created').waitFor();
+  await input.fill('wait --for=condition=Ready pod/ticker --timeout=60s');
+  await input.press('Enter');
+  await out.getByText('pod/ticker condition met').waitFor({ timeout: 30000 });
+  await input.fill('logs -f ticker');
+  await input.press('Enter');
+  const before = (await out.innerText()).split('\n').filter((l) => l.startsWith('tick ')).length;
+  await page.waitForFunction((n) => document.querySelector('.term-out').innerText.split('\n').filter((l) => l.startsWith('tick ')).length > n + 3, before, { timeout: 30000 });
+  await input.press('Escape');
+  await out.getByText('^C').last().waitFor();
 });
 
 await test('a StatefulSet comes up in order, a Job completes, a kind nothing runs warns', async (page) => {
