@@ -767,22 +767,38 @@ impl ExecSession {
                 })
             }
         };
-        match r.and_then(|r| r) {
-            Ok(p) => {
-                let mut messages = stream_messages(&p.lines);
-                if let Some(code) = p.exit {
-                    messages.push(exit_result(code));
-                    self.done = true;
-                }
-                (messages, self.done)
+        session_messages(r.and_then(|r| r), &mut self.done, exit_result)
+    }
+}
+
+/// What a step of a session sends back: its output, and once the command is over the
+/// result on channel 3 (`exit`'s), or the error there; whether the session is done.
+fn session_messages(r: Result<kubeloop_core::apiserver::ExecProgress, Status>, done: &mut bool, exit: impl Fn(i32) -> Vec<u8>) -> (Vec<Vec<u8>>, bool) {
+    match r {
+        Ok(p) => {
+            let mut messages = stream_messages(&p.lines);
+            if let Some(code) = p.exit {
+                messages.push(exit(code));
+                *done = true;
             }
-            Err(s) => {
-                let mut err = vec![3u8];
-                err.extend(s.to_wire());
-                self.done = true;
-                (vec![err], true)
-            }
+            (messages, *done)
         }
+        Err(s) => {
+            let mut err = vec![3u8];
+            err.extend(s.to_wire());
+            *done = true;
+            (vec![err], true)
+        }
+    }
+}
+
+/// A message from the client of a session: stdin's bytes (channel 0), or its end (v5's
+/// close of stream 0 on channel 255); None for anything else.
+fn stdin_message(message: &[u8], v5: bool) -> Option<Option<String>> {
+    match message.split_first() {
+        Some((0, data)) => Some(Some(String::from_utf8_lossy(data).into_owned())),
+        Some((255, [0])) if v5 => Some(None),
+        _ => None,
     }
 }
 
@@ -791,11 +807,9 @@ impl Session for ExecSession {
         self.step(sh, None)
     }
     fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
-        match message.split_first() {
-            Some((0, data)) => self.step(sh, Some(Some(String::from_utf8_lossy(data).into_owned()))),
-            // v5's close of a stream: channel 255, then the stream's number.
-            Some((255, [0])) if self.v5 => self.step(sh, Some(None)),
-            _ => (Vec::new(), false),
+        match stdin_message(message, self.v5) {
+            Some(input) => self.step(sh, Some(input)),
+            None => (Vec::new(), false),
         }
     }
     fn closed(&mut self, sh: &Shared) {
@@ -851,22 +865,8 @@ impl AttachSession {
             Some(None) => c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Eof),
             None => c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Start { container: &container, argv: &[] }),
         });
-        match r.and_then(|r| r) {
-            Ok(p) => {
-                let mut messages = stream_messages(&p.lines);
-                if p.exit.is_some() {
-                    messages.push(exec_result(None));
-                    self.done = true;
-                }
-                (messages, self.done)
-            }
-            Err(s) => {
-                let mut err = vec![3u8];
-                err.extend(s.to_wire());
-                self.done = true;
-                (vec![err], true)
-            }
-        }
+        // An attached process's end is its container's: no exit code on channel 3.
+        session_messages(r.and_then(|r| r), &mut self.done, |_| exec_result(None))
     }
 }
 
@@ -875,10 +875,9 @@ impl Session for AttachSession {
         self.step(sh, None)
     }
     fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
-        match message.split_first() {
-            Some((0, data)) => self.step(sh, Some(Some(String::from_utf8_lossy(data).into_owned()))),
-            Some((255, [0])) if self.v5 => self.step(sh, Some(None)),
-            _ => (Vec::new(), false),
+        match stdin_message(message, self.v5) {
+            Some(input) => self.step(sh, Some(input)),
+            None => (Vec::new(), false),
         }
     }
     fn closed(&mut self, sh: &Shared) {

@@ -107,15 +107,21 @@ impl Cluster {
         out
     }
 
-    /// `kubectl attach -i POD`: the terminal's stdin goes to the container's own process.
-    pub(super) fn attach_line(&mut self, credentials: &Credentials, line: &str) -> Vec<String> {
+    /// A terminal line apart: the command, its here-document, who it runs as (after its
+    /// `--as`, `--token`) and the current context's namespace; Err is what kubectl prints.
+    fn terminal_line(&mut self, credentials: &Credentials, line: &str) -> Result<(String, Option<String>, Credentials, String), Vec<String>> {
         self.api.now = self.now;
         let (line, heredoc) = crate::kubectl::heredoc(line);
-        let creds = match crate::kubectl::line_identity(&self.api, credentials, &self.kubeconfig, &line) {
-            Ok(c) => c,
+        let creds = crate::kubectl::line_identity(&self.api, credentials, &self.kubeconfig, &line)?;
+        Ok((line, heredoc, creds, self.kubeconfig.namespace().to_string()))
+    }
+
+    /// `kubectl attach -i POD`: the terminal's stdin goes to the container's own process.
+    pub(super) fn attach_line(&mut self, credentials: &Credentials, line: &str) -> Vec<String> {
+        let (line, heredoc, creds, ns) = match self.terminal_line(credentials, line) {
+            Ok(t) => t,
             Err(e) => return e,
         };
-        let ns = self.kubeconfig.namespace().to_string();
         let t = match crate::kubectl::attach_prepare(&mut self.api, &creds, &ns, &line) {
             Ok(t) => t,
             Err(e) => return e,
@@ -139,19 +145,23 @@ impl Cluster {
             vec![]
         };
         self.attached = Some(Attached { namespace: t.namespace, pod: t.pod, tty, to: Target::Container(t.container), ended });
-        match heredoc {
-            Some(text) => {
-                for l in text.lines() {
-                    if self.attached.is_some() {
-                        out.extend(self.stdin_line(Some(l)));
-                    }
-                }
+        out.extend(self.feed(heredoc.as_deref()));
+        out
+    }
+
+    /// What the attached command gets next: a here-document line by line and then the end
+    /// of its input; without one, the end at once unless a person types at this terminal.
+    fn feed(&mut self, heredoc: Option<&str>) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(text) = heredoc {
+            for l in text.lines() {
                 if self.attached.is_some() {
-                    out.extend(self.stdin_line(None));
+                    out.extend(self.stdin_line(Some(l)));
                 }
             }
-            None if !self.interactive => out.extend(self.stdin_line(None)),
-            None => {}
+        }
+        if self.attached.is_some() && (heredoc.is_some() || !self.interactive) {
+            out.extend(self.stdin_line(None));
         }
         out
     }
@@ -174,13 +184,10 @@ impl Cluster {
     /// `kubectl debug`: what it printed now; with `-i` the terminal attaches once the
     /// debug container runs.
     pub(super) fn debug_line(&mut self, user: String, credentials: &Credentials, line: &str) -> Vec<String> {
-        self.api.now = self.now;
-        let (line, heredoc) = crate::kubectl::heredoc(line);
-        let creds = match crate::kubectl::line_identity(&self.api, credentials, &self.kubeconfig, &line) {
-            Ok(c) => c,
+        let (line, heredoc, creds, ns) = match self.terminal_line(credentials, line) {
+            Ok(t) => t,
             Err(e) => return e,
         };
-        let ns = self.kubeconfig.namespace().to_string();
         let (out, attach) = crate::kubectl::debug::debug(&mut self.api, &creds, &ns, &line);
         self.dispatch();
         if let Some(run) = attach {
@@ -289,23 +296,10 @@ impl Cluster {
         }
         let to = Target::Container(r.run.container.clone());
         self.attached = Some(Attached { namespace: r.run.namespace.clone(), pod: r.run.pod.clone(), tty: r.run.tty, to, ended: vec![] });
-        match r.heredoc.clone() {
-            Some(text) => {
-                if r.run.tty {
-                    out.insert(0, "Unable to use a TTY - input is not a terminal or the right kind of file".into());
-                }
-                for l in text.lines() {
-                    if self.attached.is_some() {
-                        out.extend(self.stdin_line(Some(l)));
-                    }
-                }
-                if self.attached.is_some() {
-                    out.extend(self.stdin_line(None));
-                }
-            }
-            None if !self.interactive => out.extend(self.stdin_line(None)),
-            None => {}
+        if r.run.tty && r.heredoc.is_some() {
+            out.insert(0, "Unable to use a TTY - input is not a terminal or the right kind of file".into());
         }
+        out.extend(self.feed(r.heredoc.as_deref()));
         (out, true)
     }
 

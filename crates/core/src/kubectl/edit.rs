@@ -103,14 +103,9 @@ pub(super) fn edit(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str
     if body.trim().is_empty() {
         return vec!["Edit cancelled, saved file was empty.".into()];
     }
-    let docs = crate::foundation::manifest::parse(&body);
-    let edited = match docs.as_slice() {
-        [d] if d.object.is_some() && d.diagnostics.is_empty() => d.object.clone().unwrap_or(Value::Null),
-        _ => {
-            let why = docs.iter().flat_map(|d| d.diagnostics.iter()).map(|x| x.message.clone()).next();
-            let why = why.unwrap_or_else(|| "the edited file must hold the one object that was opened".into());
-            return again(&format!("The edited file had a syntax error: {why}"), &[]);
-        }
+    let edited = match one_object(&body) {
+        Ok(v) => v,
+        Err(e) => return e,
     };
     // What was opened: the version the saved file names, if the store still has it (a
     // pane opened a while ago), else the live object.
@@ -172,13 +167,9 @@ fn edit_last_applied(api: &mut ApiServer, creds: &Credentials, r: ResourceId, na
     if body.trim().is_empty() {
         return vec!["Edit cancelled, saved file was empty.".into()];
     }
-    let docs = crate::foundation::manifest::parse(&body);
-    let edited = match docs.as_slice() {
-        [d] if d.object.is_some() && d.diagnostics.is_empty() => d.object.clone().unwrap_or(Value::Null),
-        _ => {
-            let why = docs.iter().flat_map(|d| d.diagnostics.iter()).map(|x| x.message.clone()).next();
-            return again(&format!("The edited file had a syntax error: {}", why.unwrap_or_else(|| "the edited file must hold one object".into())), &[]);
-        }
+    let edited = match one_object(&body) {
+        Ok(v) => v,
+        Err(e) => return e,
     };
     if edited == opened {
         return vec!["Edit cancelled, no changes made.".into()];
@@ -188,6 +179,20 @@ fn edit_last_applied(api: &mut ApiServer, creds: &Credentials, r: ResourceId, na
     match api.handle(Request::patch(r, &ns, name, PatchType::Merge, patch, creds.clone())) {
         Ok(_) => vec![with_warnings(api, format!("{}/{name} edited", kind_prefix(r)))],
         Err(s) => vec![s.kubectl_message(None, "")],
+    }
+}
+
+/// The one object a saved file holds; Err is the header of the file opened again for a
+/// syntax error.
+fn one_object(body: &str) -> Result<Value, Vec<String>> {
+    let docs = crate::foundation::manifest::parse(body);
+    match docs.as_slice() {
+        [d] if d.object.is_some() && d.diagnostics.is_empty() => Ok(d.object.clone().unwrap_or(Value::Null)),
+        _ => {
+            let why = docs.iter().flat_map(|d| d.diagnostics.iter()).map(|x| x.message.clone()).next();
+            let why = why.unwrap_or_else(|| "the edited file must hold the one object that was opened".into());
+            Err(again(&format!("The edited file had a syntax error: {why}"), &[]))
+        }
     }
 }
 

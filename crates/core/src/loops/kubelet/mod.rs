@@ -2429,6 +2429,21 @@ impl Kubelets {
     /// The running container an exec of `argv` reaches (traced, `how` after it): its node,
     /// its pod and its index, or the kubelet's refusal.
     fn exec_target(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, argv: &[String], how: &str) -> Result<(usize, Key, usize), Status> {
+        let (ni, key, i) = self.running_container(cx, namespace, pod, container)?;
+        cx.trace(
+            Flow::Runtime,
+            "exec",
+            format!("Pod/{namespace}/{pod}"),
+            "ok",
+            "",
+            format!("kubelet on {} runs `{}` in container {container}{how}", self.nodes[ni].name, shell_words(argv)),
+        );
+        Ok((ni, key, i))
+    }
+
+    /// A running container the kubelet's streaming server connects a client to (`exec`,
+    /// `attach`): its node, its pod and its index, or the kubelet's refusal.
+    fn running_container(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str) -> Result<(usize, Key, usize), Status> {
         self.sync_informers(cx);
         let key = (namespace.to_string(), pod.to_string());
         let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
@@ -2446,14 +2461,6 @@ impl Kubelets {
             return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
         }
         cx.user = self.nodes[ni].user.name.clone();
-        cx.trace(
-            Flow::Runtime,
-            "exec",
-            format!("Pod/{namespace}/{pod}"),
-            "ok",
-            "",
-            format!("kubelet on {} runs `{}` in container {container}{how}", self.nodes[ni].name, shell_words(argv)),
-        );
         Ok((ni, key, i))
     }
 

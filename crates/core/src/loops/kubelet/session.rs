@@ -7,7 +7,7 @@
 //! for its end. Output and the exit code go back step by step.
 
 use super::shell::{compile, Outcome, Process, Program, OPS_PER_CALL};
-use super::{runtime, CState, Key, Kubelets, Start};
+use super::{runtime, Key, Kubelets, Start};
 use crate::apiserver::trace::Flow;
 use crate::apiserver::{ExecInput, ExecProgress};
 use crate::foundation::pod::interactive_shell;
@@ -64,28 +64,11 @@ impl Kubelets {
     /// `stdinOnce`) ends it, End detaches and leaves it running. What the shell writes is
     /// the container's output (its log too); when it exits, so does the container.
     pub(super) fn attach_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, input: ExecInput) -> Result<ExecProgress, Status> {
-        self.sync_informers(cx);
-        let key = (namespace.to_string(), pod.to_string());
-        let Some(ni) = self.nodes.iter().position(|n| n.pods.contains_key(&key)) else {
-            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
-        };
-        if self.nodes[ni].down {
-            let node = &self.nodes[ni].name;
-            return Err(Status::new(500, "", format!("error dialing backend: dial tcp {node}:10250: connect: no route to host")));
-        }
-        let rt = &self.nodes[ni].pods[&key];
-        let Some(i) = rt.ctrs.iter().position(|c| c.name == container) else {
-            return Err(Status::bad_request(format!("container {container} is not valid for pod {pod}")));
-        };
-        let c = &rt.ctrs[i];
-        if !matches!(c.state, CState::Running { .. }) {
-            return Err(Status::bad_request(format!("unable to upgrade connection: container not found ({container:?})")));
-        }
-        let Some(&(instance, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == c.instance) else {
+        let (ni, key, i) = self.running_container(cx, namespace, pod, container)?;
+        let instance = self.nodes[ni].pods[&key].ctrs[i].instance;
+        let Some(&(_, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == instance) else {
             return Err(Status::bad_request(NOT_ATTACHABLE.replace("{container}", container)));
         };
-        let _ = instance;
-        cx.user = self.nodes[ni].user.name.clone();
         let what = match input {
             ExecInput::Start { .. } => "attaches to",
             ExecInput::Stdin(_) => "writes to the stdin of",
