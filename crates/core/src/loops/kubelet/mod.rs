@@ -145,6 +145,40 @@ struct Ctr {
 }
 
 impl Ctr {
+    /// A container of a pod's spec before it has run, waiting with `reason`.
+    fn new(spec: &Value, init: bool, ephemeral: bool, reason: &str) -> Ctr {
+        Ctr {
+            name: get_str(spec, &["name"]).unwrap_or("").to_string(),
+            image: get_str(spec, &["image"]).unwrap_or("").to_string(),
+            init,
+            sidecar: init && get_str(spec, &["restartPolicy"]) == Some("Always"),
+            ephemeral,
+            spec: spec.clone(),
+            state: CState::Waiting { reason: reason.to_string(), message: None },
+            last: None,
+            restarts: 0,
+            ready: false,
+            started: false,
+            behaviour: None,
+            image_id: String::new(),
+            container_id: String::new(),
+            pull_failures: 0,
+            crash_backoff: 0,
+            instance: 0,
+            proc: None,
+            daemon: None,
+            alive: BTreeSet::new(),
+            root: Tree::default(),
+            mounts: vec![],
+            cpu: usage::Meter::default(),
+            probes: [ProbeRun::default(); 3],
+            stopping: false,
+            logs: vec![],
+            log_times: vec![],
+            previous_logs: None,
+        }
+    }
+
     /// A regular container (not init, not ephemeral).
     fn regular(&self) -> bool {
         !self.init && !self.ephemeral
@@ -517,6 +551,7 @@ impl Kubelets {
                 // Gone from the API (force-deleted, or deleted while the node was away).
                 if let Some(rt) = self.nodes[ni].pods.remove(key) {
                     self.release_ip(ni, &rt);
+                    self.forget_attach(key);
                     self.schedule_in_use(cx, ni);
                     cx.trace(
                         Flow::Kubelet,
@@ -564,6 +599,16 @@ impl Kubelets {
         }
     }
 
+    /// The shells of a pod's containers that read stdin go with the pod.
+    fn forget_attach(&mut self, key: &Key) {
+        let gone: Vec<(Key, String)> = self.attach.keys().filter(|(k, _)| k == key).cloned().collect();
+        for k in gone {
+            if let Some((_, id)) = self.attach.remove(&k) {
+                self.sessions.remove(&id);
+            }
+        }
+    }
+
     /// Ephemeral containers added to a pod the kubelet runs (`pods/ephemeralcontainers`):
     /// each gets its place and starts.
     fn add_ephemeral(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
@@ -574,19 +619,7 @@ impl Kubelets {
             if rt.ctrs.iter().any(|x| x.ephemeral && x.name == name) {
                 continue;
             }
-            let mut ctr = rt.ctrs.first().map(Ctr::light).expect("a pod has a container");
-            ctr.name = name.to_string();
-            ctr.image = get_str(c, &["image"]).unwrap_or("").to_string();
-            (ctr.init, ctr.sidecar, ctr.ephemeral) = (false, false, true);
-            ctr.spec = c.clone();
-            ctr.state = CState::Waiting { reason: "ContainerCreating".into(), message: None };
-            (ctr.last, ctr.restarts, ctr.ready, ctr.started) = (None, 0, false, false);
-            (ctr.behaviour, ctr.image_id, ctr.container_id) = (None, String::new(), String::new());
-            (ctr.pull_failures, ctr.crash_backoff, ctr.instance) = (0, 0, 0);
-            (ctr.daemon, ctr.alive, ctr.mounts, ctr.stopping) = (None, BTreeSet::new(), vec![], false);
-            ctr.probes = [ProbeRun::default(); 3];
-            ctr.cpu = usage::Meter::default();
-            rt.ctrs.push(ctr);
+            rt.ctrs.push(Ctr::new(c, false, true, "ContainerCreating"));
             added = true;
         }
         if added {
@@ -602,39 +635,8 @@ impl Kubelets {
         for (list, init) in [("initContainers", true), ("containers", false), ("ephemeralContainers", false)] {
             for c in get_array(pod, &["spec", list]) {
                 let ephemeral = list == "ephemeralContainers";
-                ctrs.push(Ctr {
-                    name: get_str(c, &["name"]).unwrap_or("").to_string(),
-                    image: get_str(c, &["image"]).unwrap_or("").to_string(),
-                    init,
-                    sidecar: init && get_str(c, &["restartPolicy"]) == Some("Always"),
-                    ephemeral,
-                    spec: c.clone(),
-                    state: CState::Waiting {
-                        reason: if !has_inits || init || ephemeral { "ContainerCreating".into() } else { "PodInitializing".into() },
-                        message: None,
-                    },
-                    last: None,
-                    restarts: 0,
-                    ready: false,
-                    started: false,
-                    behaviour: None,
-                    image_id: String::new(),
-                    container_id: String::new(),
-                    pull_failures: 0,
-                    crash_backoff: 0,
-                    instance: 0,
-                    proc: None,
-                    daemon: None,
-                    alive: BTreeSet::new(),
-                    root: Tree::default(),
-                    mounts: vec![],
-                    cpu: usage::Meter::default(),
-                    probes: [ProbeRun::default(); 3],
-                    stopping: false,
-                    logs: vec![],
-                    log_times: vec![],
-                    previous_logs: None,
-                });
+                let waiting = if !has_inits || init || ephemeral { "ContainerCreating" } else { "PodInitializing" };
+                ctrs.push(Ctr::new(c, init, ephemeral, waiting));
             }
         }
         let rt = PodRt {
