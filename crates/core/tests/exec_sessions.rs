@@ -204,6 +204,7 @@ fn kubectl_run_it_attaches_to_the_pods_shell_and_rm_deletes_it_after() {
     );
     sb.advance(60_000);
     assert!(sb.cluster.api.store.get_by(rid::POD, "default", "box").is_none(), "the pod is gone");
+    assert!(sb.kubectl("attach -i box")[0].contains("NotFound"), "and nothing of it is left to attach to");
 }
 
 #[test]

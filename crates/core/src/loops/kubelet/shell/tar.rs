@@ -200,10 +200,9 @@ pub fn read(data: &[u8]) -> Result<Vec<Entry>, String> {
         let short = field(0, 100);
         let name = if prefix.is_empty() { short } else { format!("{prefix}/{short}") };
         at += BLOCK;
-        let end = at + size;
-        if end > data.len() {
+        let Some(end) = at.checked_add(size).filter(|e| *e <= data.len()) else {
             return Err("Unexpected EOF in archive".into());
-        }
+        };
         match h[156] {
             b'5' => out.push((name, None)),
             b'0' | 0 => out.push((name, Some(data[at..end].to_vec()))),
@@ -212,4 +211,32 @@ pub fn read(data: &[u8]) -> Result<Vec<Entry>, String> {
         at = end.div_ceil(BLOCK) * BLOCK;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_written_reads_back_and_damaged_archives_are_errors() {
+        let mut a = header("d/f", 3, b'0', 0o644);
+        a.extend(b"hi\n");
+        a.extend(std::iter::repeat_n(0u8, BLOCK - 3 + 2 * BLOCK));
+        assert_eq!(read(&a), Ok(vec![("d/f".to_string(), Some(b"hi\n".to_vec()))]));
+        // Not an archive, a checksum that does not match, a size past the end, a size that
+        // does not fit: errors, never a panic.
+        assert!(read(&[0xff; 1024]).is_err());
+        let mut bad = a.clone();
+        bad[0] = b'x';
+        assert!(read(&bad).is_err());
+        for size in ["00000001000", "77777777777"] {
+            let mut big = header("f", 0, b'0', 0o644);
+            big[124..135].copy_from_slice(size.as_bytes());
+            big[148..156].copy_from_slice(b"        ");
+            let sum: u32 = big.iter().map(|b| u32::from(*b)).sum();
+            big[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+            assert_eq!(read(&big), Err("Unexpected EOF in archive".to_string()), "{size}");
+        }
+        assert_eq!(read(&[]), Ok(vec![]));
+    }
 }
