@@ -7,7 +7,7 @@ The schemas come from the `kubernetes-validate` package on PyPI (the
 kubeloop serves are kept, without descriptions, in a compact form that
 crates/core/src/schema.rs reads:
 
-  "s" string, "i" integer (int64), "i32" int32, "n" number, "b" boolean, "q" quantity,
+  "s" string, "y" bytes (a base64 string), "i" integer (int64), "i32" int32, "n" number, "b" boolean, "q" quantity,
   "io" int-or-string, "a" anything, "#<def>" a reference,
   {"o": {field: type}} an object with declared fields ("a": 1 if atomic),
   {"m": type} a map, {"l": type, "k": mergeKey, "x": patchStrategy,
@@ -101,6 +101,8 @@ def main():
             return r
         if t == "integer" and s.get("format") == "int32":
             return "i32"
+        if t == "string" and s.get("format") == "byte":
+            return "y"
         return {"string": "s", "integer": "i", "number": "n", "boolean": "b"}.get(t, "a")
 
     while todo:

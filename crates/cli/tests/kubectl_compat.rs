@@ -1685,3 +1685,79 @@ fn edit_patches_and_reopens_as_the_real_kubectl_does() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), s.terminal(line), "{line}");
     }
 }
+
+/// The request of the Kubernetes documentation's "Issue a Certificate for a Kubernetes API
+/// Client Using A CertificateSigningRequest" task (a CSR for CN=angela).
+const DOCS_CSR: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlJQ1ZqQ0NBVDRDQVFBd0VURVBNQTBHQTFVRUF3d0dZVzVuWld4aE1JSUJJakFOQmdrcWhraUc5dzBCQVFFRgpBQU9DQVE4QU1JSUJDZ0tDQVFFQTByczhJTHRHdTYxakx2dHhWTTJSVlRWMDNHWlJTWWw0dWluVWo4RElaWjBOCnR2MUZtRVFSd3VoaUZsOFEzcWl0Qm0wMUFSMkNJVXBGd2ZzSjZ4MXF3ckJzVkhZbGlBNVhwRVpZM3ExcGswSDQKM3Z3aGJlK1o2MVNrVHF5SVBYUUwrTWM5T1Nsbm0xb0R2N0NtSkZNMUlMRVI3QTVGZnZKOEdFRjJ6dHBoaUlFMwpub1dtdHNZb3JuT2wzc2lHQ2ZGZzR4Zmd4eW8ybmlneFNVekl1bXNnVm9PM2ttT0x1RVF6cXpkakJ3TFJXbWlECklmMXBMWnoyalVnald4UkhCM1gyWnVVV1d1T09PZnpXM01LaE8ybHEvZi9DdS8wYk83c0x0MCt3U2ZMSU91TFcKcW90blZtRmxMMytqTy82WDNDKzBERHk5aUtwbXJjVDBnWGZLemE1dHJRSURBUUFCb0FBd0RRWUpLb1pJaHZjTgpBUUVMQlFBRGdnRUJBR05WdmVIOGR4ZzNvK21VeVRkbmFjVmQ1N24zSkExdnZEU1JWREkyQTZ1eXN3ZFp1L1BVCkkwZXpZWFV0RVNnSk1IRmQycVVNMjNuNVJsSXJ3R0xuUXFISUh5VStWWHhsdnZsRnpNOVpEWllSTmU3QlJvYXgKQVlEdUI5STZXT3FYbkFvczFqRmxNUG5NbFpqdU5kSGxpT1BjTU1oNndLaTZzZFhpVStHYTJ2RUVLY01jSVUyRgpvU2djUWdMYTk0aEpacGk3ZnNMdm1OQUxoT045UHdNMGM1dVJVejV4T0dGMUtCbWRSeEgvbUNOS2JKYjFRQm1HCkkwYitEUEdaTktXTU0xMzhIQXdoV0tkNjVoVHdYOWl4V3ZHMkh4TG1WQzg0L1BHT0tWQW9FNkpsYWFHdTlQVmkKdjlOSjVaZlZrcXdCd0hKbzZXdk9xVlA3SVFjZmg3d0drWm89Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
+
+fn csr_manifest(name: &str, request: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {request}\n  signerName: kubernetes.io/kube-apiserver-client\n  expirationSeconds: 86400\n  usages:\n  - client auth\n{extra}"
+    )
+}
+
+#[test]
+fn certificate_signing_requests_approve_and_deny_as_the_real_kubectl_does() {
+    let mut s = Server::start("csr", &[]);
+    s.kubectl = undispatched_kubectl();
+    let both = |s: &Server, line: &str, stdin: Option<&str>| {
+        let args: Vec<&str> = line.split(' ').collect();
+        let out = s.run(&args, stdin);
+        format!("{}{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout))
+    };
+    // The documentation's request through the real kubectl, another through the terminal:
+    // the same warning and line.
+    let created = both(&s, "apply -f -", Some(&csr_manifest("myuser", DOCS_CSR, "")));
+    assert!(created.starts_with("Warning: kubeloop records the approval"), "{created}");
+    let ours = s.terminal(&format!("apply -f - <<EOF\n{}EOF", csr_manifest("theirs", DOCS_CSR, "")));
+    assert_eq!(ours.trim_end(), created.replace("myuser", "theirs").trim_end());
+    // Invalid requests: not PEM, not base64, bad usages, signer and duration; system:masters.
+    let bad = csr_manifest("bad", "aGVsbG8K", "  - foo\n  - client auth\n").replace("86400", "60").replace("kubernetes.io/kube-apiserver-client", "example/x");
+    let undecodable = csr_manifest("bad", "\"@@@\"", "");
+    for manifest in [bad, undecodable] {
+        let theirs = both(&s, "apply -f -", Some(&manifest));
+        assert!(theirs.contains("CertificateSigningRequest"), "{theirs}");
+        assert_eq!(s.terminal(&format!("apply -f - <<EOF\n{manifest}EOF")).trim_end(), theirs.trim_end());
+    }
+    for line in [
+        "get csr",
+        "get csr -o wide",
+        "get certificatesigningrequests.certificates.k8s.io myuser",
+        "describe csr myuser",
+        "certificate approve",
+        "certificate approve nope",
+        "certificate approve myuser",
+        "get csr myuser",
+        "certificate approve myuser",
+        "certificate approve myuser --force",
+        "certificate deny myuser",
+        "certificate deny theirs",
+        "certificate approve theirs",
+        "get csr",
+        "describe csr theirs",
+        "get csr myuser -o jsonpath={.status.conditions[0].reason}",
+        "certificate approve theirs --as=jane",
+        "get csr --as=jane",
+    ] {
+        assert_eq!(without_ages(&both(&s, line, None)).trim_end(), without_ages(&s.terminal(line)).trim_end(), "{line}");
+    }
+    // A user allowed to update approvals but not to approve for the signer is refused by
+    // the CertificateApproval admission plugin; approving for `kubernetes.io/*` lets them.
+    let rbac = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: csr-approver}\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests, certificatesigningrequests/approval]\n  verbs: [get, list, update]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: jane-csr}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: csr-approver}\nsubjects: [{kind: User, name: jane, apiGroup: rbac.authorization.k8s.io}]\n";
+    s.run(&["apply", "-f", "-"], Some(rbac));
+    s.run(&["apply", "-f", "-"], Some(&csr_manifest("third", DOCS_CSR, "")));
+    let refused = both(&s, "certificate approve third --as=jane", None);
+    assert_eq!(
+        refused.trim_end(),
+        "Error from server (Forbidden): certificatesigningrequests.certificates.k8s.io \"third\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\""
+    );
+    assert_eq!(s.terminal("certificate approve third --as=jane").trim_end(), refused.trim_end());
+    let signers = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: signer-approver}\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [signers]\n  resourceNames: [kubernetes.io/*]\n  verbs: [approve]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: jane-signer}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: signer-approver}\nsubjects: [{kind: User, name: jane, apiGroup: rbac.authorization.k8s.io}]\n";
+    s.run(&["apply", "-f", "-"], Some(signers));
+    assert_eq!(both(&s, "certificate approve third --as=jane", None).trim_end(), "certificatesigningrequest.certificates.k8s.io/third approved");
+    // The approval is the condition kubectl wrote, with the times the server stamped.
+    let yaml = s.ok(&["get", "csr", "third", "-o", "yaml"]);
+    for want in ["reason: KubectlApprove", "message: This CSR was approved by kubectl certificate approve.", "lastTransitionTime:", "username: admin"] {
+        assert!(yaml.contains(want), "{want}\n{yaml}");
+    }
+}

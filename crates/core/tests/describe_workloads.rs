@@ -144,6 +144,6 @@ fn kinds_without_a_describer_say_which_ones_have_one() {
     let mut c = Cluster::new(Config::default());
     assert_eq!(
         kubectl(&mut c, "describe configmap kube-root-ca.crt"),
-        "error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, replicationcontrollers, statefulsets, daemonsets, jobs, cronjobs, poddisruptionbudgets, horizontalpodautoscalers, services, nodes, namespaces, resourcequotas, limitranges, persistentvolumeclaims, persistentvolumes and storageclasses)"
+        "error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, replicationcontrollers, statefulsets, daemonsets, jobs, cronjobs, poddisruptionbudgets, horizontalpodautoscalers, services, nodes, namespaces, resourcequotas, limitranges, persistentvolumeclaims, persistentvolumes, storageclasses and certificatesigningrequests)"
     );
 }

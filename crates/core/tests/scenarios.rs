@@ -545,7 +545,7 @@ fn a_full_etcd_refuses_every_write_until_compacted_defragmented_and_disarmed() {
     c.run_until(250_000);
     let out = |c: &Cluster, cmd: &str| c.outputs.iter().filter(|o| o.command == cmd).map(|o| o.output.clone()).collect::<Vec<_>>();
     let status = out(&c, "etcdctl endpoint status");
-    assert!(status[0][0].ends_with(", 2, 190, 190, "), "{status:?}");
+    assert!(status[0][0].ends_with(", 2, 191, 191, "), "{status:?}");
     assert!(status[1][0].ends_with("memberID:10276657743932975437 alarm:NOSPACE "), "{status:?}");
     assert_eq!(out(&c, "kubectl scale deployment web --replicas=2")[0], ["Error from server: etcdserver: mvcc: database space exceeded"]);
     assert!(c

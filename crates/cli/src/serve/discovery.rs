@@ -73,6 +73,7 @@ fn subresources(r: &ResourceInfo) -> Vec<(&'static str, &'static str, &'static s
             out.push(("log", "", "v1", "Pod", &["get"][..]));
         }
         "Namespace" => out.push(("finalize", "", "v1", "Namespace", &["update"][..])),
+        "CertificateSigningRequest" => out.push(("approval", r.group, r.version, r.kind, &["get", "patch", "update"][..])),
         _ => {}
     }
     out

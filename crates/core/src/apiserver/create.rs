@@ -50,7 +50,13 @@ impl ApiServer {
         } else {
             format!("{}/{}/{}", res.kind, ns, name)
         };
+        if res.kind == certificates::KIND {
+            certificates::prepare_for_create(&mut obj, user);
+        }
         let mut errs = validation::validate(res.kind, res.namespaced, &obj);
+        if res.kind == certificates::KIND {
+            errs.extend(certificates::validate(&obj, None, ""));
+        }
         // `ValidatePodCreate`: ephemeral containers are added to a running pod only.
         if res.kind == "Pod" && !api::get_array(&obj, &["spec", "ephemeralContainers"]).is_empty() {
             errs.push(crate::foundation::status::FieldError::forbidden("spec.ephemeralContainers", "cannot be set on create"));
@@ -198,9 +204,13 @@ impl ApiServer {
     }
 
     fn persist_create(&mut self, c: &Ctx, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request, obj: Value) -> Result<Object, Status> {
-        if self.unsimulated.contains(&rid) {
-            let note = format!("kubeloop stores {} {} but simulates no controller for it", res.api_version(), res.kind);
-            record!(self, c, Flow::Etcd, "not-simulated", "warning", "", format!("{note}: nothing will act on it"));
+        let note = if self.unsimulated.contains(&rid) {
+            Some(format!("kubeloop stores {} {} but simulates no controller for it", res.api_version(), res.kind))
+        } else {
+            (res.kind == certificates::KIND).then(|| certificates::NOT_SIMULATED.to_string())
+        };
+        if let Some(note) = note {
+            record!(self, c, Flow::Etcd, "not-simulated", "warning", "", note.clone());
             self.warnings.push(note);
         }
         if req.dry_run {

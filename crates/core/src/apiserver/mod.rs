@@ -10,6 +10,7 @@
 
 pub mod admission;
 pub mod cel;
+pub mod certificates;
 pub mod defaults;
 pub mod fields;
 pub mod flowcontrol;
@@ -207,6 +208,7 @@ const KIND_TRAITS: &[(&str, bool, bool)] = &[
     ("PersistentVolume", false, true),
     ("ResourceQuota", false, true),
     ("VolumeAttachment", false, true),
+    ("CertificateSigningRequest", false, true),
 ];
 
 fn has_generation(kind: &str) -> bool {
@@ -750,6 +752,7 @@ impl ApiServer {
     ) -> Result<Vec<String>, Status> {
         let req = self.admission_request(op, res, sub, ns, name.to_string(), user, obj, old, dry);
         admission::persistent_volume_claim_resize(&self.store, &req)?;
+        certificates::admit(&self.store, res, op, sub, name, user, obj, old)?;
         if let Some(w) = req.object.and_then(flowcontrol::unsimulated_fields) {
             self.warnings.push(w);
         }

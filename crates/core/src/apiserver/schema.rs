@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 #[derive(Debug)]
 enum Ty {
     Str,
+    /// `format: byte`: a Go `[]byte`, base64 in JSON.
+    Bytes,
     /// `format: int32`.
     Int32,
     /// `format: int64` (and integers without a format).
@@ -57,6 +59,7 @@ fn schema() -> &'static Schema {
             match v {
                 Value::String(s) => match s.as_str() {
                     "s" => Ty::Str,
+                    "y" => Ty::Bytes,
                     "i" => Ty::Int,
                     "i32" => Ty::Int32,
                     "n" => Ty::Num,
@@ -169,6 +172,16 @@ impl Walker<'_> {
                     self.type_error(v, parent, "string");
                 }
             }
+            Ty::Bytes => match v.as_str() {
+                None => self.type_error(v, parent, "[]uint8"),
+                Some(s) => {
+                    if let Err(at) = crate::foundation::pki::go_base64_decode(s.as_bytes()) {
+                        if self.out.type_error.is_none() {
+                            self.out.type_error = Some(format!("illegal base64 data at input byte {at}"));
+                        }
+                    }
+                }
+            },
             Ty::Int32 | Ty::Int => {
                 let go = if matches!(ty, Ty::Int32) { "int32" } else { "int64" };
                 let fits = match v.as_i64() {

@@ -47,7 +47,7 @@ impl ApiServer {
         let mut new = self.proposed(res, rid, req, current, &mut body)?;
         self.decode_update(res, req, &mut new)?;
         check_preconditions(res, req, &body, &new, current)?;
-        prepare_for_update(res, req, &body, current, &mut new);
+        prepare_for_update(res, req, &body, current, &mut new, self.now);
         // The PersistentVolume status strategy stamps a phase change the client did not
         // stamp itself.
         if res.kind == "PersistentVolume" && sub == "status" {
@@ -63,13 +63,21 @@ impl ApiServer {
         }
         // The field manager's record is of the object as the request made it.
         let requested = if req.field_manager.is_empty() { None } else { Some(new.clone()) };
-        if sub != "status" && sub != "finalize" {
+        if sub != "status" && sub != "finalize" && sub != "approval" {
             self.admit_mutating(c, res, "UPDATE", ns, &req.name, user, &mut new, Some(current), req.dry_run)?;
         } else {
             record!(self, c, Flow::MutatingAdmission, "mutating-admission", "ok", "", "status update".into());
         }
         check_finalizers_while_deleting(res, &req.name, current, &new)?;
-        let mut errs = if sub == "status" || sub == "finalize" { vec![] } else { validation::validate(res.kind, res.namespaced, &new) };
+        let mut errs = if res.kind == certificates::KIND {
+            let mut e = validation::validate(res.kind, res.namespaced, &new);
+            e.extend(certificates::validate(&new, Some(current), sub));
+            e
+        } else if sub == "status" || sub == "finalize" {
+            vec![]
+        } else {
+            validation::validate(res.kind, res.namespaced, &new)
+        };
         if sub.is_empty() {
             errs.extend(validation::validate_update(res.kind, current, &new));
         }
@@ -249,7 +257,7 @@ fn check_preconditions(res: &ResourceInfo, req: &Request, body: &Value, new: &Va
 /// The strategy's `PrepareForUpdate`: immutable metadata kept, and the split between the
 /// main resource (which keeps the stored status) and its `status` and `finalize`
 /// subresources (which keep everything else).
-fn prepare_for_update(res: &ResourceInfo, req: &Request, body: &Value, current: &Object, new: &mut Value) {
+fn prepare_for_update(res: &ResourceInfo, req: &Request, body: &Value, current: &Object, new: &mut Value, now: Millis) {
     let meta_old = current.get("metadata").cloned().unwrap_or(json!({}));
     let m = api::entry(new, &["metadata"]);
     for k in ["uid", "creationTimestamp", "name", "namespace", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
@@ -309,6 +317,7 @@ fn prepare_for_update(res: &ResourceInfo, req: &Request, body: &Value, current: 
                 }
             }
         }
+        sub if res.kind == certificates::KIND => certificates::prepare_for_update(sub, current, new, &rfc3339(now)),
         _ if has_status_subresource(res.kind) => match current.get("status") {
             Some(s) => api::set(new, &["status"], s.clone()),
             None => {

@@ -36,7 +36,7 @@ pub fn is_dns1035_label(s: &str) -> bool {
 /// The messages of `IsDNS1123Subdomain`, `IsDNS1123Label` and `IsDNS1035Label`
 /// (`pkg/util/validation/validation.go`), each an Invalid error on `field`: the length
 /// error and the format error are independent, so a long but well-formed name gets one.
-fn dns_errors(field: &str, value: &str, kind: NameKind) -> Vec<FieldError> {
+pub(super) fn dns_errors(field: &str, value: &str, kind: NameKind) -> Vec<FieldError> {
     let v = json!(value);
     let (max, msg) = match kind {
         NameKind::Subdomain => (253, (!matches_dns1123_subdomain(value)).then_some(DNS1123_SUBDOMAIN_MSG)),
@@ -51,6 +51,7 @@ fn dns_errors(field: &str, value: &str, kind: NameKind) -> Vec<FieldError> {
             },
         ),
         NameKind::Dns1035 => (63, (!matches_dns1035_label(value)).then_some(DNS1035_LABEL_MSG)),
+        NameKind::Any => return Vec::new(),
     };
     let mut errs = Vec::new();
     if value.len() > max {
@@ -66,10 +67,13 @@ fn dns_errors(field: &str, value: &str, kind: NameKind) -> Vec<FieldError> {
 /// (`ValidateConfigMapName`, `ValidatePodName`, `ValidateDeploymentName`, ...),
 /// `NameIsDNSLabel` for namespaces, `NameIsDNS1035Label` for services.
 #[derive(Clone, Copy)]
-enum NameKind {
+pub(super) enum NameKind {
     Subdomain,
     Label,
     Dns1035,
+    /// Any name (`ValidateCertificateRequestName`: "We don't care what you call your
+    /// certificate requests.").
+    Any,
 }
 
 /// `ValidateLabels` (`apis/meta/v1/validation`): `IsQualifiedName` on each key and
@@ -747,6 +751,7 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
     let name_kind = match kind {
         "Namespace" => NameKind::Label,
         "Service" => NameKind::Dns1035,
+        "CertificateSigningRequest" => NameKind::Any,
         _ => NameKind::Subdomain,
     };
     // Role-like objects allow any path segment name; the real API only forbids `.`/`..`/`/`/`%`.

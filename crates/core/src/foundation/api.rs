@@ -188,6 +188,8 @@ pub static RESOURCES: &[ResourceInfo] = &[
     res!("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", "flowschema", false, []),
     // schema: "flowcontrol.apiserver.k8s.io/v1/PriorityLevelConfiguration"
     res!("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations", "prioritylevelconfiguration", false, []),
+    // schema: "certificates.k8s.io/v1/CertificateSigningRequest"
+    res!("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", "certificatesigningrequest", false, ["csr"]),
 ];
 
 /// Whether a resource is one of the resource metrics API's views (served from scrapes,
@@ -243,6 +245,7 @@ pub mod rid {
     pub const APISERVICE: ResourceId = 44;
     pub const FLOWSCHEMA: ResourceId = 45;
     pub const PRIORITYLEVEL: ResourceId = 46;
+    pub const CSR: ResourceId = 47;
 }
 
 /// The resource for an `apiVersion` and `kind`, as the REST mapper resolves it.
@@ -450,6 +453,7 @@ mod tests {
             (rid::APISERVICE, "APIService"),
             (rid::FLOWSCHEMA, "FlowSchema"),
             (rid::PRIORITYLEVEL, "PriorityLevelConfiguration"),
+            (rid::CSR, "CertificateSigningRequest"),
         ];
         for (id, kind) in pairs {
             assert_eq!(RESOURCES[id].kind, kind);

@@ -7,6 +7,7 @@ pub mod api;
 pub mod cron;
 pub mod labels;
 pub mod manifest;
+pub mod pki;
 pub mod pod;
 pub mod quantity;
 pub mod sim;

@@ -1502,6 +1502,58 @@ pub fn storage_class(sc: &Value, events: &[&Value], now: Millis) -> String {
     tabwrite(&o)
 }
 
+/// `CertificateSigningRequestDescriber`: the requester, signer and status, and the
+/// subject and alternative names read from the request itself.
+pub fn certificate_signing_request(csr: &Value, events: &[&Value], now: Millis) -> Result<String, String> {
+    use crate::foundation::pki::{self, oid};
+    let req = pki::parse_csr_pem(&crate::apiserver::certificates::request_pem(csr)).map_err(|e| format!("Error parsing CSR: {e}"))?;
+    let mut o = String::new();
+    o.push_str(&format!("Name:\t{}\n", api::name(csr)));
+    o.push_str(&format!("Labels:\t{}\n", format_labels(get(csr, &["metadata", "labels"]))));
+    o.push_str(&format!("Annotations:\t{}\n", format_labels(get(csr, &["metadata", "annotations"]))));
+    o.push_str(&format!("CreationTimestamp:\t{}\n", rfc1123z(get_str(csr, &["metadata", "creationTimestamp"]).unwrap_or(""))));
+    o.push_str(&format!("Requesting User:\t{}\n", get_str(csr, &["spec", "username"]).unwrap_or("")));
+    if let Some(signer) = get_str(csr, &["spec", "signerName"]).filter(|s| !s.is_empty()) {
+        o.push_str(&format!("Signer:\t{signer}\n"));
+    }
+    if let Some(secs) = get_i64(csr, &["spec", "expirationSeconds"]) {
+        o.push_str(&format!("Requested Duration:\t{}\n", human_duration(secs.max(0) as Millis * 1000)));
+    }
+    o.push_str(&format!("Status:\t{}\n", crate::apiserver::certificates::condition_summary(csr)));
+    // `printListHelper`: nothing for no values, more values on following lines.
+    let list = |o: &mut String, prefix: &str, name: &str, values: &[&str]| {
+        if !values.is_empty() {
+            o.push_str(&format!("{prefix}{name}:\t{}\n", values.join(&format!("\n{prefix}\t"))));
+        }
+    };
+    o.push_str("Subject:\n");
+    o.push_str(&format!("\tCommon Name:\t{}\n", req.common_name()));
+    o.push_str(&format!("\tSerial Number:\t{}\n", req.subject_values(oid::SERIAL_NUMBER).last().copied().unwrap_or("")));
+    for (name, id) in [
+        ("Organization", oid::ORGANIZATION),
+        ("Organizational Unit", oid::ORGANIZATIONAL_UNIT),
+        ("Country", oid::COUNTRY),
+        ("Locality", oid::LOCALITY),
+        ("Province", oid::PROVINCE),
+        ("StreetAddress", oid::STREET_ADDRESS),
+        ("PostalCode", oid::POSTAL_CODE),
+    ] {
+        list(&mut o, "\t", name, &req.subject_values(id));
+    }
+    fn strs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    if !(req.dns_names.is_empty() && req.email_addresses.is_empty() && req.ip_addresses.is_empty() && req.uris.is_empty()) {
+        o.push_str("Subject Alternative Names:\n");
+        list(&mut o, "\t", "DNS Names", &strs(&req.dns_names));
+        list(&mut o, "\t", "Email Addresses", &strs(&req.email_addresses));
+        list(&mut o, "\t", "URIs", &strs(&req.uris));
+        list(&mut o, "\t", "IP Addresses", &strs(&req.ip_addresses));
+    }
+    events_section(&mut o, events, now);
+    Ok(tabwrite(&o))
+}
+
 /// `resource.Quantity.String()`: the canonical form, and `<nil>` for a missing one.
 fn quantity_string(v: Option<&Value>) -> String {
     match v.filter(|v| !v.is_null()) {
@@ -1820,7 +1872,7 @@ pub fn limit_range(lr: &Value) -> String {
 }
 
 /// The kinds `kubectl describe` has a describer for here.
-const DESCRIBED: [&str; 18] = [
+const DESCRIBED: [&str; 19] = [
     "Pod",
     "Deployment",
     "ReplicaSet",
@@ -1839,6 +1891,7 @@ const DESCRIBED: [&str; 18] = [
     "PersistentVolumeClaim",
     "PersistentVolume",
     "StorageClass",
+    "CertificateSigningRequest",
 ];
 
 /// `kubectl describe TYPE NAME...` (or `TYPE/NAME`, or `-l`).
@@ -1923,6 +1976,13 @@ pub(super) fn command(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &
             "LimitRange" => limit_range(&obj),
             "PersistentVolume" => persistent_volume(&obj, &events, now),
             "StorageClass" => storage_class(&obj, &events, now),
+            "CertificateSigningRequest" => match certificate_signing_request(&obj, &events, now) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push(format!("error: {e}"));
+                    continue;
+                }
+            },
             "PersistentVolumeClaim" => {
                 // `getPodsForPVC`: the namespace's pods whose volumes name the claim.
                 let mut users: Vec<Value> = list(api, rid::POD).unwrap_or_default();

@@ -59,6 +59,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("auth", "can-i whoami", "all-namespaces"),
     ("auth whoami", "", "output"),
     ("autoscale", "", "cpu cpu-percent max memory min name"),
+    ("certificate", "approve deny", "force"),
     ("cluster-info", "", ""),
     ("completion", "", ""),
     ("config", "current-context view get-contexts get-clusters get-users use-context set-context rename-context delete-context", "minify output no-headers current namespace user"),
@@ -103,6 +104,11 @@ const SIMULATED: &[(&str, &str, &str)] = &[
 /// The command paths kubeloop runs (`get`, `apply view-last-applied`).
 pub(super) fn simulated_paths() -> impl Iterator<Item = &'static str> {
     SIMULATED.iter().map(|s| s.0)
+}
+
+/// All of kubectl's subcommands of `command` (`rollout`: history, pause, ...).
+pub(super) fn kubectl_subcommands(command: &str) -> Vec<&'static str> {
+    entry(command).map(|e| e.3.split_whitespace().collect()).unwrap_or_default()
 }
 
 /// The subcommands kubeloop runs of `command`.

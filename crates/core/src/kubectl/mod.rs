@@ -25,6 +25,7 @@ mod apply;
 mod args;
 mod auth;
 mod autoscale;
+mod certificate;
 mod completion;
 mod create;
 pub mod debug;
@@ -400,6 +401,7 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         "top" => top(api, creds, &f, &ns),
         "delete" => delete(api, creds, &f, &ns),
         "cordon" | "uncordon" => cordon(api, creds, &f, &verb),
+        "certificate" if matches!(f.positional.first().map(String::as_str), Some("approve" | "deny")) => certificate::modify(api, creds, &f),
         "label" | "annotate" => label(api, creds, &f, &ns, &verb),
         "patch" => patch::patch(api, creds, &f, &ns),
         "edit" => edit::edit(api, creds, &f, &ns, stdin.as_deref(), edit::Mode::Object),
@@ -431,6 +433,12 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
             *waiting = w;
             out
         }
+        // A command group without one of its subcommands (`DefaultSubCommandRun`): kubectl
+        // prints the group's help, or refuses an unknown subcommand.
+        group if !flags::kubectl_subcommands(group).is_empty() => match f.positional.first() {
+            None => vec![format!("kubectl {group} needs a subcommand: {}", flags::kubectl_subcommands(group).join(", "))],
+            Some(sub) => vec![format!("error: unknown command {sub:?}"), format!("See 'kubectl {group} -h' for help and examples")],
+        },
         other => vec![format!(
             "error: kubeloop does not support \"kubectl {other}\" yet (it runs {}; `curl localhost:PORT` reaches a port-forward)",
             commands().join(", ")

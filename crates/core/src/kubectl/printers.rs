@@ -383,6 +383,26 @@ pub fn get_rows(kind: &str, objects: &[&Value], now: Millis, wide: bool) -> (Vec
                 })
                 .collect(),
         ),
+        // `printCertificateSigningRequest`.
+        "CertificateSigningRequest" => (
+            strs(vec!["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]),
+            objects
+                .iter()
+                .map(|c| {
+                    let text = |p: &[&str]| get_str(c, p).filter(|s| !s.is_empty()).unwrap_or("<none>").to_string();
+                    let duration = crate::foundation::api::get_i64(c, &["spec", "expirationSeconds"])
+                        .map_or("<none>".into(), |s| human_duration(s.max(0) as Millis * 1000));
+                    vec![
+                        name(c),
+                        age(c),
+                        text(&["spec", "signerName"]),
+                        get_str(c, &["spec", "username"]).unwrap_or("").to_string(),
+                        duration,
+                        crate::apiserver::certificates::condition_summary(c),
+                    ]
+                })
+                .collect(),
+        ),
         // `pkg/printers/internalversion` `printFlowSchema`, `printPriorityLevelConfiguration`.
         "FlowSchema" => (
             strs(vec!["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD", "AGE", "MISSINGPL"]),

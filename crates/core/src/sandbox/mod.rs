@@ -786,7 +786,7 @@ mod tests {
         assert!(svc.contains(&"Endpoints:                172.18.0.2:6443".to_string()), "{svc:?}");
         assert_eq!(
             sb.kubectl("describe configmap kube-root-ca.crt"),
-            ["error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, replicationcontrollers, statefulsets, daemonsets, jobs, cronjobs, poddisruptionbudgets, horizontalpodautoscalers, services, nodes, namespaces, resourcequotas, limitranges, persistentvolumeclaims, persistentvolumes and storageclasses)"]
+            ["error: kubeloop cannot describe configmaps yet (it describes pods, deployments, replicasets, replicationcontrollers, statefulsets, daemonsets, jobs, cronjobs, poddisruptionbudgets, horizontalpodautoscalers, services, nodes, namespaces, resourcequotas, limitranges, persistentvolumeclaims, persistentvolumes, storageclasses and certificatesigningrequests)"]
         );
     }
 
