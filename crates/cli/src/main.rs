@@ -286,8 +286,11 @@ fn kubectl(args: &[String]) -> ExitCode {
             })
             .collect();
     // `-f PATH` reads the file here (the sandbox has no file system); `-f -` reads stdin.
+    // Not `logs -f` (follow), nor a `-f` after `--`, which belongs to the container's command.
     let mut line = line.join(" ");
-    if let Some(i) = cmd.iter().position(|w| w == "-f" || w == "--filename") {
+    let before_dashes = cmd.iter().position(|w| w == "--").unwrap_or(cmd.len());
+    let follows = cmd.iter().find(|w| !w.starts_with('-')).is_some_and(|w| w == "logs");
+    if let Some(i) = cmd[..before_dashes].iter().position(|w| w == "--filename" || (w == "-f" && !follows)) {
         let path = cmd.get(i + 1).map(String::as_str).unwrap_or("");
         let text = if path == "-" {
             let mut t = String::new();
@@ -309,8 +312,12 @@ fn kubectl(args: &[String]) -> ExitCode {
     }
     let out = sb.kubectl_to_end(&line);
     let failed = out.iter().any(|l| l.starts_with("error:") || l.starts_with("Error from server"));
+    // A reader that stops early (`| head`) ends the output, not the program.
+    let mut stdout = std::io::stdout().lock();
     for l in out {
-        println!("{l}");
+        if std::io::Write::write_all(&mut stdout, format!("{l}\n").as_bytes()).is_err() {
+            break;
+        }
     }
     if failed {
         ExitCode::from(1)

@@ -1761,3 +1761,101 @@ fn certificate_signing_requests_approve_and_deny_as_the_real_kubectl_does() {
         assert!(yaml.contains(want), "{want}\n{yaml}");
     }
 }
+
+#[test]
+fn attach_without_stdin_streams_what_the_container_writes_next_to_the_real_kubectl() {
+    let s = Server::start("attach-output", &[]);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: ticker}\nspec:\n  restartPolicy: Never\n  containers:\n  - name: t\n    image: busybox:1.36\n    command: [\"sh\", \"-c\", \"echo before; sleep 8; for i in 1 2 3; do echo tick $i; sleep 1; done\"]\n";
+    assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
+    s.until(&["logs", "ticker"], 60, |o| o == "before\n");
+    // What it wrote before the attach is not sent; the stream ends with the container.
+    let out = s.run(&["attach", "ticker"], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tick 1\ntick 2\ntick 3\n");
+    // A pod that has ended cannot be attached to.
+    s.until(&["get", "pod", "ticker", "-o", "jsonpath={.status.phase}"], 60, |o| o == "Succeeded");
+    assert_eq!(s.fails(&["attach", "ticker"], None), "error: cannot attach a container in a completed pod; current phase is Succeeded\n");
+    assert_eq!(s.terminal("attach ticker"), "error: cannot attach a container in a completed pod; current phase is Succeeded\n");
+}
+
+#[test]
+fn debug_profiles_make_what_the_real_kubectls_make() {
+    let s = Server::start("debug-profiles", &[]);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: box, labels: {app: box}, annotations: {note: kept}}\nspec:\n  containers:\n  - name: box\n    image: busybox:1.36\n    command: [\"sleep\", \"3600\"]\n    readinessProbe: {exec: {command: [\"true\"]}}\n";
+    assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
+    s.until(&["get", "pod", "box", "-o", "jsonpath={.status.phase}"], 60, |o| o == "Running");
+    let node = s.ok(&["get", "pod", "box", "-o", "jsonpath={.spec.nodeName}"]);
+    // Without the fields that name the container, the pod or the moment.
+    let spec = |pod: &str| -> serde_json::Value {
+        let mut v: serde_json::Value = serde_json::from_str(&s.ok(&["get", "pod", pod, "-o", "json"])).unwrap();
+        let mut spec = v["spec"].take();
+        for k in ["nodeName", "serviceAccountName", "serviceAccount"] {
+            spec.as_object_mut().unwrap().remove(k);
+        }
+        json_without(&mut spec, &["name"]);
+        serde_json::json!({"labels": v["metadata"]["labels"], "annotations": v["metadata"]["annotations"], "spec": spec})
+    };
+    for profile in ["legacy", "general", "baseline", "restricted", "netadmin", "sysadmin"] {
+        // An ephemeral container: its security context.
+        let theirs = format!("theirs-{profile}");
+        let out = s.run(&["debug", "box", "--image=busybox:1.36", &format!("--profile={profile}"), "-c", &theirs, "--", "sleep", "100"], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mine = format!("mine-{profile}");
+        s.terminal(&format!("debug box --image=busybox:1.36 --profile={profile} -c {mine} -- sleep 100"));
+        let sc = |name: &str| s.ok(&["get", "pod", "box", "-o", &format!("jsonpath={{.spec.ephemeralContainers[?(@.name==\"{name}\")].securityContext}}")]);
+        assert_eq!(sc(&theirs), sc(&mine), "{profile}: the ephemeral container's security context");
+        // A copy: what is kept of the pod, and the debug container.
+        let out = s.run(
+            &[
+                "debug",
+                "box",
+                "--image=busybox:1.36",
+                &format!("--profile={profile}"),
+                &format!("--copy-to=copy-theirs-{profile}"),
+                "-c",
+                "dbg",
+                "--",
+                "sleep",
+                "100",
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        s.terminal(&format!("debug box --image=busybox:1.36 --profile={profile} --copy-to=copy-mine-{profile} -c dbg -- sleep 100"));
+        assert_eq!(spec(&format!("copy-theirs-{profile}")), spec(&format!("copy-mine-{profile}")), "{profile}: the copy");
+        // A node: host namespaces, the host's root.
+        let pods_before = s.ok(&["get", "pods", "-o", "name"]);
+        let out = s.run(&["debug", &format!("node/{node}"), "--image=busybox:1.36", &format!("--profile={profile}"), "--", "sleep", "100"], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        s.terminal(&format!("debug node/{node} --image=busybox:1.36 --profile={profile} -- sleep 100"));
+        let new: Vec<String> =
+            s.ok(&["get", "pods", "-o", "name"]).lines().filter(|l| !pods_before.contains(*l)).map(|l| l.trim_start_matches("pod/").to_string()).collect();
+        assert_eq!(new.len(), 2, "{new:?}");
+        // kubectl 1.34 and later label the pod `app.kubernetes.io/managed-by: kubectl-debug`; the
+        // kubectl here (1.33) does not.
+        let node_pod = |pod: &str| {
+            let mut v = spec(pod);
+            v["labels"] = serde_json::Value::Null;
+            v
+        };
+        assert_eq!(node_pod(&new[0]), node_pod(&new[1]), "{profile}: the node's debugging pod");
+    }
+    assert_eq!(
+        s.fails(&["debug", "box", "--image=busybox:1.36", "--profile=nope"], None).trim_end(),
+        s.terminal("debug box --image=busybox:1.36 --profile=nope").trim_end()
+    );
+}
+
+/// Drop the given keys wherever they appear in a JSON tree.
+fn json_without(v: &mut serde_json::Value, keys: &[&str]) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for k in keys {
+                m.remove(*k);
+            }
+            m.values_mut().for_each(|x| json_without(x, keys));
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| json_without(x, keys)),
+        _ => {}
+    }
+}

@@ -345,6 +345,59 @@ fn kubectl_logs_follow_prints_what_the_container_writes_until_it_ends() {
     assert_eq!(all, (1..=6).map(|i| format!("tick {i}")).collect::<Vec<_>>(), "each line once, in order, until the container ended");
     // Without -f it prints what there is and is over.
     assert!(sb.kubectl_watching("logs ticker").1.is_none());
+    // `attach` without -i: the notes, then only what the container writes from then on.
+    let mut sb = Sandbox::new(pod, None);
+    sb.advance(5_000);
+    let (out, follow) = sb.kubectl_watching("attach ticker");
+    let Some(Follow::Logs(mut f)) = follow else { panic!("attach follows: {out:?}") };
+    assert_eq!(out[1], "If you don't see a command prompt, try pressing enter.");
+    let mut all = Vec::new();
+    for _ in 0..20 {
+        sb.advance(1_000);
+        let (lines, done) = f.poll(&sb.cluster.api, sb.cluster.kubelet());
+        all.extend(lines);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(all, (4..=6).map(|i| format!("tick {i}")).collect::<Vec<_>>());
+}
+
+#[test]
+fn kubectl_logs_follow_of_a_selector_and_all_containers_interleaves_the_streams() {
+    use kubeloop_core::kubectl::Follow;
+    use kubeloop_core::sandbox::Sandbox;
+    let pod = |name: &str, start: u32| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{app: tick}}\nspec:\n  restartPolicy: Never\n  containers:\n  - name: a\n    image: busybox:1.36\n    command: [sh, -c, 'sleep {start}; for i in 1 2 3; do echo {name} a $i; sleep 4; done']\n  - name: b\n    image: busybox:1.36\n    command: [sh, -c, 'sleep {}; for i in 1 2 3; do echo {name} b $i; sleep 4; done']\n",
+            start + 1
+        )
+    };
+    let mut sb = Sandbox::new(&format!("{}---\n{}", pod("one", 10), pod("two", 12)), None);
+    sb.advance(5_000);
+    let (out, follow) = sb.kubectl_watching("logs -f -l app=tick --all-containers --prefix");
+    let Some(Follow::Logs(mut f)) = follow else { panic!("logs -f -l follows: {out:?}") };
+    assert!(out.is_empty(), "nothing written yet: {out:?}");
+    let mut all = Vec::new();
+    for _ in 0..60 {
+        sb.advance(1_000);
+        let (lines, done) = f.poll(&sb.cluster.api, sb.cluster.kubelet());
+        all.extend(lines);
+        if done {
+            break;
+        }
+    }
+    // Four streams, each line once, in the order written (a's second before b's).
+    let want: Vec<String> =
+        (1..=3).flat_map(|i| [("one", "a"), ("one", "b"), ("two", "a"), ("two", "b")].map(|(p, c)| format!("[pod/{p}/{c}] {p} {c} {i}"))).collect();
+    assert_eq!(all, want);
+    // More streams than kubectl follows at once (--max-log-requests, 5).
+    let many = (0..3).map(|i| pod(&format!("p{i}"), 1)).collect::<Vec<_>>().join("---\n");
+    let mut sb = Sandbox::new(&many, None);
+    sb.advance(5_000);
+    let (out, follow) = sb.kubectl_watching("logs -f -l app=tick --all-containers");
+    assert!(follow.is_none());
+    assert_eq!(out, ["error: you are attempting to follow 6 log streams, but maximum allowed concurrency is 5, use --max-log-requests to increase the limit"]);
 }
 
 #[test]

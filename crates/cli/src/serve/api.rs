@@ -50,6 +50,15 @@ pub trait Session: Send {
     fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool);
     /// The connection has ended (either side).
     fn closed(&mut self, _sh: &Shared) {}
+    /// Whether the session also sends without being asked: [`Session::poll`] then runs
+    /// whenever the client has been quiet for a moment.
+    fn polls(&self) -> bool {
+        false
+    }
+    /// What the session has to send unasked, and whether it is over.
+    fn poll(&mut self, _sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        (Vec::new(), false)
+    }
 }
 
 /// An object as the API server's JSON encoder writes it (Go field order), then a newline.
@@ -843,6 +852,9 @@ fn attach(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: 
             "Upgrade request required: kubeloop serves attach over WebSockets (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY".to_string()
         }));
     };
+    if !req.flag("stdin") {
+        return Ok(Reply::Session { protocol: protocol.to_string(), session: Box::new(OutputSession { ns, name, container, follow: None }) });
+    }
     let session = AttachSession { ns, name, container, v5: *protocol == "v5.channel.k8s.io", done: false };
     Ok(Reply::Session { protocol: protocol.to_string(), session: Box::new(session) })
 }
@@ -885,6 +897,49 @@ impl Session for AttachSession {
             let (ns, name, container) = (self.ns.clone(), self.name.clone(), self.container.clone());
             let _ = sh.with(move |c| c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::End));
         }
+    }
+}
+
+/// `kubectl attach` without `-i`: what the container writes from now on, on channel 1,
+/// until it ends.
+struct OutputSession {
+    ns: String,
+    name: String,
+    container: String,
+    follow: Option<kubeloop_core::kubectl::LogFollow>,
+}
+
+impl Session for OutputSession {
+    fn open(&mut self, sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        let (ns, name, container) = (self.ns.clone(), self.name.clone(), self.container.clone());
+        let r = sh.with(move |c| {
+            c.attach_session(&ns, &name, &container, kubeloop_core::apiserver::ExecInput::Output)?;
+            Ok::<_, Status>(kubeloop_core::kubectl::LogFollow::from_now(&c.api, c.kubelet(), &ns, &name, &container))
+        });
+        match r.and_then(|r| r) {
+            Ok(f) => {
+                self.follow = Some(f);
+                (Vec::new(), false)
+            }
+            Err(s) => session_messages(Err(s), &mut false, |_| exec_result(None)),
+        }
+    }
+    fn receive(&mut self, _sh: &Shared, _message: &[u8]) -> (Vec<Vec<u8>>, bool) {
+        (Vec::new(), false)
+    }
+    fn polls(&self) -> bool {
+        true
+    }
+    fn poll(&mut self, sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        let Some(mut f) = self.follow.take() else { return (Vec::new(), true) };
+        let polled = sh.with(move |c| {
+            let (lines, over) = f.poll(&c.api, c.kubelet());
+            (lines, over, f)
+        });
+        let Ok((lines, over, f)) = polled else { return (Vec::new(), true) };
+        self.follow = Some(f);
+        let lines: Vec<(u8, String)> = lines.into_iter().map(|l| (1, l)).collect();
+        (stream_messages(&lines), over)
     }
 }
 

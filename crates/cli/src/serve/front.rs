@@ -269,17 +269,21 @@ async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unp
     // handed over for each step and back.
     let mut holder = Some(session);
     let result: std::io::Result<()> = async {
-        let step = |holder: &mut Option<Box<dyn api::Session>>, payload: Option<Vec<u8>>| {
+        // A step is the session's opening (None), its answer to a message (Some(Some)),
+        // or what it sends unasked (Some(None)).
+        let step = |holder: &mut Option<Box<dyn api::Session>>, payload: Option<Option<Vec<u8>>>| {
             let mut session = holder.take();
             let sh = Arc::clone(&shared);
             tokio::task::spawn_blocking(move || {
                 let r = session.as_mut().map(|s| match &payload {
                     None => s.open(&sh),
-                    Some(p) => s.receive(&sh, p),
+                    Some(Some(p)) => s.receive(&sh, p),
+                    Some(None) => s.poll(&sh),
                 });
                 (session, r.unwrap_or((Vec::new(), true)))
             })
         };
+        let polls = holder.as_ref().is_some_and(|s| s.polls());
         let (s, (first, mut over)) = step(&mut holder, None).await.map_err(std::io::Error::other)?;
         holder = s;
         for m in &first {
@@ -288,12 +292,32 @@ async fn websocket_session<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unp
         io.flush().await?;
         let mut buf = Vec::new();
         while !over {
-            let Some((opcode, payload)) = websocket_read(io, &mut buf).await? else { return Ok(()) };
+            // A session that sends unasked is asked whenever the client is quiet for a
+            // moment (a read cut short leaves its bytes in `buf` for the next one).
+            let read = if polls {
+                match tokio::time::timeout(Duration::from_millis(250), websocket_read(io, &mut buf)).await {
+                    Ok(r) => Some(r?),
+                    Err(_) => None,
+                }
+            } else {
+                Some(websocket_read(io, &mut buf).await?)
+            };
+            let Some(read) = read else {
+                let (s, (out, done)) = step(&mut holder, Some(None)).await.map_err(std::io::Error::other)?;
+                holder = s;
+                for m in &out {
+                    io.write_all(&websocket_frame(0x2, m)).await?;
+                }
+                over = done;
+                io.flush().await?;
+                continue;
+            };
+            let Some((opcode, payload)) = read else { return Ok(()) };
             match opcode {
                 0x8 => break,
                 0x9 => io.write_all(&websocket_frame(0xA, &payload)).await?,
                 0x1 | 0x2 => {
-                    let (s, (out, done)) = step(&mut holder, Some(payload)).await.map_err(std::io::Error::other)?;
+                    let (s, (out, done)) = step(&mut holder, Some(Some(payload))).await.map_err(std::io::Error::other)?;
                     holder = s;
                     for m in &out {
                         io.write_all(&websocket_frame(0x2, m)).await?;

@@ -247,6 +247,9 @@ pub enum ExecInput<'a> {
     Eof,
     /// The client went away: the command is killed.
     End,
+    /// `kubectl attach` without `-i`: the container's output only, to whatever process it
+    /// runs.
+    Output,
 }
 
 /// What a session's command wrote since the last step, and its exit code once it ended.

@@ -11,6 +11,11 @@ use crate::apiserver::{ExecInput, ExecProgress};
 use crate::foundation::value::Value;
 use crate::kubectl::run::{RunAttach, WaitFor};
 
+/// The notes `kubectl attach` and `run -i` print on attaching (unless `-q`).
+const RECORDED: &str =
+    "All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.";
+const PRESS_ENTER: &str = "If you don't see a command prompt, try pressing enter.";
+
 /// A `kubectl run -i` under way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -127,6 +132,19 @@ impl Cluster {
             Err(e) => return e,
         };
         let mut out = t.notes.clone();
+        if !t.stdin {
+            // The container's output from now on, followed by the terminal.
+            if let Err(s) = self.attach_session(&t.namespace, &t.pod, &t.container, ExecInput::Output) {
+                out.push(format!("error: {}", s.message));
+                return out;
+            }
+            if !t.quiet {
+                out.push(RECORDED.into());
+                out.push(PRESS_ENTER.into());
+            }
+            self.following = Some(crate::kubectl::LogFollow::from_now(&self.api, self.kubelet(), &t.namespace, &t.pod, &t.container));
+            return out;
+        }
         if t.tty && heredoc.is_some() && !t.quiet {
             out.push("Unable to use a TTY - input is not a terminal or the right kind of file".into());
         }
@@ -135,8 +153,8 @@ impl Cluster {
             return out;
         }
         if !t.quiet {
-            out.push("All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.".into());
-            out.push("If you don't see a command prompt, try pressing enter.".into());
+            out.push(RECORDED.into());
+            out.push(PRESS_ENTER.into());
         }
         let tty = t.tty && heredoc.is_none();
         let ended = if tty && !t.quiet {
@@ -291,8 +309,8 @@ impl Cluster {
             return (out, false);
         }
         if !r.run.quiet {
-            out.push("All commands and output from this session will be recorded in container logs, including credentials and sensitive information passed through the command prompt.".into());
-            out.push("If you don't see a command prompt, try pressing enter.".into());
+            out.push(RECORDED.into());
+            out.push(PRESS_ENTER.into());
         }
         let to = Target::Container(r.run.container.clone());
         self.attached = Some(Attached { namespace: r.run.namespace.clone(), pod: r.run.pod.clone(), tty: r.run.tty, to, ended: vec![] });

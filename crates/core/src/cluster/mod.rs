@@ -180,6 +180,8 @@ pub struct Cluster {
     /// Lines the terminal's commands printed later, as the run went on (a `kubectl run
     /// -i` attaching, its pod deleted): the page shows and drains them.
     pub printed: Vec<String>,
+    /// The output a `kubectl attach` without `-i` follows, for the terminal to take.
+    pub following: Option<crate::kubectl::LogFollow>,
 }
 
 /// Compaction interval of the API server (`--etcd-compaction-interval`).
@@ -321,6 +323,7 @@ impl Cluster {
             waits: vec![],
             forwards: vec![],
             attached: None,
+            following: None,
             interactive: false,
             run: None,
             printed: vec![],

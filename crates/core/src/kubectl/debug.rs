@@ -51,8 +51,8 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
         return Err(usage("--target is incompatible with --copy-to. Use --share-processes instead."));
     }
     let profile = f.get("--profile").unwrap_or("legacy").to_string();
-    if !matches!(profile.as_str(), "legacy" | "general") {
-        return Err(vec![format!("error: kubeloop's kubectl debug simulates the legacy and general profiles, not {profile:?}")]);
+    if !PROFILES.contains(&profile.as_str()) {
+        return Err(vec![format!("error: unknown profile: {profile}")]);
     }
     let mut out = Vec::new();
     if profile == "legacy" {
@@ -95,12 +95,27 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
         let name = f.get("--container").unwrap_or("debugger").to_string();
         let pod_name = format!("node-debugger-{node}-{}", api.client_rng.name_suffix(5));
         let mut c = container(&name);
-        c["volumeMounts"] = json!([{"name": "host-root", "mountPath": "/host"}]);
-        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        // The host's namespaces and its root at /host, as the profile grants them.
+        let (host_namespaces, host_root) = match profile.as_str() {
+            "legacy" | "general" | "sysadmin" => (true, true),
+            "netadmin" => (true, false),
+            _ => (false, false),
+        };
+        if host_root {
+            c["volumeMounts"] = json!([{"name": "host-root", "mountPath": "/host"}]);
+        }
+        secure(&profile, Style::Node, &mut c);
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": pod_name, "namespace": ns, "labels": {"app.kubernetes.io/managed-by": "kubectl-debug"}},
-            "spec": {"containers": [c], "nodeName": node, "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}],
-                "hostIPC": true, "hostNetwork": true, "hostPID": true,
-                "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}]}});
+            "spec": {"containers": [c], "nodeName": node, "restartPolicy": "Never", "tolerations": [{"operator": "Exists"}]}});
+        if host_namespaces {
+            for k in ["hostIPC", "hostNetwork", "hostPID"] {
+                pod["spec"][k] = json!(true);
+            }
+        }
+        if host_root {
+            pod["spec"]["volumes"] = json!([{"name": "host-root", "hostPath": {"path": "/"}}]);
+        }
         if !quiet {
             out.push(format!("Creating debugging pod {pod_name} with container {name} on node {node}."));
         }
@@ -151,8 +166,10 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
             }
         }
         let mut meta = json!({"name": copy, "namespace": ns});
-        if profile == "general" {
-            api::set(&mut spec, &["shareProcessNamespace"], json!(true));
+        if profile != "legacy" {
+            if spec.get("shareProcessNamespace").is_none_or(Value::is_null) {
+                api::set(&mut spec, &["shareProcessNamespace"], json!(true));
+            }
             if let Some(m) = spec.as_object_mut() {
                 m.remove("initContainers");
             }
@@ -197,6 +214,9 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
                 }
                 None => list.push(container(&name)),
             }
+            if let Some(c) = list.iter_mut().find(|c| get_str(c, &["name"]) == Some(name.as_str())) {
+                secure(&profile, Style::Copy, c);
+            }
             debug_name = Some(name);
         } else if f.get("--set-image").is_none() {
             return Err(usage("you must specify --image, --set-image or command arguments."));
@@ -224,9 +244,7 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
     if let Some(t) = &target_container {
         c["targetContainerName"] = json!(t);
     }
-    if profile == "general" {
-        c["securityContext"] = json!({"capabilities": {"add": ["SYS_PTRACE"]}});
-    }
+    secure(&profile, Style::Ephemeral, &mut c);
     let mut modified = pod.clone();
     let list = api::entry(&mut modified, &["spec"]).entry("ephemeralContainers").or_insert_with(|| json!([]));
     if let Some(l) = list.as_array_mut() {
@@ -239,4 +257,55 @@ fn debug_inner(api: &mut ApiServer, creds: &Credentials, ns: &str, line: &str) -
         return Err(out);
     }
     Ok((out, attach(&pod_name, &name, true)))
+}
+
+/// `--profile`'s values (`k8s.io/kubectl/pkg/cmd/debug/profiles.go`).
+const PROFILES: &[&str] = &["legacy", "general", "baseline", "restricted", "netadmin", "sysadmin"];
+
+/// How kubectl debugs: an ephemeral container, a copy of the pod, or a pod on a node.
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    Ephemeral,
+    Copy,
+    Node,
+}
+
+/// The security context a profile gives the debug container (`Apply`): `general` adds
+/// SYS_PTRACE (on a node it clears the context instead); `baseline` clears it;
+/// `restricted` clears it, then runs as non-root with every capability dropped, no
+/// privilege escalation and the runtime's seccomp profile; `netadmin` adds NET_ADMIN and
+/// NET_RAW; `sysadmin` makes it privileged; `legacy` leaves it.
+fn secure(profile: &str, style: Style, c: &mut Value) {
+    let add = |c: &mut Value, cap: &str| {
+        let sc = api::entry(c, &["securityContext", "capabilities"]);
+        let list = sc.entry("add").or_insert_with(|| json!([]));
+        if let Some(l) = list.as_array_mut() {
+            l.push(json!(cap));
+        }
+    };
+    let clear = |c: &mut Value| {
+        if let Some(m) = c.as_object_mut() {
+            m.remove("securityContext");
+        }
+    };
+    match profile {
+        "general" if style == Style::Node => clear(c),
+        "general" => add(c, "SYS_PTRACE"),
+        "baseline" => clear(c),
+        "restricted" => {
+            clear(c);
+            c["securityContext"] = json!({
+                "runAsNonRoot": true,
+                "capabilities": {"drop": ["ALL"]},
+                "allowPrivilegeEscalation": false,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            });
+        }
+        "netadmin" => {
+            add(c, "NET_ADMIN");
+            add(c, "NET_RAW");
+        }
+        "sysadmin" => api::set(c, &["securityContext", "privileged"], json!(true)),
+        _ => {}
+    }
 }

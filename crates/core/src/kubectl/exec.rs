@@ -108,6 +108,9 @@ pub struct AttachTarget {
     pub namespace: String,
     pub pod: String,
     pub container: String,
+    /// `-i`: the terminal's input goes to the container; without it, only its output
+    /// comes back.
+    pub stdin: bool,
     pub tty: bool,
     pub quiet: bool,
     /// Lines kubectl prints before attaching (`Defaulted container ...`, a TTY warning).
@@ -129,11 +132,6 @@ pub fn attach_prepare(api: &mut ApiServer, creds: &Credentials, ns: &str, line: 
     }
     let ns = f.namespace.clone().unwrap_or_else(|| ns.to_string());
     let (stdin, mut tty, quiet) = (switch(&f, "--stdin"), switch(&f, "--tty"), switch(&f, "--quiet"));
-    if !stdin {
-        return Err(vec![format!(
-            "error: kubeloop's terminal attaches to a container's stdin (-i, with -t for a terminal), not to its output alone: use kubectl logs {target}"
-        )]);
-    }
     let mut notes = Vec::new();
     let pod = pod_for_target(api, creds, &target, &ns, &mut notes)?;
     let phase = get_str(&pod, &["status", "phase"]).unwrap_or("");
@@ -163,5 +161,5 @@ pub fn attach_prepare(api: &mut ApiServer, creds: &Credentials, ns: &str, line: 
         notes.push(s.kubectl_message(None, ""));
         return Err(notes);
     }
-    Ok(AttachTarget { namespace: ns, pod: name, container, tty, quiet, notes })
+    Ok(AttachTarget { namespace: ns, pod: name, container, stdin, tty, quiet, notes })
 }

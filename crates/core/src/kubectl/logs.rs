@@ -2,6 +2,7 @@
 //! container, and the lines the API server reads from the node's kubelet.
 
 use super::*;
+use crate::foundation::sim::Millis;
 use crate::foundation::sort::Sort;
 
 /// The order `kubectl logs TYPE/NAME` picks a pod in (`podutils.ByLogging`): scheduled,
@@ -58,71 +59,89 @@ pub fn logs(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Cr
         (None, None) => {}
     }
     let mut out = Vec::new();
-    // The pods: the one a POD or TYPE/NAME names, or every pod `-l` selects (by name).
-    let pods: Vec<crate::foundation::api::Object> = match (&f.selector, f.positional.first()) {
-        (Some(_), Some(_)) => return vec!["error: only a selector (-l) or a POD name is allowed".into(), "See 'kubectl logs -h' for help and examples".into()],
-        (None, None) => {
-            return vec![
-                "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.".into(),
-                "POD or TYPE/NAME is a required argument for the logs command".into(),
-                "See 'kubectl logs -h' for help and examples".into(),
-            ]
-        }
-        (Some(sel), None) => {
-            let sel = match crate::foundation::labels::Selector::parse(sel) {
-                Ok(s) => s,
-                Err(e) => return vec![format!("error: {e}")],
-            };
-            let list = match api.handle(Request::new(Verb::List, api::rid::POD, &ns, "", creds.clone())) {
-                Ok(l) => l,
-                Err(s) => return vec![s.kubectl_message(None, "")],
-            };
-            let mut pods: Vec<Value> = api::get_array(&list, &["items"]).iter().filter(|p| sel.matches(api::labels(p))).cloned().collect();
-            pods.sort_stable_by(|a, b| api::name(a).cmp(api::name(b)));
-            if pods.is_empty() {
-                return vec![format!("No resources found in {ns} namespace.")];
-            }
-            pods.into_iter().map(crate::foundation::api::Object::new).collect()
-        }
-        (None, Some(target)) => match pod_for_target(api, creds, target, &ns, &mut out) {
-            Ok(p) => vec![p],
-            Err(e) => return e,
-        },
+    let (pods, streams) = match streams(api, creds, &f, &ns, &mut out) {
+        Ok(p) => p,
+        Err(e) => return e,
     };
+    if switch(&f, "--follow") && streams.len() > MAX_FOLLOW_CONCURRENCY {
+        return vec![format!(
+            "error: you are attempting to follow {} log streams, but maximum allowed concurrency is {MAX_FOLLOW_CONCURRENCY}, use --max-log-requests to increase the limit",
+            streams.len()
+        )];
+    }
     // With a selector, the last 10 lines of each container unless --tail says otherwise.
     let tail = match f.get("--tail").and_then(|t| t.parse::<i64>().ok()) {
         Some(n) if n >= 0 => Some(n as usize),
         Some(_) => None,
         None => f.selector.as_ref().map(|_| 10),
     };
-    for pod in &pods {
-        let pod_name = api::name(pod).to_string();
-        // --all-containers: init containers, then containers, then ephemeral ones, in the
-        // pod's order; else the one -c names or the default.
-        let containers: Vec<String> = if switch(&f, "--all-containers") {
-            ["initContainers", "containers", "ephemeralContainers"]
-                .iter()
-                .flat_map(|k| api::get_array(pod, &["spec", k]).iter().filter_map(|c| get_str(c, &["name"]).map(str::to_string)).collect::<Vec<_>>())
-                .collect()
-        } else {
-            vec![default_container(pod, f.get("--container"), &mut out)]
-        };
-        for container in containers {
-            let options = crate::apiserver::LogOptions { container: Some(container.clone()), ..options.clone() };
-            match api.pod_logs(creds.clone(), &ns, &pod_name, &options, kubelet) {
-                Ok(text) => {
-                    let mut lines: Vec<&str> = text.lines().collect();
-                    if let Some(n) = tail {
-                        lines = lines.split_off(lines.len().saturating_sub(n));
-                    }
-                    // --prefix: each line with its source, `[pod/NAME/CONTAINER]`.
-                    out.extend(lines.into_iter().map(|l| if switch(&f, "--prefix") { format!("[pod/{pod_name}/{container}] {l}") } else { l.to_string() }));
+    for (p, container) in streams {
+        let pod_name = api::name(&pods[p]).to_string();
+        let options = crate::apiserver::LogOptions { container: Some(container.clone()), ..options.clone() };
+        match api.pod_logs(creds.clone(), &ns, &pod_name, &options, kubelet) {
+            Ok(text) => {
+                let mut lines: Vec<&str> = text.lines().collect();
+                if let Some(n) = tail {
+                    lines = lines.split_off(lines.len().saturating_sub(n));
                 }
-                Err(s) => out.push(s.kubectl_message(None, "")),
+                // --prefix: each line with its source, `[pod/NAME/CONTAINER]`.
+                out.extend(lines.into_iter().map(|l| if switch(&f, "--prefix") { format!("[pod/{pod_name}/{container}] {l}") } else { l.to_string() }));
             }
+            Err(s) => out.push(s.kubectl_message(None, "")),
         }
     }
     out
+}
+
+/// `--max-log-requests`' default: how many streams `logs -f` follows at once.
+const MAX_FOLLOW_CONCURRENCY: usize = 5;
+
+/// The pods a `logs` line reads (the one a POD or TYPE/NAME names, or every pod `-l`
+/// selects, by name) and its streams: (pod, container) in order. With `--all-containers`
+/// each pod's init containers, containers and ephemeral ones, else the one `-c` names or
+/// the default. kubectl's notes go to `out`; Err is what it prints instead.
+#[allow(clippy::type_complexity)]
+fn streams(
+    api: &mut ApiServer,
+    creds: &Credentials,
+    f: &Flags,
+    ns: &str,
+    out: &mut Vec<String>,
+) -> Result<(Vec<crate::foundation::api::Object>, Vec<(usize, String)>), Vec<String>> {
+    let pods: Vec<crate::foundation::api::Object> = match (&f.selector, f.positional.first()) {
+        (Some(_), Some(_)) => {
+            return Err(vec!["error: only a selector (-l) or a POD name is allowed".into(), "See 'kubectl logs -h' for help and examples".into()])
+        }
+        (None, None) => {
+            return Err(vec![
+                "error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.".into(),
+                "POD or TYPE/NAME is a required argument for the logs command".into(),
+                "See 'kubectl logs -h' for help and examples".into(),
+            ])
+        }
+        (Some(sel), None) => {
+            let sel = crate::foundation::labels::Selector::parse(sel).map_err(|e| vec![format!("error: {e}")])?;
+            let list = api.handle(Request::new(Verb::List, api::rid::POD, ns, "", creds.clone())).map_err(|s| vec![s.kubectl_message(None, "")])?;
+            let mut pods: Vec<Value> = api::get_array(&list, &["items"]).iter().filter(|p| sel.matches(api::labels(p))).cloned().collect();
+            pods.sort_stable_by(|a, b| api::name(a).cmp(api::name(b)));
+            if pods.is_empty() {
+                return Err(vec![format!("No resources found in {ns} namespace.")]);
+            }
+            pods.into_iter().map(crate::foundation::api::Object::new).collect()
+        }
+        (None, Some(target)) => vec![pod_for_target(api, creds, target, ns, out)?],
+    };
+    let mut streams = Vec::new();
+    for (i, pod) in pods.iter().enumerate() {
+        if switch(f, "--all-containers") {
+            for k in ["initContainers", "containers", "ephemeralContainers"] {
+                streams.extend(api::get_array(pod, &["spec", k]).iter().filter_map(|c| get_str(c, &["name"])).map(|n| (i, n.to_string())));
+            }
+        } else {
+            streams.push((i, default_container(pod, f.get("--container"), out)));
+        }
+    }
+    Ok((pods, streams))
 }
 
 /// The pod a `POD` or `TYPE/NAME` argument names (`polymorphichelpers`): for a workload,
@@ -197,34 +216,65 @@ pub(super) fn default_container(pod: &Value, flag: Option<&str>, out: &mut Vec<S
     }
 }
 
-/// `kubectl logs -f`: the lines the followed container writes after those printed, until
-/// it ends (a restart starts another container: the stream of this one is over).
+/// `kubectl logs -f`: the lines the followed containers write after those printed, until
+/// they end (a restart starts another container: the stream of this one is over). With
+/// `-l` or `--all-containers` kubectl follows several streams at once; their lines arrive
+/// in the order they were written.
 #[derive(Debug, Clone)]
 pub struct LogFollow {
+    streams: Vec<Stream>,
+    prefix: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Stream {
     namespace: String,
     pod: String,
     container: String,
     container_id: String,
     printed: usize,
-    prefix: bool,
+    over: bool,
 }
 
 impl LogFollow {
-    /// New lines since the last poll, and whether the stream is over.
+    /// One container's output from now on (`kubectl attach` without `-i`).
+    pub fn from_now(api: &ApiServer, kubelet: Option<&dyn KubeletClient>, namespace: &str, pod: &str, container: &str) -> LogFollow {
+        let id = api
+            .store
+            .get_by(api::rid::POD, namespace, pod)
+            .and_then(|p| container_status(p, container))
+            .and_then(|s| get_str(&s, &["containerID"]).map(str::to_string));
+        let printed = kubelet.and_then(|k| k.container_logs(namespace, pod, container, false).ok()).map_or(0, |l| l.len());
+        let stream =
+            Stream { namespace: namespace.into(), pod: pod.into(), container: container.into(), container_id: id.unwrap_or_default(), printed, over: false };
+        LogFollow { streams: vec![stream], prefix: false }
+    }
+
+    /// New lines since the last poll, and whether every stream is over.
     pub fn poll(&mut self, api: &ApiServer, kubelet: Option<&dyn KubeletClient>) -> (Vec<String>, bool) {
-        let Some(pod) = api.store.get_by(api::rid::POD, &self.namespace, &self.pod) else { return (vec![], true) };
-        let status = container_status(pod, &self.container);
-        let id = status.as_ref().and_then(|s| get_str(s, &["containerID"])).unwrap_or("").to_string();
-        let ended = status.as_ref().is_some_and(|s| api::get(s, &["state", "terminated"]).is_some());
-        if !self.container_id.is_empty() && id != self.container_id {
-            return (vec![], true);
+        let mut fresh: Vec<(Millis, usize, String)> = Vec::new();
+        for (i, s) in self.streams.iter_mut().enumerate().filter(|(_, s)| !s.over) {
+            let Some(pod) = api.store.get_by(api::rid::POD, &s.namespace, &s.pod) else {
+                s.over = true;
+                continue;
+            };
+            let status = container_status(pod, &s.container);
+            let id = status.as_ref().and_then(|st| get_str(st, &["containerID"])).unwrap_or("").to_string();
+            if !s.container_id.is_empty() && id != s.container_id {
+                s.over = true;
+                continue;
+            }
+            s.over = status.as_ref().is_some_and(|st| api::get(st, &["state", "terminated"]).is_some());
+            s.container_id = id;
+            let lines = kubelet.and_then(|k| k.container_logs(&s.namespace, &s.pod, &s.container, false).ok()).unwrap_or_default();
+            for (t, l) in lines.iter().skip(s.printed) {
+                let l = if self.prefix { format!("[pod/{}/{}] {l}", s.pod, s.container) } else { l.clone() };
+                fresh.push((*t, i, l));
+            }
+            s.printed = s.printed.max(lines.len());
         }
-        self.container_id = id;
-        let lines = kubelet.and_then(|k| k.container_logs(&self.namespace, &self.pod, &self.container, false).ok()).unwrap_or_default();
-        let fresh: Vec<String> =
-            lines.iter().skip(self.printed).map(|(_, l)| if self.prefix { format!("[pod/{}/{}] {l}", self.pod, self.container) } else { l.clone() }).collect();
-        self.printed = self.printed.max(lines.len());
-        (fresh, ended)
+        fresh.sort_stable_by_key(|(t, i, _)| (*t, *i));
+        (fresh.into_iter().map(|(_, _, l)| l).collect(), self.streams.iter().all(|s| s.over))
     }
 }
 
@@ -237,20 +287,28 @@ fn container_status(pod: &Value, name: &str) -> Option<Value> {
         .cloned()
 }
 
-/// What a `kubectl logs -f POD|TYPE/NAME [-c C]` line follows once it has printed what
-/// the container wrote so far (None when it follows nothing: no `-f`, or an error).
+/// What a `kubectl logs -f` line follows once it has printed what the containers wrote
+/// so far (None when it follows nothing: no `-f`, or an error).
 pub fn follow(api: &mut ApiServer, kubelet: Option<&dyn KubeletClient>, creds: &Credentials, line: &str) -> Option<LogFollow> {
     let args: Vec<String> = split_args(line).ok()?.into_iter().skip_while(|a| a == "kubectl").collect();
     let args = super::flags::check(&args).ok()?;
     let f = parse_flags(&args[1..]).ok()?;
-    if !switch(&f, "--follow") || f.selector.is_some() || switch(&f, "--all-containers") || switch(&f, "--previous") {
+    if !switch(&f, "--follow") || switch(&f, "--previous") {
         return None;
     }
     let ns = f.namespace.clone().unwrap_or_else(|| "default".into());
-    let pod = pod_for_target(api, creds, f.positional.first()?, &ns, &mut Vec::new()).ok()?;
-    let container = default_container(&pod, f.get("--container"), &mut Vec::new());
-    let status = container_status(&pod, &container);
-    let id = status.as_ref().and_then(|s| get_str(s, &["containerID"])).unwrap_or("").to_string();
-    let printed = kubelet.and_then(|k| k.container_logs(&ns, api::name(&pod), &container, false).ok()).map_or(0, |l| l.len());
-    Some(LogFollow { namespace: ns, pod: api::name(&pod).to_string(), container, container_id: id, printed, prefix: switch(&f, "--prefix") })
+    let (pods, streams) = streams(api, creds, &f, &ns, &mut Vec::new()).ok()?;
+    if streams.len() > MAX_FOLLOW_CONCURRENCY {
+        return None;
+    }
+    let streams = streams
+        .into_iter()
+        .map(|(p, container)| {
+            let pod = &pods[p];
+            let id = container_status(pod, &container).as_ref().and_then(|s| get_str(s, &["containerID"])).unwrap_or("").to_string();
+            let printed = kubelet.and_then(|k| k.container_logs(&ns, api::name(pod), &container, false).ok()).map_or(0, |l| l.len());
+            Stream { namespace: ns.clone(), pod: api::name(pod).to_string(), container, container_id: id, printed, over: false }
+        })
+        .collect();
+    Some(LogFollow { streams, prefix: switch(&f, "--prefix") })
 }

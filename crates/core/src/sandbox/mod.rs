@@ -327,7 +327,9 @@ impl Sandbox {
             return (out, follow.map(crate::kubectl::Follow::Logs));
         }
         if !(verb == Some("get") && words.iter().any(|w| w == "-w" || w == "--watch" || w == "--watch=true")) {
-            return (self.kubectl(line), None);
+            // `attach` without `-i` follows the container's output.
+            let out = self.kubectl(line);
+            return (out, self.cluster.following.take().map(crate::kubectl::Follow::Logs));
         }
         let line = self.cluster.kubeconfig.with_namespace(line);
         let (out, w) = crate::kubectl::run_watching(&mut self.cluster.api, &creds, &line);
@@ -340,8 +342,21 @@ impl Sandbox {
         if crate::kubectl::verb_of(line) != Some("wait") {
             let mut out = self.kubectl(line);
             // No one types after it: an attached command's input ends, and a `run -i`
-            // goes on until it is over (its pod ran, ended, was deleted).
+            // goes on until it is over (its pod ran, ended, was deleted); an `attach`
+            // without `-i` prints the container's output until it ends.
             let give_up = self.cluster.now + 3_600_000;
+            if let Some(mut f) = self.cluster.following.take() {
+                while self.cluster.now < give_up {
+                    let Some(next) = self.cluster.next_time() else { break };
+                    self.cluster.run_until(next.max(self.cluster.now).min(give_up));
+                    let (lines, over) = f.poll(&self.cluster.api, self.cluster.kubelet());
+                    out.extend(lines);
+                    if over {
+                        break;
+                    }
+                }
+                return out;
+            }
             loop {
                 if self.cluster.attached.is_some() {
                     out.extend(self.stdin(None));

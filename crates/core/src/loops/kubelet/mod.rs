@@ -816,7 +816,7 @@ impl Kubelets {
         }
     }
 
-    /// Missing env sources give CreateContainerConfigError.
+    /// Missing env sources give CreateContainerConfigError (as does [`non_root_violation`]).
     fn missing_env(&self, pod: &Value, ctr: &str) -> Option<String> {
         let ns = api::namespace(pod);
         let c =
@@ -1390,7 +1390,8 @@ impl Kubelets {
         let c = self.nodes[ni].pods[key].ctrs[i].light();
         let epoch = self.nodes[ni].pods[key].epoch;
         let field = ctr_field(&c);
-        if let Some(err) = self.missing_env(&pod, &c.name) {
+        let b = c.behaviour.clone().unwrap_or_default();
+        if let Some(err) = self.missing_env(&pod, &c.name).or_else(|| non_root_violation(&pod, &c.spec, &b)) {
             self.set_state(ni, key, i, CState::Waiting { reason: "CreateContainerConfigError".into(), message: Some(err.clone()) });
             cx.event(&src, &pod, Some(&field), "Warning", "Failed", &format!("Error: {err}"), None);
             cx.trace(Flow::NodeError, "start", obj, "error", "", format!("CreateContainerConfigError: {err}"));
@@ -1399,7 +1400,6 @@ impl Kubelets {
             return;
         }
         let id = format!("{:016x}{:016x}{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64(), self.rng.next_u64());
-        let b = c.behaviour.clone().unwrap_or_default();
         let host_ip = host_ip(self.nodes[ni].index);
         let rt = &self.nodes[ni].pods[key];
         let pod_ip = rt.ip.clone().unwrap_or_default();
@@ -2487,6 +2487,33 @@ impl Kubelets {
             ));
         }
         Ok((out, code))
+    }
+}
+
+/// `verifyRunAsNonRoot`: a container that must not run as root (its own or its pod's
+/// `runAsNonRoot`) may not start as user 0, whether `runAsUser` or its image says so; an
+/// image whose user is a name cannot be checked. An image kubeloop knows nothing of is let
+/// through.
+fn non_root_violation(pod: &Value, c: &Value, b: &Behaviour) -> Option<String> {
+    let field =
+        |k: &str| get(c, &["securityContext", k]).filter(|v| !v.is_null()).or_else(|| get(pod, &["spec", "securityContext", k]).filter(|v| !v.is_null()));
+    if field("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    let who = format!("{}_{}({})", api::name(pod), api::namespace(pod), api::uid(pod));
+    let name = get_str(c, &["name"]).unwrap_or("");
+    if let Some(uid) = field("runAsUser").and_then(Value::as_i64) {
+        return (uid == 0).then(|| format!("container's runAsUser breaks non-root policy (pod: {who:?}, container: {name})"));
+    }
+    let user = b.user.as_deref()?;
+    let uid = user.split(':').next().unwrap_or("");
+    match uid.parse::<u64>() {
+        _ if uid.is_empty() => Some(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
+        Ok(0) => Some(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
+        Ok(_) => None,
+        Err(_) => {
+            Some(format!("container has runAsNonRoot and image has non-numeric user ({uid}), cannot verify user is non-root (pod: {who:?}, container: {name})"))
+        }
     }
 }
 

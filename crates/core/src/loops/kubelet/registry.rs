@@ -67,6 +67,8 @@ pub struct Behaviour {
     pub reply: Option<String>,
     /// CPU and memory a scenario says its containers use besides what they do.
     pub load: Option<Load>,
+    /// The image config's `User` (empty: root), None when kubeloop does not know it.
+    pub user: Option<String>,
 }
 
 /// A scenario's load for an image (`images: [{name, cpu: {from, to, at}, memory}]`): CPU
@@ -110,6 +112,7 @@ impl Default for Behaviour {
             request_cpu_us: 500,
             reply: None,
             load: None,
+            user: None,
         }
     }
 }
@@ -540,6 +543,7 @@ impl Registry {
                     size: k.size,
                     pull_ms: 500 + k.size / 25_000,
                     logs: default_logs(&repo_path),
+                    user: Some(image_user(&repo_path).into()),
                     ..Behaviour::default()
                 };
                 return Pull::Ok { behaviour: Box::new(b), digest: r.digest() };
@@ -615,9 +619,19 @@ fn bootcamp(r: &Reference) -> Option<Pull> {
         pull_ms: 500 + 80_000_000 / 25_000,
         logs: vec!["Kubernetes Bootcamp App Started At: {js-time} | Running On:  {hostname} ".into()],
         reply: Some(format!("Hello Kubernetes bootcamp! | Running on: {{hostname}} | v={}\n", &version[1..])),
+        user: Some(String::new()),
         ..Behaviour::default()
     };
     Some(Pull::Ok { behaviour: Box::new(b), digest: r.digest() })
+}
+
+/// The `User` of a catalogued image's config: memcached runs as `memcache`; the others
+/// start as root (some drop to a user of their own with `gosu` in their entrypoint).
+fn image_user(repo: &str) -> &'static str {
+    match repo {
+        "docker.io/library/memcached" => "memcache",
+        _ => "",
+    }
 }
 
 /// What an image's process prints when it starts; `{nginx-time}`, `{redis-time}` and

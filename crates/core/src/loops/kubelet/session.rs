@@ -65,6 +65,18 @@ impl Kubelets {
     /// the container's output (its log too); when it exits, so does the container.
     pub(super) fn attach_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, input: ExecInput) -> Result<ExecProgress, Status> {
         let (ni, key, i) = self.running_container(cx, namespace, pod, container)?;
+        if matches!(input, ExecInput::Output) {
+            let node = &self.nodes[ni].name;
+            cx.trace(
+                Flow::Runtime,
+                "attach",
+                format!("Pod/{namespace}/{pod}"),
+                "ok",
+                "",
+                format!("kubelet on {node} streams the output of container {container}"),
+            );
+            return Ok(ExecProgress::default());
+        }
         let instance = self.nodes[ni].pods[&key].ctrs[i].instance;
         let Some(&(_, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == instance) else {
             return Err(Status::bad_request(NOT_ATTACHABLE.replace("{container}", container)));
@@ -74,6 +86,7 @@ impl Kubelets {
             ExecInput::Stdin(_) => "writes to the stdin of",
             ExecInput::Eof => "closes the stdin of",
             ExecInput::End => "detaches from",
+            ExecInput::Output => "streams the output of",
         };
         cx.trace(
             Flow::Runtime,
@@ -84,7 +97,7 @@ impl Kubelets {
             format!("kubelet on {} {what} container {container}", self.nodes[ni].name),
         );
         let step = match input {
-            ExecInput::Start { .. } | ExecInput::End => return Ok(ExecProgress::default()),
+            ExecInput::Start { .. } | ExecInput::End | ExecInput::Output => return Ok(ExecProgress::default()),
             other => self.session_step(cx, namespace, pod, id, other)?,
         };
         if let Some(rt) = self.nodes[ni].pods.get_mut(&key) {
@@ -158,6 +171,8 @@ impl Kubelets {
                 self.sessions.remove(&id);
                 Ok(ExecProgress { lines: vec![], exit: Some(137) })
             }
+            // Only `attach` streams a container's output alone; an exec has nothing to add.
+            ExecInput::Output => Ok(ExecProgress::default()),
         }
     }
 
