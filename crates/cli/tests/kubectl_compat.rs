@@ -1219,6 +1219,15 @@ fn flags_print_and_fail_as_the_real_kubectls_do() {
         let real = s.fails(&args, None);
         assert_eq!(s.terminal(line).trim_end(), real.trim_end(), "{line}");
     }
+    // kubectl's own list of commands, as 1.36 prints it: `wait` lost its "Experimental:"
+    // in 1.34 and `kuberc` joined the other commands in 1.34 (this kubectl is 1.33).
+    let theirs = s.ok(&["--help"]).replace("Experimental: Wait", "Wait").replace(
+        "  config          Modify kubeconfig files\n",
+        "  config          Modify kubeconfig files\n  kuberc          Manage kuberc configuration files\n",
+    );
+    for line in ["--help", "help", "-h"] {
+        assert_eq!(s.terminal(line).trim_end(), theirs.trim_end(), "{line}");
+    }
     s.kubectl = served;
     // --ignore-not-found prints nothing for what is not there; --no-headers drops the header
     // and sizes the columns to the rows.

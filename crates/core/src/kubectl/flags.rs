@@ -51,7 +51,9 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("annotate", "", "field-selector overwrite selector"),
     ("api-resources", "", ""),
     ("api-versions", "", ""),
-    ("apply", "", "all filename server-side force-conflicts field-manager prune selector validate"),
+    // `-R` recurses into the directories `-f` names; the terminal's files (stdin, the
+    // editor) are never directories, so it changes nothing, as in kubectl with a file.
+    ("apply", "", "all filename server-side force-conflicts field-manager prune recursive selector validate"),
     ("apply edit-last-applied", "", ""),
     ("apply set-last-applied", "", "create-annotation filename"),
     ("apply view-last-applied", "", "all output selector"),
@@ -67,12 +69,12 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     (
         "create",
         "clusterrole clusterrolebinding configmap cronjob deployment ingress job namespace poddisruptionbudget priorityclass quota role rolebinding secret service serviceaccount token",
-        "filename output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule audience duration bound-object-kind bound-object-name bound-object-uid",
+        "filename recursive output dry-run validate image replicas port schedule restart clusterrole description from-literal global-default group hard max-unavailable min-available node-port preemption-policy resource role serviceaccount tcp type user value verb selector annotation class default-backend rule audience duration bound-object-kind bound-object-name bound-object-uid",
     ),
     ("debug", "", "arguments-only container copy-to image image-pull-policy profile quiet replace same-node set-image share-processes stdin target tty"),
     ("delete", "", "all all-namespaces cascade field-selector force grace-period ignore-not-found selector wait"),
     ("describe", "", "all-namespaces chunk-size selector"),
-    ("diff", "", "filename"),
+    ("diff", "", "filename recursive"),
     ("drain", "", "force ignore-daemonsets delete-emptydir-data chunk-size"),
     ("edit", "", "output-patch subresource"),
     ("events", "", "all-namespaces chunk-size for no-headers output types watch"),
@@ -85,7 +87,7 @@ const SIMULATED: &[(&str, &str, &str)] = &[
     ("logs", "", "all-containers container follow prefix previous selector since since-time tail timestamps"),
     ("patch", "", "patch subresource type"),
     ("port-forward", "", "address"),
-    ("replace", "", "filename force validate"),
+    ("replace", "", "filename force recursive validate"),
     ("rollout", "history pause restart resume status undo", "selector to-revision"),
     (
         "run",
@@ -104,6 +106,12 @@ const SIMULATED: &[(&str, &str, &str)] = &[
 /// The command paths kubeloop runs (`get`, `apply view-last-applied`).
 pub(super) fn simulated_paths() -> impl Iterator<Item = &'static str> {
     SIMULATED.iter().map(|s| s.0)
+}
+
+/// Whether kubectl has the command `path` (`get`, `rollout status`).
+#[cfg(test)]
+pub(super) fn known(path: &str) -> bool {
+    entry(path).is_some()
 }
 
 /// All of kubectl's subcommands of `command` (`rollout`: history, pause, ...).
@@ -132,6 +140,10 @@ const GLOBAL_SIMULATED: &[&str] = &["namespace", "as", "as-group", "token", "con
 /// kubectl (or kubeloop, for a flag it does not simulate) prints instead of running.
 pub(crate) fn check(words: &[String]) -> Result<Vec<String>, Vec<String>> {
     let Some((path, e)) = resolve(words) else { return Ok(words.to_vec()) };
+    let before_dashes = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    if words[..before_dashes].iter().any(|w| w == "-h" || w == "--help") {
+        return Err(help(&path));
+    }
     let usage = |msg: String| vec![format!("error: {msg}"), format!("See 'kubectl {path} --help' for usage.")];
     let find = |pred: &dyn Fn(&Spec) -> bool| specs(e.2).find(|s| pred(s)).or_else(|| specs(GLOBAL).find(|s| pred(s)));
     let (simulated, acts_on) = simulated(&path);
@@ -226,6 +238,31 @@ pub(crate) fn check(words: &[String]) -> Result<Vec<String>, Vec<String>> {
         i += 1;
     }
     Ok(out)
+}
+
+/// `kubectl COMMAND --help` (and `kubectl help COMMAND`): kubeloop does not carry
+/// kubectl's help pages; where the page is, and the flags kubeloop acts on there.
+pub(super) fn help(path: &str) -> Vec<String> {
+    // The reference's pages: `kubectl_rollout/kubectl_rollout_status/`.
+    let words: Vec<&str> = path.split(' ').collect();
+    let page = (1..=words.len()).map(|n| format!("kubectl_{}/", words[..n].join("_"))).collect::<String>();
+    let page = format!("https://kubernetes.io/docs/reference/kubectl/generated/{page}");
+    let mut out = vec![format!("kubeloop does not carry kubectl's help pages: kubectl {path}'s is at {page}")];
+    let Some(e) = entry(path) else {
+        out[0] = format!("error: unknown command {path:?} for \"kubectl\"");
+        return out;
+    };
+    match simulated(path).0 {
+        Some(flags) => {
+            if !e.3.is_empty() {
+                let subs = simulated_subcommands(path);
+                out.push(format!("Its subcommands kubeloop runs: {}", subs.join(", ")));
+            }
+            out.push(format!("The flags kubeloop acts on there: {}", acted_on(e.2, flags)));
+        }
+        None => out.push(format!("kubeloop does not run kubectl {path}.")),
+    }
+    out
 }
 
 type Entry = (&'static str, &'static str, &'static str, &'static str);

@@ -35,6 +35,7 @@ pub mod edit;
 mod events;
 mod exec;
 mod get;
+mod help;
 mod info;
 mod label;
 mod logs;
@@ -262,6 +263,23 @@ fn dispatch(api: &mut ApiServer, creds: &Credentials, kc: &mut config::Kubeconfi
         Err(e) => return vec![format!("error: {e}")],
     };
     let args: Vec<String> = if args.first().map(String::as_str) == Some("kubectl") { args[1..].to_vec() } else { args };
+    // `kubectl`, `kubectl help [COMMAND]`, `kubectl --help`, `kubectl alpha`.
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] | ["help"] | ["--help" | "-h", ..] => return help::top(),
+        ["help", path @ ..] => return flags::help(&path.join(" ")),
+        ["options", ..] => {
+            return vec![
+                "kubeloop acts on these of kubectl's global options: -n/--namespace, --as, --as-group, --token and --context; all of them are listed at https://kubernetes.io/docs/reference/kubectl/kubectl/".into(),
+            ]
+        }
+        ["alpha", ..] => return vec!["No alpha commands are available in this version of kubectl".into()],
+        ["kuberc", ..] => {
+            return vec![
+                "error: kubectl kuberc edits the kuberc file in your home directory (aliases and default flags), and this terminal has no files of its own: the real kubectl reads its kuberc against `kubeloop serve` too".into(),
+            ]
+        }
+        _ => {}
+    }
     let Some(verb) = args.first().cloned() else { return vec!["error: no command given".into()] };
     // Every flag checked against the command's, and written `--NAME=VALUE`.
     let args = match flags::check(&args) {
