@@ -1868,3 +1868,89 @@ fn json_without(v: &mut serde_json::Value, keys: &[&str]) {
         _ => {}
     }
 }
+
+/// An HTTP GET through a forwarded local port: the response as read until the server has
+/// sent its body (`Content-Length`).
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::Read as _;
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = conn.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let len = head.lines().find_map(|l| l.strip_prefix("Content-Length: ")).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+            if body.len() >= len {
+                return text;
+            }
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn the_real_kubectls_port_forward_reaches_the_pods_server() {
+    let s = Server::start("port-forward", &[]);
+    let manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, labels: {app: web}}\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.27\n    ports: [{containerPort: 80}]\n";
+    assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
+    s.until(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"], 60, |o| o == "Running");
+    // kubectl port-forward (SPDY tunneled through a WebSocket) on a port the system picks.
+    let mut pf = Command::new(&s.kubectl)
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", &s.dir)
+        .args(["port-forward", "pod/web", ":80"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kept open: kubectl goes on writing a line per connection.
+    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let local: u16 = first
+        .trim()
+        .strip_prefix("Forwarding from 127.0.0.1:")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{first}"));
+    // Each connection is a new pair of streams; the terminal's curl gets the same page.
+    let page = http_get(local, "/");
+    assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
+    let body = page.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    assert!(body.contains("<title>Welcome to nginx!</title>"), "{body}");
+    let missing = http_get(local, "/nope");
+    assert!(missing.starts_with("HTTP/1.1 404 Not Found\r\n"), "{missing}");
+    s.terminal("port-forward pod/web 8080:80");
+    // (with the line the forward prints for each connection, as kubectl's does)
+    assert_eq!(s.terminal("curl -s localhost:8080/"), format!("Handling connection for 8080\n{body}"));
+    let _ = pf.kill();
+    let _ = pf.wait();
+    drop(stdout);
+    // A port nothing listens on: the kubelet's error on the error stream, as kubectl prints it.
+    let mut pf = Command::new(&s.kubectl)
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", &s.dir)
+        .args(["port-forward", "pod/web", ":81"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kept open: kubectl goes on writing a line per connection.
+    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let local: u16 = first.trim().strip_prefix("Forwarding from 127.0.0.1:").and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap();
+    let refused = http_get(local, "/");
+    assert_eq!(refused, "");
+    drop(stdout);
+    let out = pf.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("an error occurred forwarding") && err.contains("dial tcp4 127.0.0.1:81: connect: connection refused"), "{err}");
+}

@@ -14,6 +14,7 @@ mod gojson;
 mod http;
 mod portforward;
 mod protobuf;
+mod spdy;
 mod watch;
 
 use kubeloop_core::cluster::scenario::{add_file, Scenario};

@@ -5,23 +5,32 @@
 //! simulated server listening on that port in the pod: kubeloop's servers answer HTTP
 //! `GET` and `HEAD` (nginx's welcome page for nginx), and the answer comes back on the
 //! same channel. Nothing listening gives containerd's `connection refused` on the error
-//! channel. kubectl's own `port-forward` tunnels SPDY, which kubeloop does not speak; it is
-//! told so.
+//! channel.
+//!
+//! kubectl's own `port-forward` speaks SPDY/3.1 (`portforward/httpstream.go`), tunneled
+//! through the WebSocket (`SPDY/3.1+portforward.k8s.io`): for each local connection it
+//! opens an error stream and a data stream, both named by a `requestid` and a `port`
+//! header; the data stream carries the connection both ways, and when the client closes
+//! it the kubelet closes both, having written any error on the error stream first.
 
 use super::api::{Reply, Session};
 use super::{http, Shared};
 use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::foundation::status::Status;
 use kubeloop_core::loops::kubelet::shell::applets::reason_phrase;
+use std::collections::BTreeMap;
 
-/// The protocols the kubelet's WebSocket port forwarding speaks that kubeloop serves.
-const PROTOCOLS: [&str; 1] = ["v4.channel.k8s.io"];
+/// The protocols the kubelet's WebSocket port forwarding speaks that kubeloop serves, and
+/// kubectl's SPDY tunneled through a WebSocket.
+const PROTOCOLS: [&str; 2] = ["v4.channel.k8s.io", SPDY];
+const SPDY: &str = "SPDY/3.1+portforward.k8s.io";
 
 /// A request held back until this much has come without a whole HTTP request in it.
 const MAX_REQUEST: usize = 64 * 1024;
 
 pub fn start(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, name: &str) -> Result<Reply, Status> {
-    let offered: Vec<String> = req.headers_named("Sec-WebSocket-Protocol").flat_map(|v| v.split(',')).map(|p| p.trim().to_string()).collect();
+    let offered: Vec<String> =
+        req.headers_named("Sec-WebSocket-Protocol").flat_map(|v| v.split(',')).map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
     let mut ports = Vec::new();
     for (k, v) in &req.query {
         if k != "ports" {
@@ -41,11 +50,15 @@ pub fn start(sh: &Shared, req: &http::Request, creds: Credentials, ns: &str, nam
     }
     let Some(protocol) = PROTOCOLS.iter().find(|p| offered.iter().any(|o| o == *p)) else {
         return Err(Status::bad_request(format!(
-            "kubeloop serves pods/portforward over the WebSocket protocol {} (the official clients' port forwarding); the client offered {}. kubectl port-forward tunnels SPDY, which kubeloop does not speak",
+            "kubeloop serves pods/portforward over the WebSocket protocols {}; the client offered {}",
             PROTOCOLS.join(", "),
-            if offered.is_empty() { "none (an SPDY upgrade)".to_string() } else { offered.join(", ") }
+            if offered.is_empty() { "none (an SPDY upgrade without a WebSocket, which kubeloop does not serve)".to_string() } else { offered.join(", ") }
         )));
     };
+    if *protocol == SPDY {
+        let session = SpdyForward { ns, name, framer: super::spdy::Framer::default(), streams: BTreeMap::new(), pending: BTreeMap::new() };
+        return Ok(Reply::Session { protocol: protocol.to_string(), session: Box::new(session) });
+    }
     if ports.is_empty() {
         return Err(Status::bad_request("at least one port must be specified (the ports query parameter)".to_string()));
     }
@@ -80,49 +93,140 @@ impl Session for PortForward {
         }
         let port = self.ports[i];
         self.pending[i].extend_from_slice(data);
-        let mut out = Vec::new();
-        loop {
-            match next_request(&self.pending[i]) {
-                Parsed::Incomplete if self.pending[i].len() > MAX_REQUEST => {
-                    out.push(error(channel, format!("kubeloop: {MAX_REQUEST} bytes reached port {port} without a whole HTTP request")));
-                    self.pending[i].clear();
-                    break;
-                }
-                Parsed::Incomplete => break,
-                Parsed::NotHttp => {
-                    out.push(error(
-                        channel,
-                        format!(
-                            "kubeloop: the simulated server on port {port} of pod {} speaks HTTP only, and what was sent is not an HTTP request",
-                            self.name
-                        ),
-                    ));
-                    self.pending[i].clear();
-                    break;
-                }
-                Parsed::Request { method, .. } if method != "GET" && method != "HEAD" => {
-                    out.push(error(
-                        channel,
-                        format!("kubeloop: the simulated servers answer GET and HEAD only; a {method} request to port {port} is not simulated"),
-                    ));
-                    self.pending[i].clear();
-                    break;
-                }
-                Parsed::Request { method, path, len } => {
-                    self.pending[i].drain(..len);
-                    let (ns, name, p) = (self.ns.clone(), self.name.clone(), path.clone());
-                    let answer = sh.with(move |c| c.port_forward(&ns, &name, port, &p)).unwrap_or_else(|s| Err(s.message));
-                    match answer {
-                        Ok((code, body)) => out.push(response(channel, &method, code, &body)),
-                        Err(e) => {
-                            out.push(error(channel, e));
-                            break;
-                        }
+        let (written, failed) = answer(sh, &self.ns, &self.name, port, &mut self.pending[i]);
+        let mut out: Vec<Vec<u8>> = written.into_iter().map(|w| [&[channel][..], &w].concat()).collect();
+        out.extend(failed.map(|e| error(channel, e)));
+        (out, false)
+    }
+}
+
+/// What the pod's server writes back for the whole HTTP requests `pending` holds (taken
+/// from it), and the error the connection ends in, if it does.
+fn answer(sh: &Shared, ns: &str, name: &str, port: u16, pending: &mut Vec<u8>) -> (Vec<Vec<u8>>, Option<String>) {
+    let mut out = Vec::new();
+    loop {
+        let failed = match next_request(pending) {
+            Parsed::Incomplete if pending.len() > MAX_REQUEST => format!("kubeloop: {MAX_REQUEST} bytes reached port {port} without a whole HTTP request"),
+            Parsed::Incomplete => return (out, None),
+            Parsed::NotHttp => {
+                format!("kubeloop: the simulated server on port {port} of pod {name} speaks HTTP only, and what was sent is not an HTTP request")
+            }
+            Parsed::Request { method, .. } if method != "GET" && method != "HEAD" => {
+                format!("kubeloop: the simulated servers answer GET and HEAD only; a {method} request to port {port} is not simulated")
+            }
+            Parsed::Request { method, path, len } => {
+                pending.drain(..len);
+                let (ns, name) = (ns.to_string(), name.to_string());
+                let answer = sh.with(move |c| c.port_forward(&ns, &name, port, &path)).unwrap_or_else(|s| Err(s.message));
+                match answer {
+                    Ok((code, body)) => {
+                        out.push(response(&method, code, &body));
+                        continue;
                     }
+                    Err(e) => return (out, Some(e)),
                 }
             }
+        };
+        pending.clear();
+        return (out, Some(failed));
+    }
+}
+
+/// One stream of a SPDY port forwarding: its request, whether it carries data (else
+/// errors), and its port.
+struct SpdyStream {
+    request: String,
+    data: bool,
+    port: Option<u16>,
+}
+
+/// kubectl's SPDY port forwarding: streams in pairs, each pair one local connection.
+struct SpdyForward {
+    ns: String,
+    name: String,
+    framer: super::spdy::Framer,
+    streams: BTreeMap<u32, SpdyStream>,
+    /// What each request's data stream has carried that is not yet a whole request.
+    pending: BTreeMap<String, Vec<u8>>,
+}
+
+impl SpdyForward {
+    /// The id of the other stream of `request`'s pair.
+    fn stream_of(&self, request: &str, data: bool) -> Option<u32> {
+        self.streams.iter().find(|(_, s)| s.request == request && s.data == data).map(|(id, _)| *id)
+    }
+
+    /// End a request's pair as the kubelet does: the error (if any) on the error stream,
+    /// then both streams closed.
+    fn finish(&mut self, request: &str, error: Option<String>) -> Vec<u8> {
+        use super::spdy::data;
+        let mut out = Vec::new();
+        if let Some(id) = self.stream_of(request, false) {
+            out.extend(data(id, error.as_deref().unwrap_or("").as_bytes(), true).concat());
         }
-        (out, false)
+        if let Some(id) = self.stream_of(request, true) {
+            out.extend(data(id, b"", true).concat());
+        }
+        self.streams.retain(|_, s| s.request != request);
+        self.pending.remove(request);
+        out
+    }
+}
+
+impl Session for SpdyForward {
+    fn open(&mut self, _sh: &Shared) -> (Vec<Vec<u8>>, bool) {
+        (Vec::new(), false)
+    }
+
+    fn receive(&mut self, sh: &Shared, message: &[u8]) -> (Vec<Vec<u8>>, bool) {
+        use super::spdy::{data, ping, Frame};
+        let frames = match self.framer.receive(message) {
+            Ok(f) => f,
+            // Not SPDY/3: nothing more can be read from the connection.
+            Err(_) => return (Vec::new(), true),
+        };
+        let mut out: Vec<u8> = Vec::new();
+        for frame in frames {
+            match frame {
+                Frame::SynStream { id, headers } => {
+                    let header = |k: &str| headers.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
+                    let port = header("port").parse::<u16>().ok().filter(|p| *p > 0);
+                    let stream = SpdyStream { request: header("requestid"), data: header("streamtype") == "data", port };
+                    out.extend(self.framer.syn_reply(id));
+                    let (request, is_data) = (stream.request.clone(), stream.data);
+                    self.streams.insert(id, stream);
+                    // The pair is complete once both streams are open; a bad port ends it.
+                    if is_data && port.is_none() && self.stream_of(&request, false).is_some() {
+                        let e = format!("error parsing port {:?}: not a port between 1 and 65535", header("port"));
+                        out.extend(self.finish(&request, Some(e)));
+                    }
+                }
+                Frame::Data { id, fin, data: bytes } => {
+                    let Some(s) = self.streams.get(&id) else { continue };
+                    if !s.data {
+                        continue;
+                    }
+                    let (request, port) = (s.request.clone(), s.port);
+                    let Some(port) = port else { continue };
+                    let pending = self.pending.entry(request.clone()).or_default();
+                    pending.extend_from_slice(&bytes);
+                    let (written, failed) = answer(sh, &self.ns, &self.name, port, pending);
+                    for w in written {
+                        out.extend(data(id, &w, false).concat());
+                    }
+                    if failed.is_some() || fin {
+                        out.extend(self.finish(&request, failed));
+                    }
+                }
+                Frame::RstStream { id } => {
+                    self.streams.remove(&id);
+                }
+                Frame::Ping { id } => out.extend(ping(id)),
+                Frame::GoAway => return (if out.is_empty() { Vec::new() } else { vec![out] }, true),
+                Frame::Other => {}
+            }
+        }
+        (if out.is_empty() { Vec::new() } else { vec![out] }, false)
     }
 }
 
@@ -133,8 +237,8 @@ fn error(data_channel: u8, message: String) -> Vec<u8> {
 }
 
 /// The simulated server's answer as it writes it on the connection.
-fn response(channel: u8, method: &str, code: u16, body: &str) -> Vec<u8> {
-    let mut m = vec![channel];
+fn response(method: &str, code: u16, body: &str) -> Vec<u8> {
+    let mut m = Vec::new();
     m.extend(
         format!("HTTP/1.1 {code} {}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", reason_phrase(code), body.len())
             .into_bytes(),
@@ -200,10 +304,9 @@ mod tests {
 
     #[test]
     fn the_answer_is_written_as_the_server_writes_it() {
-        let m = response(0, "GET", 200, "hi\n");
-        assert_eq!(m[0], 0);
-        assert_eq!(&m[1..], b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nhi\n");
-        let head = response(2, "HEAD", 404, "gone");
+        let m = response("GET", 200, "hi\n");
+        assert_eq!(&m[..], b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nhi\n");
+        let head = response("HEAD", 404, "gone");
         assert!(head.ends_with(b"Content-Length: 4\r\nConnection: keep-alive\r\n\r\n"));
     }
 }
@@ -216,7 +319,8 @@ mod session_tests {
 
     fn forward(sh: &Shared, pod: &str, ports: &str, protocol: &str) -> Result<Reply, Status> {
         let headers = vec![("Sec-WebSocket-Protocol".to_string(), protocol.to_string()), ("Upgrade".to_string(), "websocket".to_string())];
-        let req = http::Request::new("GET", &format!("/api/v1/namespaces/default/pods/{pod}/portforward?ports={ports}"), headers, Vec::new());
+        let query = if ports.is_empty() { String::new() } else { format!("?ports={ports}") };
+        let req = http::Request::new("GET", &format!("/api/v1/namespaces/default/pods/{pod}/portforward{query}"), headers, Vec::new());
         start(sh, &req, Credentials::User(UserInfo::admin()), "default", pod)
     }
 
@@ -252,14 +356,51 @@ mod session_tests {
         assert!(out[0][0] == 1 && String::from_utf8_lossy(&out[0][1..]).contains("speaks HTTP only"));
     }
 
+    /// kubectl's SPDY streams: a pair per connection, replies to both, the server's answer
+    /// on the data stream, and both closed once the client closes its side.
+    #[test]
+    fn kubectls_spdy_streams_reach_the_pods_server() {
+        use super::super::spdy::{data, Frame, Framer};
+        let sh = super::super::standing_cluster();
+        nginx_pod(&sh);
+        let Ok(Reply::Session { protocol, mut session }) = forward(&sh, "web", "", SPDY) else { panic!("a SPDY session") };
+        assert_eq!(protocol, SPDY);
+        let mut client = Framer::default();
+        let mut sent = client.syn_stream(1, &[("streamtype", "error"), ("port", "80"), ("requestid", "0")]);
+        sent.extend(client.syn_stream(3, &[("streamtype", "data"), ("port", "80"), ("requestid", "0")]));
+        let (out, over) = session.receive(&sh, &sent);
+        assert!(!over);
+        // Two SYN_REPLYs, which the client's framer reads as control frames.
+        assert_eq!(client.receive(&out.concat()).unwrap(), vec![Frame::Other, Frame::Other]);
+        let mut get = data(3, b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n", false).concat();
+        get.extend(data(3, b"", true).concat());
+        let (out, _) = session.receive(&sh, &get);
+        let frames = client.receive(&out.concat()).unwrap();
+        let Frame::Data { id: 3, fin: false, data: answer } = &frames[0] else { panic!("{frames:?}") };
+        assert!(String::from_utf8_lossy(answer).starts_with("HTTP/1.1 200 OK\r\n"), "{}", String::from_utf8_lossy(answer));
+        assert!(String::from_utf8_lossy(answer).contains("Welcome to nginx!"));
+        assert_eq!(frames[1..], [Frame::Data { id: 1, fin: true, data: vec![] }, Frame::Data { id: 3, fin: true, data: vec![] }]);
+        // A closed port: the kubelet's error on the error stream, then both closed.
+        let mut sent = client.syn_stream(5, &[("streamtype", "error"), ("port", "81"), ("requestid", "1")]);
+        sent.extend(client.syn_stream(7, &[("streamtype", "data"), ("port", "81"), ("requestid", "1")]));
+        sent.extend(data(7, b"GET / HTTP/1.1\r\n\r\n", false).concat());
+        let (out, _) = session.receive(&sh, &sent);
+        let frames = client.receive(&out.concat()).unwrap();
+        let Some(Frame::Data { id: 5, fin: true, data: e }) = frames.get(2) else { panic!("{frames:?}") };
+        assert!(String::from_utf8_lossy(e).contains("connect: connection refused"), "{}", String::from_utf8_lossy(e));
+        // Pings are answered.
+        let (out, _) = session.receive(&sh, &super::super::spdy::ping(9));
+        assert_eq!(client.receive(&out.concat()).unwrap(), vec![Frame::Ping { id: 9 }]);
+    }
+
     #[test]
     fn spdy_and_missing_pods_are_refused_with_the_reason() {
         let sh = super::super::standing_cluster();
         let Err(s) = forward(&sh, "nope", "80", "v4.channel.k8s.io") else { panic!("a missing pod") };
         assert_eq!((s.code, s.message.as_str()), (404, "pods \"nope\" not found"));
         nginx_pod(&sh);
-        let Err(s) = forward(&sh, "web", "80", "SPDY/3.1+portforward.k8s.io") else { panic!("SPDY") };
-        assert!(s.message.contains("kubectl port-forward tunnels SPDY, which kubeloop does not speak"), "{}", s.message);
+        let Err(s) = forward(&sh, "web", "80", "") else { panic!("SPDY without a WebSocket") };
+        assert!(s.message.contains("an SPDY upgrade without a WebSocket"), "{}", s.message);
         let Err(s) = forward(&sh, "web", "0", "v4.channel.k8s.io") else { panic!("port 0") };
         assert!(s.message.starts_with("invalid port \"0\""), "{}", s.message);
     }
