@@ -16,8 +16,9 @@ const PING: u16 = 6;
 const GOAWAY: u16 = 7;
 /// `FLAG_FIN` on a data or control frame.
 pub const FIN: u8 = 0x01;
-/// What one connection's header blocks may inflate to in all.
+/// What one connection's header blocks may inflate to in all, and one block at most.
 const MAX_HEADERS: usize = 1 << 20;
+const MAX_BLOCK: usize = 64 << 10;
 
 /// A frame a peer sent, as far as port forwarding needs it.
 #[derive(Debug, PartialEq)]
@@ -61,7 +62,7 @@ impl Default for Framer {
         let dict = dictionary();
         let inflated = dict.len();
         let mut window = dict;
-        window.resize(inflated + MAX_HEADERS, 0);
+        window.resize(inflated + MAX_BLOCK, 0);
         Framer { input: Vec::new(), inflater: Box::default(), window, inflated, zlib_header: Some(Vec::new()), deflating: false }
     }
 }
@@ -131,6 +132,14 @@ impl Framer {
             }
         }
         let from = self.inflated;
+        // Room for a block's worth more (the buffer does not wrap: back-references read
+        // what is before).
+        if self.inflated + MAX_BLOCK > self.window.len() {
+            if self.inflated + MAX_BLOCK > MAX_HEADERS {
+                return Err(format!("the SPDY header blocks of one connection exceed {MAX_HEADERS} bytes"));
+            }
+            self.window.resize(self.inflated + MAX_BLOCK, 0);
+        }
         let flags = inflate_flags::TINFL_FLAG_HAS_MORE_INPUT | inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
         let (status, _, written) = decompress(&mut self.inflater, block, &mut self.window, self.inflated, flags);
         match status {
@@ -380,6 +389,29 @@ mod tests {
         let mut body = vec![0, 0, 0, 3, 0, 0, 0, 0, 0, 0];
         body.extend(again);
         assert_eq!(f.receive(&control(SYN_STREAM, 0, &body)).unwrap(), vec![Frame::SynStream { id: 3, headers: vec![] }]);
+    }
+
+    /// Whatever a client sends, the framer answers with frames or an error, never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for round in 0..1_000 {
+            let mut f = Framer::default();
+            let len = (round % 97) + 1;
+            let mut bytes = Vec::with_capacity(len);
+            for _ in 0..len {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                bytes.push((seed >> 33) as u8);
+            }
+            // Control frames of SPDY/3 with random bodies, and raw noise.
+            if round % 2 == 0 && bytes.len() >= 8 {
+                bytes[0] = 0x80;
+                bytes[1] = 0x03;
+                let body = (bytes.len() - 8) as u32;
+                bytes[5..8].copy_from_slice(&body.to_be_bytes()[1..]);
+            }
+            let _ = f.receive(&bytes);
+        }
     }
 
     #[test]
