@@ -58,6 +58,15 @@ need_chromium() {
   fi
 }
 
+need_curl() {
+  if ! command -v curl > /dev/null; then
+    echo "installing curl"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq curl
+  fi
+}
+
 need_playwright() {
   if [ ! -d "$TOOLS/node_modules/playwright-core" ]; then
     echo "installing playwright-core into .tools"

@@ -3,12 +3,12 @@
 //! `status`; in `metadata`, `name`, `generateName`, `namespace`, … as `ObjectMeta` declares
 //! them), map keys sorted, `<`, `>` and `&` escaped as `\u003c`, `\u003e`, `\u0026`, and the
 //! body ends with a newline. The order of every built-in type comes from the protobuf table
-//! ([`super::protobuf::go_order`]); the `meta/v1` and discovery types that have no protobuf
+//! ([`super::protobuf::go_fields`]); the `meta/v1` and discovery types that have no protobuf
 //! message in it are listed here. Objects of kinds the table does not know (custom
 //! resources) are unstructured on the real server too, and Go writes a map's keys sorted,
 //! which is the value tree's own order.
 
-use super::protobuf::{go_order, is_kind, kind_message, GoField};
+use super::protobuf::{go_fields, is_kind, kind_message};
 use kubeloop_core::foundation::value::{Map, Value};
 use std::io::Write as _;
 
@@ -169,6 +169,12 @@ fn own_shape(m: &Map) -> Shape<'static> {
     Shape::Untyped
 }
 
+/// No fields at all (for a message the table lacks, which the caller has ruled out).
+fn empty_index() -> &'static std::collections::HashMap<String, usize> {
+    static EMPTY: std::sync::OnceLock<std::collections::HashMap<String, usize>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Default::default)
+}
+
 fn object(out: &mut Vec<u8>, m: &Map, shape: Shape) {
     let shape = match shape {
         Shape::Untyped => own_shape(m),
@@ -192,27 +198,34 @@ fn object(out: &mut Vec<u8>, m: &Map, shape: Shape) {
                 field(out, k, v, *inner);
             }
         }
-        Shape::Message(msg) if go_order(msg).is_some() => {
-            let fields = go_order(msg).unwrap_or_default();
+        Shape::Message(msg) if go_fields(msg).is_some() => {
+            let (fields, at) = go_fields(msg).unwrap_or((&[], empty_index()));
             let type_meta: &[&str] = if is_kind(msg) { &["kind", "apiVersion"] } else { &[] };
             for k in type_meta {
                 if let Some(v) = m.get(k) {
                     field(out, k, v, Shape::Untyped);
                 }
             }
-            for f in fields {
-                if let Some(v) = m.get(&f.name) {
-                    let child = f.message.as_deref().map_or(Shape::Untyped, Shape::Message);
-                    if f.map {
-                        field(out, &f.name, v, Shape::MapOf(&child));
-                    } else {
-                        field(out, &f.name, v, child);
+            // The object's own keys put in the struct's order (one pass over what is there,
+            // not a lookup per field the struct declares); keys the struct does not
+            // declare follow in the object's order.
+            let mut present: Vec<(usize, &str, &Value)> = m
+                .iter()
+                .filter(|(k, _)| !type_meta.contains(&k.as_str()))
+                .map(|(k, v)| (at.get(k.as_str()).copied().unwrap_or(usize::MAX), k.as_str(), v))
+                .collect();
+            present.sort_by_key(|(i, _, _)| *i);
+            for (i, k, v) in present {
+                match fields.get(i) {
+                    Some(f) => {
+                        let child = f.message.as_deref().map_or(Shape::Untyped, Shape::Message);
+                        if f.map {
+                            field(out, k, v, Shape::MapOf(&child));
+                        } else {
+                            field(out, k, v, child);
+                        }
                     }
-                }
-            }
-            for (k, v) in m.iter() {
-                if !type_meta.contains(&k.as_str()) && !fields.iter().any(|f: &GoField| f.name == k.as_str()) {
-                    field(out, k, v, Shape::Untyped);
+                    None => field(out, k, v, Shape::Untyped),
                 }
             }
         }

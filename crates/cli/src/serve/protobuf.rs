@@ -28,8 +28,9 @@ struct Field {
 struct Table {
     kinds: HashMap<String, String>,
     messages: HashMap<String, HashMap<u64, Field>>,
-    /// Each message's fields in Go struct order (see [`go_order`]).
-    order: HashMap<String, Vec<GoField>>,
+    /// Each message's fields in Go struct order (see [`go_fields`]), and where each JSON
+    /// name is in that order.
+    order: HashMap<String, (Vec<GoField>, HashMap<String, usize>)>,
 }
 
 /// One field of a message as `encoding/json` writes it: its JSON name, and the message its
@@ -72,7 +73,8 @@ fn table() -> &'static Table {
         for name in messages.keys() {
             let mut go = Vec::new();
             flatten(&messages, &raw["order"], name, &mut go, 0);
-            order.insert(name.clone(), go);
+            let at = go.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
+            order.insert(name.clone(), (go, at));
         }
         Table { kinds, messages, order }
     })
@@ -109,9 +111,9 @@ pub(super) fn is_kind(message: &str) -> bool {
 }
 
 /// A message's fields in the order the Go struct declares them, which is the order of
-/// `generated.proto` and of the real API server's JSON.
-pub(super) fn go_order(message: &str) -> Option<&'static [GoField]> {
-    table().order.get(message).map(Vec::as_slice)
+/// `generated.proto` and of the real API server's JSON, and where each JSON name is in it.
+pub(super) fn go_fields(message: &str) -> Option<(&'static [GoField], &'static HashMap<String, usize>)> {
+    table().order.get(message).map(|(f, at)| (f.as_slice(), at))
 }
 
 struct Reader<'a> {

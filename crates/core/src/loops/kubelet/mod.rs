@@ -111,6 +111,8 @@ struct Ctr {
     /// of the pod's readiness or phase.
     ephemeral: bool,
     spec: Value,
+    /// Its CPU limit in millicores, read once from the spec (which does not change).
+    cpu_limit: Option<u64>,
     state: CState,
     last: Option<CState>,
     restarts: u32,
@@ -154,6 +156,7 @@ impl Ctr {
             sidecar: init && get_str(spec, &["restartPolicy"]) == Some("Always"),
             ephemeral,
             spec: spec.clone(),
+            cpu_limit: usage::milli(get_str(spec, &["resources", "limits", "cpu"])),
             state: CState::Waiting { reason: reason.to_string(), message: None },
             last: None,
             restarts: 0,
@@ -205,6 +208,7 @@ impl Ctr {
             sidecar: self.sidecar,
             ephemeral: self.ephemeral,
             spec: self.spec.clone(),
+            cpu_limit: self.cpu_limit,
             state: self.state.clone(),
             last: self.last.clone(),
             restarts: self.restarts,
@@ -290,6 +294,8 @@ struct Node {
     pods: BTreeMap<Key, PodRt>,
     uid: String,
     allocatable: Value,
+    /// The allocatable CPU in millicores, read once.
+    cpu: u64,
     /// The volumes last reported in `status.volumesInUse` (the volume manager's
     /// `ReportedInUse`: an attachable volume mounts only once reported).
     in_use_reported: BTreeSet<String>,
@@ -392,6 +398,7 @@ impl Kubelets {
                     pods: BTreeMap::new(),
                     uid: String::new(),
                     allocatable: Value::Object(s.capacity.clone()),
+                    cpu: usage::milli(s.capacity.get("cpu").and_then(Value::as_str)).unwrap_or(1000),
                     in_use_reported: BTreeSet::new(),
                     next_status: 0,
                     status_pending: false,
@@ -2349,6 +2356,7 @@ impl Kubelets {
             pods: BTreeMap::new(),
             uid: uid.clone(),
             allocatable: Value::Object(spec.capacity.clone()),
+            cpu: usage::milli(spec.capacity.get("cpu").and_then(Value::as_str)).unwrap_or(1000),
             in_use_reported: BTreeSet::new(),
             next_status: cx.now + NETWORK_READY_AFTER,
             status_pending: false,

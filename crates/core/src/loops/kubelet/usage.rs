@@ -12,7 +12,6 @@
 
 use super::{CState, Ctr, Key, Kubelets};
 use crate::apiserver::metrics::{ContainerStats, NodeStats, PodStats};
-use crate::foundation::api::get_str;
 use crate::foundation::sim::Millis;
 
 /// The CFS period: usage is capped per period.
@@ -49,14 +48,14 @@ impl Meter {
 }
 
 /// Millicores from a quantity string (`500m`, `2`).
-fn milli(q: Option<&str>) -> Option<u64> {
+pub(super) fn milli(q: Option<&str>) -> Option<u64> {
     q.and_then(crate::foundation::quantity::parse_milli).map(|m| m.max(0) as u64)
 }
 
 impl Kubelets {
     /// The most CPU container `c` on node `ni` may use: its limit, else the node's.
     fn cpu_cap(&self, ni: usize, c: &Ctr) -> u64 {
-        milli(get_str(&c.spec, &["resources", "limits", "cpu"])).or_else(|| milli(get_str(&self.nodes[ni].allocatable, &["cpu"]))).unwrap_or(1000).max(1)
+        c.cpu_limit.unwrap_or(self.nodes[ni].cpu).max(1)
     }
 
     /// Charge `us` microseconds of CPU to container `i` of a pod.
