@@ -1895,6 +1895,24 @@ fn http_get(port: u16, path: &str) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
+/// The real `kubectl port-forward pod/web PORTS` running, its stdout (kept open: kubectl
+/// goes on writing a line per connection) and the local port it chose.
+fn port_forward(s: &Server, ports: &str) -> (Child, BufReader<std::process::ChildStdout>, u16) {
+    let mut pf = Command::new(&s.kubectl)
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", &s.dir)
+        .args(["port-forward", "pod/web", ports])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let local = first.trim().strip_prefix("Forwarding from 127.0.0.1:").and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok());
+    (pf, stdout, local.unwrap_or_else(|| panic!("{first}")))
+}
+
 #[test]
 fn the_real_kubectls_port_forward_reaches_the_pods_server() {
     let s = Server::start("port-forward", &[]);
@@ -1902,24 +1920,7 @@ fn the_real_kubectls_port_forward_reaches_the_pods_server() {
     assert!(s.run(&["apply", "-f", "-"], Some(manifest)).status.success());
     s.until(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"], 60, |o| o == "Running");
     // kubectl port-forward (SPDY tunneled through a WebSocket) on a port the system picks.
-    let mut pf = Command::new(&s.kubectl)
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", &s.dir)
-        .args(["port-forward", "pod/web", ":80"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Kept open: kubectl goes on writing a line per connection.
-    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let local: u16 = first
-        .trim()
-        .strip_prefix("Forwarding from 127.0.0.1:")
-        .and_then(|r| r.split(' ').next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{first}"));
+    let (mut pf, stdout, local) = port_forward(&s, ":80");
     // Each connection is a new pair of streams; the terminal's curl gets the same page.
     let page = http_get(local, "/");
     assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
@@ -1934,19 +1935,7 @@ fn the_real_kubectls_port_forward_reaches_the_pods_server() {
     let _ = pf.wait();
     drop(stdout);
     // A port nothing listens on: the kubelet's error on the error stream, as kubectl prints it.
-    let mut pf = Command::new(&s.kubectl)
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", &s.dir)
-        .args(["port-forward", "pod/web", ":81"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Kept open: kubectl goes on writing a line per connection.
-    let mut stdout = BufReader::new(pf.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let local: u16 = first.trim().strip_prefix("Forwarding from 127.0.0.1:").and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap();
+    let (pf, stdout, local) = port_forward(&s, ":81");
     let refused = http_get(local, "/");
     assert_eq!(refused, "");
     drop(stdout);

@@ -351,8 +351,15 @@ fn kubectl_logs_follow_prints_what_the_container_writes_until_it_ends() {
     let (out, follow) = sb.kubectl_watching("attach ticker");
     let Some(Follow::Logs(mut f)) = follow else { panic!("attach follows: {out:?}") };
     assert_eq!(out[1], "If you don't see a command prompt, try pressing enter.");
+    let all = followed(&mut sb, &mut f, 20);
+    assert_eq!(all, (4..=6).map(|i| format!("tick {i}")).collect::<Vec<_>>());
+}
+
+/// What a followed log prints, second by second of simulated time, until it is over or
+/// `secs` have passed.
+fn followed(sb: &mut kubeloop_core::sandbox::Sandbox, f: &mut kubeloop_core::kubectl::LogFollow, secs: usize) -> Vec<String> {
     let mut all = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..secs {
         sb.advance(1_000);
         let (lines, done) = f.poll(&sb.cluster.api, sb.cluster.kubelet());
         all.extend(lines);
@@ -360,7 +367,7 @@ fn kubectl_logs_follow_prints_what_the_container_writes_until_it_ends() {
             break;
         }
     }
-    assert_eq!(all, (4..=6).map(|i| format!("tick {i}")).collect::<Vec<_>>());
+    all
 }
 
 #[test]
@@ -378,15 +385,7 @@ fn kubectl_logs_follow_of_a_selector_and_all_containers_interleaves_the_streams(
     let (out, follow) = sb.kubectl_watching("logs -f -l app=tick --all-containers --prefix");
     let Some(Follow::Logs(mut f)) = follow else { panic!("logs -f -l follows: {out:?}") };
     assert!(out.is_empty(), "nothing written yet: {out:?}");
-    let mut all = Vec::new();
-    for _ in 0..60 {
-        sb.advance(1_000);
-        let (lines, done) = f.poll(&sb.cluster.api, sb.cluster.kubelet());
-        all.extend(lines);
-        if done {
-            break;
-        }
-    }
+    let all = followed(&mut sb, &mut f, 60);
     // Four streams, each line once, in the order written (a's second before b's).
     let want: Vec<String> =
         (1..=3).flat_map(|i| [("one", "a"), ("one", "b"), ("two", "a"), ("two", "b")].map(|(p, c)| format!("[pod/{p}/{c}] {p} {c} {i}"))).collect();

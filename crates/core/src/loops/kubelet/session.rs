@@ -65,21 +65,15 @@ impl Kubelets {
     /// the container's output (its log too); when it exits, so does the container.
     pub(super) fn attach_step(&mut self, cx: &mut Cx, namespace: &str, pod: &str, container: &str, input: ExecInput) -> Result<ExecProgress, Status> {
         let (ni, key, i) = self.running_container(cx, namespace, pod, container)?;
-        if matches!(input, ExecInput::Output) {
-            let node = &self.nodes[ni].name;
-            cx.trace(
-                Flow::Runtime,
-                "attach",
-                format!("Pod/{namespace}/{pod}"),
-                "ok",
-                "",
-                format!("kubelet on {node} streams the output of container {container}"),
-            );
-            return Ok(ExecProgress::default());
-        }
-        let instance = self.nodes[ni].pods[&key].ctrs[i].instance;
-        let Some(&(_, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == instance) else {
-            return Err(Status::bad_request(NOT_ATTACHABLE.replace("{container}", container)));
+        // Output alone needs no attachable process; anything else needs the container's.
+        let id = if matches!(input, ExecInput::Output) {
+            None
+        } else {
+            let instance = self.nodes[ni].pods[&key].ctrs[i].instance;
+            let Some(&(_, id)) = self.attach.get(&(key.clone(), container.to_string())).filter(|(inst, _)| *inst == instance) else {
+                return Err(Status::bad_request(NOT_ATTACHABLE.replace("{container}", container)));
+            };
+            Some(id)
         };
         let what = match input {
             ExecInput::Start { .. } => "attaches to",
@@ -96,6 +90,7 @@ impl Kubelets {
             "",
             format!("kubelet on {} {what} container {container}", self.nodes[ni].name),
         );
+        let Some(id) = id else { return Ok(ExecProgress::default()) };
         let step = match input {
             ExecInput::Start { .. } | ExecInput::End | ExecInput::Output => return Ok(ExecProgress::default()),
             other => self.session_step(cx, namespace, pod, id, other)?,
