@@ -419,3 +419,38 @@ fn tar_in_a_container_archives_and_extracts_as_kubectl_cp_runs_it() {
     assert_eq!(&bytes[257..262], b"ustar");
     assert_eq!(&bytes[512..515], b"hi\n");
 }
+
+/// `runAsNonRoot`: the kubelet refuses an image that runs as root (CreateContainerConfigError
+/// with `verifyRunAsNonRoot`'s words), starts one given a non-root `runAsUser`, and says
+/// where it cannot know the image's user.
+#[test]
+fn run_as_non_root_is_enforced_by_the_kubelet() {
+    use kubeloop_core::sandbox::Sandbox;
+    let pod = |name: &str, image: &str, sc: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  securityContext: {sc}\n  containers:\n  - name: c\n    image: {image}\n    command: [sleep, '3600']\n")
+    };
+    let text = [
+        pod("root", "busybox:1.36", "{runAsNonRoot: true}"),
+        pod("user", "busybox:1.36", "{runAsNonRoot: true, runAsUser: 1000}"),
+        pod("zero", "busybox:1.36", "{runAsNonRoot: true, runAsUser: 0}"),
+        pod("named", "memcached:1.6", "{runAsNonRoot: true}"),
+        pod("unknown", "registry.k8s.io/pause:3.10", "{runAsNonRoot: true}"),
+    ]
+    .join("---\n");
+    let mut sb = Sandbox::new(&text, None);
+    sb.advance(30_000);
+    let waiting = |name: &str| {
+        let p = sb.cluster.api.store.get_by(kubeloop_core::foundation::api::rid::POD, "default", name).unwrap();
+        let s = &p["status"]["containerStatuses"][0]["state"];
+        (s["waiting"]["reason"].as_str().unwrap_or("").to_string(), s["waiting"]["message"].as_str().unwrap_or("").to_string(), s["running"].is_object())
+    };
+    let (reason, message, _) = waiting("root");
+    assert_eq!(reason, "CreateContainerConfigError");
+    assert!(message.starts_with("container has runAsNonRoot and image will run as root (pod: \"root_default("), "{message}");
+    assert!(waiting("user").2, "a non-root runAsUser runs");
+    assert!(waiting("zero").1.starts_with("container's runAsUser breaks non-root policy"), "{:?}", waiting("zero"));
+    assert!(waiting("named").1.contains("image has non-numeric user (memcache), cannot verify user is non-root"), "{:?}", waiting("named"));
+    assert!(waiting("unknown").2, "an image kubeloop does not know runs");
+    let said = sb.cluster.api.trace.records().iter().any(|r| r.message.contains("kubeloop does not know the user image registry.k8s.io/pause:3.10 runs as"));
+    assert!(said, "the unknown image's unchecked user is said in the trace");
+}

@@ -154,14 +154,9 @@ pub mod oid {
     pub const ORGANIZATION: &str = "2.5.4.10";
     pub const ORGANIZATIONAL_UNIT: &str = "2.5.4.11";
     pub const POSTAL_CODE: &str = "2.5.4.17";
-    const EXTENSION_REQUEST: &str = "1.2.840.113549.1.9.14";
-    const SUBJECT_ALT_NAME: &str = "2.5.29.17";
-    pub(super) fn extension_request() -> &'static str {
-        EXTENSION_REQUEST
-    }
-    pub(super) fn subject_alt_name() -> &'static str {
-        SUBJECT_ALT_NAME
-    }
+    /// PKCS #9's extension request attribute, which carries the requested extensions.
+    pub const EXTENSION_REQUEST: &str = "1.2.840.113549.1.9.14";
+    pub const SUBJECT_ALT_NAME: &str = "2.5.29.17";
 }
 
 impl CertificateRequest {
@@ -354,7 +349,7 @@ pub fn parse_certificate_request(der: &[u8]) -> Result<CertificateRequest, Strin
             let mut a = Der::inner(&attr);
             let oid = oid_string(a.expect(OID, "ObjectIdentifier")?.contents)?;
             let values = a.expect(SET, "")?;
-            if oid != oid::extension_request() {
+            if oid != oid::EXTENSION_REQUEST {
                 continue;
             }
             let mut values = Der::inner(&values);
@@ -369,7 +364,7 @@ pub fn parse_certificate_request(der: &[u8]) -> Result<CertificateRequest, Strin
                     if v.tag == BOOLEAN {
                         v = e.next()?;
                     }
-                    if v.tag != OCTET_STRING || id != oid::subject_alt_name() {
+                    if v.tag != OCTET_STRING || id != oid::SUBJECT_ALT_NAME {
                         continue;
                     }
                     read_alt_names(v.contents, v.offset, &mut out)?;

@@ -823,7 +823,7 @@ impl Kubelets {
         }
     }
 
-    /// Missing env sources give CreateContainerConfigError (as does [`non_root_violation`]).
+    /// Missing env sources give CreateContainerConfigError (as does [`non_root_check`]).
     fn missing_env(&self, pod: &Value, ctr: &str) -> Option<String> {
         let ns = api::namespace(pod);
         let c =
@@ -1398,7 +1398,16 @@ impl Kubelets {
         let epoch = self.nodes[ni].pods[key].epoch;
         let field = ctr_field(&c);
         let b = c.behaviour.clone().unwrap_or_default();
-        if let Some(err) = self.missing_env(&pod, &c.name).or_else(|| non_root_violation(&pod, &c.spec, &b)) {
+        let non_root = non_root_check(&pod, &c.spec, &b);
+        if let NonRoot::Unknown = non_root {
+            let msg = format!("kubeloop does not know the user image {} runs as, so container {}'s runAsNonRoot is not checked", c.image, c.name);
+            cx.trace(Flow::Runtime, "start", obj.clone(), "warning", "", msg);
+        }
+        let broken = match non_root {
+            NonRoot::Broken(e) => Some(e),
+            _ => None,
+        };
+        if let Some(err) = self.missing_env(&pod, &c.name).or(broken) {
             self.set_state(ni, key, i, CState::Waiting { reason: "CreateContainerConfigError".into(), message: Some(err.clone()) });
             cx.event(&src, &pod, Some(&field), "Warning", "Failed", &format!("Error: {err}"), None);
             cx.trace(Flow::NodeError, "start", obj, "error", "", format!("CreateContainerConfigError: {err}"));
@@ -2498,30 +2507,42 @@ impl Kubelets {
     }
 }
 
-/// `verifyRunAsNonRoot`: a container that must not run as root (its own or its pod's
-/// `runAsNonRoot`) may not start as user 0, whether `runAsUser` or its image says so; an
-/// image whose user is a name cannot be checked. An image kubeloop knows nothing of is let
-/// through.
-fn non_root_violation(pod: &Value, c: &Value, b: &Behaviour) -> Option<String> {
+/// What `verifyRunAsNonRoot` finds of a container that must not run as root (its own or
+/// its pod's `runAsNonRoot`).
+enum NonRoot {
+    /// Not asked for, or satisfied.
+    Fine,
+    /// It would start as user 0, by `runAsUser` or by its image, or its image's user is a
+    /// name that cannot be checked.
+    Broken(String),
+    /// kubeloop does not know the user the image runs as.
+    Unknown,
+}
+
+fn non_root_check(pod: &Value, c: &Value, b: &Behaviour) -> NonRoot {
     let field =
         |k: &str| get(c, &["securityContext", k]).filter(|v| !v.is_null()).or_else(|| get(pod, &["spec", "securityContext", k]).filter(|v| !v.is_null()));
     if field("runAsNonRoot").and_then(Value::as_bool) != Some(true) {
-        return None;
+        return NonRoot::Fine;
     }
     let who = format!("{}_{}({})", api::name(pod), api::namespace(pod), api::uid(pod));
     let name = get_str(c, &["name"]).unwrap_or("");
     if let Some(uid) = field("runAsUser").and_then(Value::as_i64) {
-        return (uid == 0).then(|| format!("container's runAsUser breaks non-root policy (pod: {who:?}, container: {name})"));
+        return if uid == 0 {
+            NonRoot::Broken(format!("container's runAsUser breaks non-root policy (pod: {who:?}, container: {name})"))
+        } else {
+            NonRoot::Fine
+        };
     }
-    let user = b.user.as_deref()?;
+    let Some(user) = b.user.as_deref() else { return NonRoot::Unknown };
     let uid = user.split(':').next().unwrap_or("");
     match uid.parse::<u64>() {
-        _ if uid.is_empty() => Some(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
-        Ok(0) => Some(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
-        Ok(_) => None,
-        Err(_) => {
-            Some(format!("container has runAsNonRoot and image has non-numeric user ({uid}), cannot verify user is non-root (pod: {who:?}, container: {name})"))
-        }
+        _ if uid.is_empty() => NonRoot::Broken(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
+        Ok(0) => NonRoot::Broken(format!("container has runAsNonRoot and image will run as root (pod: {who:?}, container: {name})")),
+        Ok(_) => NonRoot::Fine,
+        Err(_) => NonRoot::Broken(format!(
+            "container has runAsNonRoot and image has non-numeric user ({uid}), cannot verify user is non-root (pod: {who:?}, container: {name})"
+        )),
     }
 }
 
