@@ -334,11 +334,15 @@ pub fn service_account(store: &Store, req: &Request, pod: &mut Value, suffix: im
     const MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
     let has_mount = |c: &Value| get_array(c, &["volumeMounts"]).iter().any(|m| get_str(m, &["mountPath"]) == Some(MOUNT));
     let vol_name = format!("kube-api-access-{}", suffix());
-    let volume = json!({"name": vol_name, "projected": {"defaultMode": 420, "sources": [
-        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
-    ]}});
+    // Every pod's projection is the same: one copy, shared (a write to it copies it first).
+    static PROJECTED: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+        json!({"defaultMode": 420, "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
+        ]})
+    });
+    let volume = json!({"name": vol_name, "projected": PROJECTED.clone()});
     let mut added = false;
     for list in ["initContainers", "containers"] {
         if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
@@ -369,14 +373,19 @@ pub fn default_toleration_seconds(pod: &mut Value) {
     let spec = crate::foundation::api::entry(pod, &["spec"]);
     let tols = spec.entry("tolerations").or_insert_with(|| json!([]));
     let Some(list) = tols.as_array_mut() else { return };
-    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    // The two tolerations every pod gets, kept once and shared.
+    static ADDED: std::sync::LazyLock<[Value; 2]> = std::sync::LazyLock::new(|| {
+        ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+            .map(|key| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}))
+    });
+    for (key, toleration) in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"].into_iter().zip(ADDED.iter()) {
         let covered = list.iter().any(|t| {
             let k = get_str(t, &["key"]).unwrap_or("");
             let e = get_str(t, &["effect"]).unwrap_or("");
             (k == key || (k.is_empty() && get_str(t, &["operator"]) == Some("Exists"))) && (e == "NoExecute" || e.is_empty())
         });
         if !covered {
-            list.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+            list.push(toleration.clone());
         }
     }
 }

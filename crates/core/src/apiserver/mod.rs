@@ -899,7 +899,10 @@ pub fn set_condition(obj: &mut Value, ty: &str, status: &str, reason: Option<&st
         if get_str(existing, &["status"]) == Some(status) {
             c["lastTransitionTime"] = existing.get("lastTransitionTime").cloned().unwrap_or(json!(ts));
         }
-        *existing = c;
+        // An unchanged condition stays the one the object's earlier versions share.
+        if *existing != c {
+            *existing = c;
+        }
     } else {
         list.push(c);
     }

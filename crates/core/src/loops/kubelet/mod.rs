@@ -637,7 +637,8 @@ impl Kubelets {
 
     fn admit(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object) {
         self.epoch += 1;
-        let mut ctrs = Vec::new();
+        let count = ["initContainers", "containers", "ephemeralContainers"].iter().map(|l| get_array(pod, &["spec", l]).len()).sum();
+        let mut ctrs = Vec::with_capacity(count);
         let has_inits = !get_array(pod, &["spec", "initContainers"]).is_empty();
         for (list, init) in [("initContainers", true), ("containers", false), ("ephemeralContainers", false)] {
             for c in get_array(pod, &["spec", list]) {

@@ -379,9 +379,50 @@ enum Sink {
 
 #[derive(Debug, Clone, PartialEq)]
 struct Var {
-    value: String,
+    value: Str,
     array: Option<Vec<String>>,
     exported: bool,
+}
+
+type Str = compact_str::CompactString;
+
+/// A process's variables, sorted by name in one vector: a container's environment is a
+/// dozen short strings, kept inline without an allocation each.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Vars(Vec<(Str, Var)>);
+
+impl Vars {
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(name))
+    }
+    fn get(&self, name: &str) -> Option<&Var> {
+        self.find(name).ok().map(|i| &self.0[i].1)
+    }
+    fn insert(&mut self, name: &str, v: Var) -> Option<Var> {
+        match self.find(name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, v)),
+            Err(i) => {
+                self.0.insert(i, (name.into(), v));
+                None
+            }
+        }
+    }
+    fn remove(&mut self, name: &str) -> Option<Var> {
+        self.find(name).ok().map(|i| self.0.remove(i).1)
+    }
+    fn or_insert(&mut self, name: &str, v: Var) -> &mut Var {
+        let i = match self.find(name) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (name.into(), v));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+    fn iter(&self) -> impl Iterator<Item = (&Str, &Var)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -426,7 +467,7 @@ pub enum Flow {
 pub struct Process {
     frames: Vec<Frame>,
     status: i32,
-    vars: BTreeMap<String, Var>,
+    vars: Vars,
     args: Vec<String>,
     arg0: String,
     funcs: BTreeMap<String, (Arc<Program>, usize)>,
@@ -465,12 +506,16 @@ pub struct Process {
 impl Process {
     /// A shell running `program` as `$0` with positional `args`, in an environment.
     pub fn new(program: Program, arg0: &str, args: Vec<String>, env: &[(String, String)], flavour: Flavour) -> Process {
-        let mut vars = BTreeMap::new();
+        Process::running(Arc::new(program), arg0, args, env, flavour)
+    }
+
+    /// [`Process::new`] with a compiled program that other processes may share.
+    fn running(prog: Arc<Program>, arg0: &str, args: Vec<String>, env: &[(String, String)], flavour: Flavour) -> Process {
+        let mut vars = Vars(Vec::with_capacity(env.len() + 1));
         for (k, v) in env {
-            vars.insert(k.clone(), Var { value: v.clone(), array: None, exported: true });
+            vars.insert(k, Var { value: v.into(), array: None, exported: true });
         }
-        vars.entry("IFS".into()).or_insert(Var { value: " \t\n".into(), array: None, exported: false });
-        let prog = Arc::new(program);
+        vars.or_insert("IFS", Var { value: " \t\n".into(), array: None, exported: false });
         let slots = vec![None; prog.slots];
         Process {
             frames: vec![Frame { prog, pc: 0, kind: FrameKind::Script, saved_args: None, slots, subjects: vec![], depth: 0 }],
@@ -505,19 +550,35 @@ impl Process {
 
     /// A process that runs one command line (no shell): `sleep 3600`, `cat /x`.
     pub fn command(argv: &[String], env: &[(String, String)], flavour: Flavour) -> Process {
-        let words: Vec<Word> = argv.iter().map(|a| vec![Part::Quoted(a.clone())]).collect();
-        let simple = Simple { assigns: vec![], words, redirs: vec![], line: 1 };
-        let list = vec![parse::AndOr {
-            first: parse::Pipeline { negate: false, commands: vec![Piped { command: Command::Simple(simple), redirs: vec![] }] },
-            rest: vec![],
-        }];
-        let mut p = Process::new(compile_list(&list), argv.first().map(String::as_str).unwrap_or(""), vec![], env, flavour);
+        // The containers of one template run the same command line: compiled once.
+        thread_local! {
+            static COMPILED: std::cell::RefCell<std::collections::HashMap<Vec<String>, Arc<Program>>> = Default::default();
+        }
+        let prog = COMPILED.with(|c| {
+            let mut c = c.borrow_mut();
+            if let Some(p) = c.get(argv) {
+                return p.clone();
+            }
+            if c.len() >= 256 {
+                c.clear();
+            }
+            let words: Vec<Word> = argv.iter().map(|a| vec![Part::Quoted(a.clone())]).collect();
+            let simple = Simple { assigns: vec![], words, redirs: vec![], line: 1 };
+            let list = vec![parse::AndOr {
+                first: parse::Pipeline { negate: false, commands: vec![Piped { command: Command::Simple(simple), redirs: vec![] }] },
+                rest: vec![],
+            }];
+            let p = Arc::new(compile_list(&list));
+            c.insert(argv.to_vec(), p.clone());
+            p
+        });
+        let mut p = Process::running(prog, argv.first().map(String::as_str).unwrap_or(""), vec![], env, flavour);
         p.arg0 = String::new();
         p
     }
 
     pub fn env(&self) -> Vec<(String, String)> {
-        self.vars.iter().filter(|(_, v)| v.exported).map(|(k, v)| (k.clone(), v.value.clone())).collect()
+        self.vars.iter().filter(|(_, v)| v.exported).map(|(k, v)| (k.to_string(), v.value.to_string())).collect()
     }
 
     /// The prompt an interactive shell prints on a terminal, as root: bash's
@@ -713,7 +774,7 @@ impl Process {
     }
     pub fn set_var(&mut self, name: &str, value: String) {
         let exported = self.vars.get(name).is_some_and(|v| v.exported);
-        self.vars.insert(name.to_string(), Var { value, array: None, exported });
+        self.vars.insert(name, Var { value: value.into(), array: None, exported });
     }
 
     fn step(&mut self, host: &mut dyn Host, budget: usize) -> Outcome {
@@ -1032,24 +1093,24 @@ impl Process {
             let var = match a {
                 Assign::Scalar(w) => {
                     let v = self.expand(w, host, false).join(" ");
-                    Var { value: v, array: None, exported: self.vars.get(name).is_some_and(|v| v.exported) }
+                    Var { value: v.into(), array: None, exported: self.vars.get(name).is_some_and(|v| v.exported) }
                 }
                 Assign::Array(items) => {
                     let mut vals = Vec::new();
                     for w in items {
                         vals.extend(self.expand(w, host, true));
                     }
-                    Var { value: vals.first().cloned().unwrap_or_default(), array: Some(vals), exported: false }
+                    Var { value: vals.first().map(|v| Str::from(v.as_str())).unwrap_or_default(), array: Some(vals), exported: false }
                 }
             };
             if self.status != before {
                 sub_status = Some(self.status);
             }
             if !argv.is_empty() {
-                let old = self.vars.insert(name.clone(), Var { exported: true, ..var });
+                let old = self.vars.insert(name, Var { exported: true, ..var });
                 temp.push((name.clone(), old));
             } else {
-                self.vars.insert(name.clone(), var);
+                self.vars.insert(name, var);
             }
         }
         if argv.is_empty() {
@@ -1078,7 +1139,7 @@ impl Process {
         let flow = self.dispatch(&argv, s.line, host);
         for (name, old) in temp.into_iter().rev() {
             match old {
-                Some(v) => self.vars.insert(name, v),
+                Some(v) => self.vars.insert(&name, v),
                 None => self.vars.remove(&name),
             };
         }
@@ -1183,10 +1244,10 @@ impl Process {
         true
     }
     pub fn export(&mut self, name: &str, value: Option<String>) {
-        let v = self.vars.entry(name.to_string()).or_insert(Var { value: String::new(), array: None, exported: true });
+        let v = self.vars.or_insert(name, Var { value: Str::default(), array: None, exported: true });
         v.exported = true;
         if let Some(val) = value {
-            v.value = val;
+            v.value = val.into();
             v.array = None;
         }
     }
@@ -1195,7 +1256,7 @@ impl Process {
         self.funcs.remove(name);
     }
     pub fn all_vars(&self) -> Vec<(String, String)> {
-        self.vars.iter().filter(|(k, _)| k.as_str() != "IFS").map(|(k, v)| (k.clone(), v.value.clone())).collect()
+        self.vars.iter().filter(|(k, _)| k.as_str() != "IFS").map(|(k, v)| (k.to_string(), v.value.to_string())).collect()
     }
     pub fn me_name(&self) -> String {
         self.me().to_string()
@@ -1234,14 +1295,14 @@ impl Process {
         }
         let v = self.vars.get(name)?.clone();
         match index {
-            None => Some(v.value),
-            Some(i) if i == "@" || i == "*" => Some(v.array.map(|a| a.join(" ")).unwrap_or(v.value)),
+            None => Some(v.value.into()),
+            Some(i) if i == "@" || i == "*" => Some(v.array.map(|a| a.join(" ")).unwrap_or(v.value.into())),
             Some(i) => {
                 let expr = self.expand_text(i, host);
                 let k = arith(&expr, self).ok()?;
                 match v.array {
                     Some(a) => usize::try_from(k).ok().and_then(|k| a.get(k).cloned()),
-                    None if k == 0 => Some(v.value),
+                    None if k == 0 => Some(v.value.into()),
                     None => None,
                 }
             }
