@@ -102,6 +102,27 @@ impl Set {
         removed
     }
 
+    /// Give up ownership of every path of `other` ([`Set::paths`]), as [`Set::remove`] of
+    /// each in turn would; whether anything was owned.
+    fn subtract(&mut self, other: &Set) -> bool {
+        let mut removed = false;
+        for (k, oc) in &other.children {
+            if oc.own || oc.children.is_empty() {
+                removed |= self.children.remove(k).is_some();
+            }
+            if !oc.children.is_empty() {
+                if let Some(c) = self.children.get_mut(k) {
+                    removed |= c.subtract(oc);
+                    // A parent that only held the removed paths is not owned on its own.
+                    if c.is_empty() {
+                        self.children.remove(k);
+                    }
+                }
+            }
+        }
+        removed
+    }
+
     /// Take ownership of `other`'s paths too; whether the set grew.
     fn union(&mut self, other: &Set) -> bool {
         let mut grew = other.own && !self.own;
@@ -287,14 +308,7 @@ fn diff(before: Option<&Value>, after: &Value, cur: &Cursor, path: &[&str]) -> O
 fn prune_set(set: &mut Set, v: &Value) -> bool {
     let mut dropped = false;
     set.children.retain(|k, c| {
-        let here = if let Some(f) = k.strip_prefix("f:") {
-            v.get(f)
-        } else if k.starts_with("k:") || k.starts_with("v:") {
-            index_of(v, k).and_then(|i| v.as_array().and_then(|a| a.get(i)))
-        } else {
-            None
-        };
-        let Some(here) = here else {
+        let Some(here) = child_at(v, k) else {
             dropped = true;
             return false;
         };
@@ -580,8 +594,190 @@ pub fn default_manager(component: &str, user: &crate::apiserver::rbac::UserInfo)
 /// `requested` is the object as the request made it (decoded and defaulted), before
 /// mutating admission: what admission adds is not the manager's (as upstream's field
 /// manager, which runs in the handler before admission).
+///
+/// Most writes touch one manager's fields in one part of the object, so an entry is only
+/// parsed into a [`Set`] when the write changes it: when the changed fields reach into it,
+/// when they are more than it owns, or when a field it owns is gone.
 #[allow(clippy::too_many_arguments)]
 pub fn track_update(old: Option<&Value>, requested: &Value, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
+    #[cfg(debug_assertions)]
+    let reference = {
+        let mut n = new.clone();
+        track_update_reference(old, requested, &mut n, manager, subresource, api_version, kind, now);
+        crate::foundation::api::get(&n, &["metadata", "managedFields"]).cloned()
+    };
+    let cur = Cursor::root(api_version, kind);
+    let changed = diff_root(old, requested, subresource, &cur).filter(|c| !c.is_empty());
+    let originals = old.map_or(&[][..], |o| crate::foundation::api::get_array(o, &["metadata", "managedFields"]));
+    let mut out: Vec<Value> = Vec::with_capacity(originals.len() + 1);
+    let mut mine_found = false;
+    for orig in originals {
+        let field = |k: &str| crate::foundation::api::get_str(orig, &[k]).unwrap_or("");
+        let mine = field("manager") == manager && field("operation") == "Update" && field("subresource") == subresource;
+        let fields = orig.get("fieldsV1").unwrap_or(&Value::Null);
+        let mut set: Option<Set> = None;
+        let mut set_changed = false;
+        let mut time = None;
+        if let Some(ch) = &changed {
+            if mine {
+                mine_found = true;
+                time = Some(rfc3339(now));
+                if !covers(fields, ch) {
+                    set_changed |= set.get_or_insert_with(|| Set::from_json(fields)).union(ch);
+                }
+            } else if touches(fields, ch) {
+                set_changed |= set.get_or_insert_with(|| Set::from_json(fields)).subtract(ch);
+            }
+        }
+        if set.is_none() && prune_needed(fields, new) {
+            set = Some(Set::from_json(fields));
+        }
+        if let Some(st) = &mut set {
+            set_changed |= prune_set(st, new);
+        }
+        if set.as_ref().map_or_else(|| set_json_empty(fields), Set::is_empty) {
+            continue;
+        }
+        out.push(match set {
+            Some(set) if set_changed => {
+                let e = Entry {
+                    manager: field("manager").to_string(),
+                    operation: field("operation").to_string(),
+                    api_version: field("apiVersion").to_string(),
+                    subresource: field("subresource").to_string(),
+                    time: time.map_or_else(|| orig.get("time").cloned().unwrap_or(Value::Null), |t| json!(t)),
+                    set,
+                    orig: None,
+                    set_changed: true,
+                };
+                SHARED.with(|c| c.borrow_mut().entry(&e))
+            }
+            _ => match time {
+                Some(t) if orig.get("time").and_then(Value::as_str) != Some(t.as_str()) => {
+                    let mut o = orig.clone();
+                    o["time"] = json!(t);
+                    o
+                }
+                _ => orig.clone(),
+            },
+        });
+    }
+    if let Some(mut set) = changed.filter(|_| !mine_found) {
+        prune_set(&mut set, new);
+        if !set.is_empty() {
+            let e = Entry {
+                manager: manager.to_string(),
+                operation: "Update".into(),
+                api_version: api_version.to_string(),
+                subresource: subresource.to_string(),
+                time: json!(rfc3339(now)),
+                set,
+                orig: None,
+                set_changed: true,
+            };
+            out.push(SHARED.with(|c| c.borrow_mut().entry(&e)));
+        }
+    }
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        if out.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields", Value::Array(out));
+        }
+    }
+    #[cfg(debug_assertions)]
+    assert_eq!(crate::foundation::api::get(new, &["metadata", "managedFields"]).cloned(), reference, "managedFields of a {kind} written by {manager}");
+}
+
+/// [`diff`] of the tracked parts of two objects ([`tracked`]), without copying them out.
+fn diff_root(before: Option<&Value>, after: &Value, subresource: &str, cur: &Cursor) -> Option<Set> {
+    let mut s = Set::default();
+    let mut any = false;
+    for (k, v) in after.as_object().into_iter().flatten() {
+        let b = before.and_then(|b| b.get(k.as_str()));
+        let child = match k.as_str() {
+            "apiVersion" | "kind" => continue,
+            "status" if subresource == "status" => diff(b, v, &cur.field(k), &["status"]),
+            "status" => continue,
+            "metadata" if subresource != "status" => {
+                let mc = cur.field(k);
+                let mut m = Set::default();
+                for f in TRACKED_METADATA {
+                    if let Some(x) = v.get(f) {
+                        any = true;
+                        if let Some(c) = diff(b.and_then(|b| b.get(f)), x, &mc.field(f), &["metadata", f]) {
+                            m.children.insert(format!("f:{f}"), c);
+                        }
+                    }
+                }
+                (!m.children.is_empty()).then_some(m)
+            }
+            _ if subresource == "status" => continue,
+            _ => diff(b, v, &cur.field(k), &[k.as_str()]),
+        };
+        if k != "metadata" {
+            any = true;
+        }
+        if let Some(c) = child {
+            s.children.insert(format!("f:{k}"), c);
+        }
+    }
+    // As `diff` of the two tracked maps: nothing changed is no set, unless there was
+    // nothing to track at all.
+    if s.children.is_empty() {
+        return (!any).then(Set::default);
+    }
+    Some(s)
+}
+
+/// The metadata fields whose ownership is tracked.
+const TRACKED_METADATA: [&str; 5] = ["generateName", "labels", "annotations", "ownerReferences", "finalizers"];
+
+/// Whether `set` holds nothing, as a `fieldsV1` value.
+fn set_json_empty(fields: &Value) -> bool {
+    fields.as_object().is_none_or(|m| m.is_empty())
+}
+
+/// Whether the field set `fields` (as `fieldsV1`) owns all of `set` already: a
+/// [`Set::union`] that would not grow it.
+fn covers(fields: &Value, set: &Set) -> bool {
+    let Some(m) = fields.as_object() else { return false };
+    (!set.own || m.contains_key(".")) && set.children.iter().all(|(k, c)| m.get(k).is_some_and(|f| covers(f, c)))
+}
+
+/// Whether [`Set::subtract`] of `set` would change the field set `fields`.
+fn touches(fields: &Value, set: &Set) -> bool {
+    set.children.iter().any(|(k, c)| {
+        fields.get(k.as_str()).is_some_and(|f| c.own || c.children.is_empty() || touches(f, c) || set_json_empty(f))
+    })
+}
+
+/// Whether [`prune_set`] would drop anything of `fields` (as `fieldsV1`) from `v`.
+fn prune_needed(fields: &Value, v: &Value) -> bool {
+    let Some(m) = fields.as_object() else { return false };
+    m.iter().filter(|(k, _)| k.as_str() != ".").any(|(k, c)| {
+        let Some(here) = child_at(v, k) else { return true };
+        let had = c.as_object().is_some_and(|cm| cm.keys().any(|ck| ck != "."));
+        had && prune_needed(c, here)
+    })
+}
+
+/// The value a field set's key names in `v`: a field, or an item of a list.
+fn child_at<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+    if let Some(f) = k.strip_prefix("f:") {
+        v.get(f)
+    } else if k.starts_with("k:") || k.starts_with("v:") {
+        index_of(v, k).and_then(|i| v.as_array().and_then(|a| a.get(i)))
+    } else {
+        None
+    }
+}
+
+/// [`track_update`] done the plain way, every entry parsed: what debug builds check the
+/// fast way against, at every write of every test.
+#[cfg(debug_assertions)]
+#[allow(clippy::too_many_arguments)]
+fn track_update_reference(old: Option<&Value>, requested: &Value, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
     let mut list = entries(old);
     let empty = json!({});
     let before = old.unwrap_or(&empty);
