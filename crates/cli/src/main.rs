@@ -1,13 +1,11 @@
 //! The `kubeloop` command: runs scenarios through the deterministic control plane and
 //! measures it. All I/O (files, clocks, stdout) lives here, never in `kubeloop-core`.
 
-use kubeloop_core::apiserver::Credentials;
 use kubeloop_core::cluster::scenario::{add_file, Scenario};
-use kubeloop_core::cluster::{Action, Cluster, Config, NodeSpec};
+use kubeloop_core::cluster::{bench, Cluster};
 use kubeloop_core::foundation::api::{self, get_str, rid};
 use kubeloop_core::foundation::sim::{parse_duration, Millis, MAX_RUN};
 use kubeloop_core::foundation::value::Value;
-use kubeloop_core::json;
 use std::process::ExitCode;
 
 use kubeloop_cli::{command_usage, flag, install_api_docs, positional, serve, sweep, usage, COMMANDS};
@@ -342,45 +340,29 @@ fn bench(args: &[String]) -> ExitCode {
         }
     };
     let seed: u64 = flag(args, "--seed").and_then(|v| v.parse().ok()).unwrap_or(1);
-    let per_node = pods.div_ceil(nodes).max(1);
-    let max_pods = per_node.max(110);
-    let specs: Vec<NodeSpec> = (0..nodes)
-        .map(|i| {
-            let mut n = NodeSpec::worker(&format!("node-{i:05}"), &format!("zone-{}", i % 3), "64", "256Gi");
-            n.capacity.insert("pods", json!(max_pods.to_string()));
-            n
-        })
-        .collect();
     let started = std::time::Instant::now();
-    // etcd's largest recommended quota (8 GiB, the etcd documentation's suggested maximum): a
-    // 150,000-pod apply writes more revisions than the 2 GiB default holds before the API
-    // server's first compaction, five minutes in.
-    let quota_bytes = 8 << 30;
-    let mut cluster = Cluster::new(Config { seed, nodes: specs, trace: false, quota_bytes, ..Config::default() });
-    let manifest = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: bench\nspec:\n  replicas: {pods}\n  selector:\n    matchLabels: {{app: bench}}\n  template:\n    metadata:\n      labels: {{app: bench}}\n    spec:\n      containers:\n      - name: app\n        image: registry.example/bench:1.0\n        resources:\n          requests: {{cpu: 10m, memory: 16Mi}}\n"
-    );
-    let out = cluster.act(Credentials::Token("admin-token".into()), Action::Apply { text: manifest, file: "bench.yaml".into() });
-    if !out.output.iter().all(|l| l.ends_with("created")) {
-        eprintln!("error: {}", out.output.join("\n"));
-        return ExitCode::from(1);
-    }
-    let end = cluster.run_to_quiet(CAP);
+    let mut cluster = bench::cluster(nodes, pods, seed);
+    let outcome = match bench::run(&mut cluster, pods) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let wall = started.elapsed().as_secs_f64();
-    let ready = cluster.api.store.list(rid::POD, None).filter(|p| kubeloop_core::foundation::pod::pod_is_ready(p)).count();
-    let writes = cluster.api.trace.writes;
+    let ready = outcome.ready_pods;
     let v = serde_json::json!({
         "nodes": nodes,
         "pods": pods,
         "ready_pods": ready,
-        "simulated_seconds": end as f64 / 1000.0,
+        "simulated_seconds": outcome.simulated_ms as f64 / 1000.0,
         "wall_seconds": (wall * 1000.0).round() / 1000.0,
-        "api_writes": writes,
-        "wakes": cluster.tasks_run[0],
-        "timers": cluster.tasks_run[1],
-        "api_writes_per_second": (writes as f64 / wall).round(),
+        "api_writes": outcome.api_writes,
+        "wakes": outcome.wakes,
+        "timers": outcome.timers,
+        "api_writes_per_second": (outcome.api_writes as f64 / wall).round(),
         "peak_memory_mib": peak_rss_kib().map(|k| k / 1024),
-        "etcd_quota_bytes": quota_bytes,
+        "etcd_quota_bytes": bench::QUOTA_BYTES,
     });
     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     // Tearing down a large cluster's memory is not part of the run; let the OS reclaim it.

@@ -5,6 +5,7 @@
 //! advances the simulated clock while playing; the diagram folds new trace records into
 //! per-step tallies on every tick.
 
+mod bench;
 mod cel;
 mod diagram;
 mod docs;

@@ -10,6 +10,7 @@
 //! things that cannot progress) remain and no loop says it is busy.
 
 pub mod attach;
+pub mod bench;
 pub mod etcdctl;
 pub mod forward;
 pub mod scenario;

@@ -1,0 +1,33 @@
+//! The scale benchmark in the page's own engine: `window.wasmBindings.kubeloopBench(nodes,
+//! pods)` runs what `kubeloop bench` runs (`kubeloop_core::cluster::bench`) and answers
+//! with the same JSON, timed by the page's clock; in place of the resident size it gives
+//! the WebAssembly memory, which only grows, so after the run it is the run's peak.
+//! `scripts/measure-page-bench` drives it in headless Chromium.
+
+use kubeloop_core::cluster::bench;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+#[wasm_bindgen(js_name = kubeloopBench)]
+pub fn kubeloop_bench(nodes: u32, pods: u32) -> Result<String, JsValue> {
+    let perf = web_sys::window().and_then(|w| w.performance());
+    let now = || perf.as_ref().map_or(0.0, |p| p.now());
+    let started = now();
+    let mut cluster = bench::cluster(nodes as usize, pods as usize, 1);
+    let outcome = bench::run(&mut cluster, pods as usize).map_err(|e| JsValue::from_str(&e))?;
+    let wall = (now() - started) / 1000.0;
+    let memory = wasm_bindgen::memory().dyn_into::<js_sys::WebAssembly::Memory>()?;
+    let bytes = memory.buffer().dyn_into::<js_sys::ArrayBuffer>()?.byte_length();
+    drop(cluster);
+    let v = serde_json::json!({
+        "nodes": nodes,
+        "pods": pods,
+        "ready_pods": outcome.ready_pods,
+        "simulated_seconds": outcome.simulated_ms as f64 / 1000.0,
+        "wall_seconds": (wall * 1000.0).round() / 1000.0,
+        "api_writes": outcome.api_writes,
+        "api_writes_per_second": (outcome.api_writes as f64 / wall).round(),
+        "wasm_memory_mib": bytes / (1024 * 1024),
+    });
+    Ok(v.to_string())
+}
