@@ -23,16 +23,25 @@ use crate::foundation::value::{json, Map, Value};
 use std::collections::BTreeMap;
 
 /// A set of field paths in `FieldsV1` form.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Set {
     /// The `.` member: the node itself is owned.
     own: bool,
     children: BTreeMap<String, Set>,
+    /// The `fieldsV1` value this node was read from, while nothing in it has changed: it is
+    /// written back as it was, without building it again.
+    orig: Option<Value>,
+}
+
+impl PartialEq for Set {
+    fn eq(&self, other: &Set) -> bool {
+        self.own == other.own && self.children == other.children
+    }
 }
 
 impl Set {
     pub fn from_json(v: &Value) -> Set {
-        let mut s = Set::default();
+        let mut s = Set { orig: v.is_object().then(|| v.clone()), ..Set::default() };
         for (k, c) in v.as_object().into_iter().flatten() {
             if k == "." {
                 s.own = true;
@@ -91,13 +100,21 @@ impl Set {
     pub fn remove(&mut self, path: &[String]) -> bool {
         let Some((first, rest)) = path.split_first() else { return false };
         if rest.is_empty() {
-            return self.children.remove(first).is_some();
+            let removed = self.children.remove(first).is_some();
+            if removed {
+                self.orig = None;
+            }
+            return removed;
         }
         let Some(c) = self.children.get_mut(first) else { return false };
         let removed = c.remove(rest);
+        let changed = c.orig.is_none();
         if c.is_empty() {
             // A parent that only held the removed path is not owned on its own.
             self.children.remove(first);
+            self.orig = None;
+        } else if changed {
+            self.orig = None;
         }
         removed
     }
@@ -107,15 +124,20 @@ impl Set {
     fn subtract(&mut self, other: &Set) -> bool {
         let mut removed = false;
         for (k, oc) in &other.children {
-            if oc.own || oc.children.is_empty() {
-                removed |= self.children.remove(k).is_some();
+            if (oc.own || oc.children.is_empty()) && self.children.remove(k).is_some() {
+                removed = true;
+                self.orig = None;
             }
             if !oc.children.is_empty() {
                 if let Some(c) = self.children.get_mut(k) {
                     removed |= c.subtract(oc);
+                    let changed = c.orig.is_none();
                     // A parent that only held the removed paths is not owned on its own.
                     if c.is_empty() {
                         self.children.remove(k);
+                    }
+                    if changed || !self.children.contains_key(k) {
+                        self.orig = None;
                     }
                 }
             }
@@ -126,15 +148,23 @@ impl Set {
     /// Take ownership of `other`'s paths too; whether the set grew.
     fn union(&mut self, other: &Set) -> bool {
         let mut grew = other.own && !self.own;
+        let mut changed = grew;
         self.own |= other.own;
         for (k, c) in &other.children {
             match self.children.get_mut(k) {
-                Some(mine) => grew |= mine.union(c),
+                Some(mine) => {
+                    grew |= mine.union(c);
+                    changed |= mine.orig.is_none();
+                }
                 None => {
                     self.children.insert(k.clone(), c.clone());
                     grew = true;
+                    changed = true;
                 }
             }
+        }
+        if changed {
+            self.orig = None;
         }
         grew
     }
@@ -228,7 +258,7 @@ fn field_set(obj: &Value, api_version: &str, kind: &str, subresource: &str) -> S
             (meta.children.get_mut("f:ownerReferences"), crate::foundation::api::get(obj, &["metadata", "ownerReferences"]).and_then(Value::as_array))
         {
             refs.own = true;
-            refs.children = list.iter().map(|r| (key_of(r, &["uid".to_string()]), Set { own: true, children: BTreeMap::new() })).collect();
+            refs.children = list.iter().map(|r| (key_of(r, &["uid".to_string()]), Set { own: true, ..Set::default() })).collect();
         }
     }
     s
@@ -253,7 +283,7 @@ fn diff(before: Option<&Value>, after: &Value, cur: &Cursor, path: &[&str]) -> O
         (Shape::Struct | Shape::Map, Value::Object(m)) => {
             let b = before.and_then(Value::as_object);
             // A map is owned itself as well as its keys; a struct only through its fields.
-            let mut s = Set { own: cur.shape() == Shape::Map && !m.is_empty(), children: BTreeMap::new() };
+            let mut s = Set { own: cur.shape() == Shape::Map && !m.is_empty(), ..Set::default() };
             for (k, v) in m.iter() {
                 let mut p = path.to_vec();
                 p.push(k.as_str());
@@ -307,19 +337,26 @@ fn diff(before: Option<&Value>, after: &Value, cur: &Cursor, path: &[&str]) -> O
 /// Drop from `set` the paths `v` no longer has; whether anything was dropped.
 fn prune_set(set: &mut Set, v: &Value) -> bool {
     let mut dropped = false;
+    let mut changed = false;
     set.children.retain(|k, c| {
         let Some(here) = child_at(v, k) else {
             dropped = true;
+            changed = true;
             return false;
         };
         let had = !c.children.is_empty();
-        if had && prune_set(c, here) {
+        let pruned = had && prune_set(c, here);
+        changed |= c.orig.is_none();
+        if pruned {
             dropped = true;
             // A node that only held what was dropped is not owned on its own.
             return !c.is_empty();
         }
         true
     });
+    if changed {
+        set.orig = None;
+    }
     dropped
 }
 
@@ -484,6 +521,10 @@ fn map_addr(v: &Value) -> usize {
 
 impl Shared {
     fn node(&mut self, set: &Set) -> Value {
+        if let Some(o) = &set.orig {
+            debug_assert!(Set::from_json(o) == *set, "a field set changed since it was read: {set:?}");
+            return o.clone();
+        }
         let kids: Vec<(&str, Value)> = set.children.iter().map(|(k, c)| (k.as_str(), self.node(c))).collect();
         let own_leaf = set.own.then(|| self.node(&Set::default()));
         let mut h = std::hash::DefaultHasher::new();
