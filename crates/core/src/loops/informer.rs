@@ -9,6 +9,7 @@
 
 use crate::apiserver::store::{EventType, Store, StoreError};
 use crate::foundation::api::{Object, ResourceId};
+use crate::foundation::value::Str;
 use std::collections::BTreeMap;
 
 /// One change seen by the informer, with the object it replaced.
@@ -37,8 +38,9 @@ pub struct SyncResult {
 pub struct Informer {
     pub resource: ResourceId,
     pub state: WatchState,
-    /// namespace -> name -> object
-    cache: BTreeMap<String, BTreeMap<String, Object>>,
+    /// namespace -> name -> object (names of up to 24 bytes kept inline, without an
+    /// allocation of their own)
+    cache: BTreeMap<String, BTreeMap<Str, Object>>,
     count: usize,
 }
 
@@ -53,7 +55,7 @@ impl Informer {
         let old = match m.get_mut(name) {
             Some(slot) => Some(std::mem::replace(slot, o.clone())),
             None => {
-                m.insert(name.to_string(), o.clone());
+                m.insert(Str::from(name), o.clone());
                 None
             }
         };
@@ -100,7 +102,7 @@ impl Informer {
             match store.events_since(self.resource, rv) {
                 Ok(events) => {
                     let mut last = rv;
-                    let events: Vec<_> = events.cloned().collect();
+                    out.deltas.reserve(events.size_hint().0);
                     for e in events {
                         let old = match e.kind {
                             EventType::Deleted => self.remove(&e.object),
