@@ -283,6 +283,8 @@ pub struct ApiServer {
     pub metrics: metrics::MetricsServer,
     /// API Priority and Fairness: the priority levels' seats and queues.
     pub flowcontrol: flowcontrol::FlowControl,
+    /// RBAC's answers while the policy is unchanged.
+    decisions: rbac::Decisions,
     rng: Rng,
     /// The random source of the clients that run inside the cluster's terminal (kubectl's
     /// generated names), seeded with the run so that it replays.
@@ -323,6 +325,7 @@ impl ApiServer {
             unsimulated: BTreeSet::new(),
             metrics: metrics::MetricsServer::default(),
             flowcontrol: flowcontrol::FlowControl::default(),
+            decisions: rbac::Decisions::default(),
             rng: Rng::new(seed, Stream::ApiServer),
             client_rng: Rng::new(seed, Stream::Kubectl),
             cel: CelCache::default(),
@@ -534,7 +537,7 @@ impl ApiServer {
         // Authorization.
         let attrs =
             Attributes { verb: req.verb.as_str(), group: res.group, resource: res.plural, subresource: &req.subresource, namespace: &ns, name: &req.name };
-        if let Decision::Deny(reason) = rbac::authorize(&self.store, &user, &attrs) {
+        if let Decision::Deny(reason) = self.decisions.authorize(&self.store, &user, &attrs) {
             let mut cause = attrs.forbidden_cause(&user.name);
             if let Some(r) = reason {
                 cause = format!("{cause}: {r}");

@@ -95,10 +95,51 @@ fn subject_matches(s: &Value, user: &UserInfo, binding_ns: &str) -> bool {
     }
 }
 
+#[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Allow,
     /// Denied; the authorizer's reason (appended to the Forbidden cause) if any.
     Deny(Option<String>),
+}
+
+/// The decisions [`authorize`] gave, kept while the policy they read (roles, cluster roles
+/// and their bindings) is unchanged: the same question gets the same answer without walking
+/// every binding again. Only a memo; nothing an API client could tell apart.
+#[derive(Debug, Clone, Default)]
+pub struct Decisions {
+    /// The last write to each policy resource when the decisions were made.
+    policy: [u64; 4],
+    decided: std::collections::HashMap<String, Decision>,
+}
+
+/// How many decisions are kept before the memo starts afresh.
+const MAX_DECISIONS: usize = 4096;
+
+impl Decisions {
+    pub fn authorize(&mut self, store: &Store, user: &UserInfo, a: &Attributes) -> Decision {
+        let policy = [rid::CLUSTERROLE, rid::CLUSTERROLEBINDING, rid::ROLE, rid::ROLEBINDING].map(|r| store.last_write(r));
+        if policy != self.policy || self.decided.len() >= MAX_DECISIONS {
+            self.policy = policy;
+            self.decided.clear();
+        }
+        let key = format!(
+            "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{}",
+            user.name,
+            user.groups.join("\u{1}"),
+            a.verb,
+            a.group,
+            a.resource,
+            a.subresource,
+            a.namespace,
+            a.name
+        );
+        if let Some(d) = self.decided.get(&key) {
+            return d.clone();
+        }
+        let d = authorize(store, user, a);
+        self.decided.insert(key, d.clone());
+        d
+    }
 }
 
 /// The authorizer chain `Node,RBAC` over the current stored policy.
