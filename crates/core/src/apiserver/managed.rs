@@ -788,9 +788,7 @@ fn covers(fields: &Value, set: &Set) -> bool {
 
 /// Whether [`Set::subtract`] of `set` would change the field set `fields`.
 fn touches(fields: &Value, set: &Set) -> bool {
-    set.children.iter().any(|(k, c)| {
-        fields.get(k.as_str()).is_some_and(|f| c.own || c.children.is_empty() || touches(f, c) || set_json_empty(f))
-    })
+    set.children.iter().any(|(k, c)| fields.get(k.as_str()).is_some_and(|f| c.own || c.children.is_empty() || touches(f, c) || set_json_empty(f)))
 }
 
 /// Whether [`prune_set`] would drop anything of `fields` (as `fieldsV1`) from `v`.
@@ -818,7 +816,16 @@ fn child_at<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
 /// fast way against, at every write of every test.
 #[cfg(debug_assertions)]
 #[allow(clippy::too_many_arguments)]
-fn track_update_reference(old: Option<&Value>, requested: &Value, new: &mut Value, manager: &str, subresource: &str, api_version: &str, kind: &str, now: Millis) {
+fn track_update_reference(
+    old: Option<&Value>,
+    requested: &Value,
+    new: &mut Value,
+    manager: &str,
+    subresource: &str,
+    api_version: &str,
+    kind: &str,
+    now: Millis,
+) {
     let mut list = entries(old);
     let empty = json!({});
     let before = old.unwrap_or(&empty);

@@ -122,17 +122,8 @@ impl Decisions {
             self.policy = policy;
             self.decided.clear();
         }
-        let key = format!(
-            "{}\0{}\0{}\0{}\0{}\0{}\0{}\0{}",
-            user.name,
-            user.groups.join("\u{1}"),
-            a.verb,
-            a.group,
-            a.resource,
-            a.subresource,
-            a.namespace,
-            a.name
-        );
+        let key =
+            format!("{}\0{}\0{}\0{}\0{}\0{}\0{}\0{}", user.name, user.groups.join("\u{1}"), a.verb, a.group, a.resource, a.subresource, a.namespace, a.name);
         if let Some(d) = self.decided.get(&key) {
             return d.clone();
         }
