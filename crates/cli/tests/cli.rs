@@ -97,7 +97,9 @@ fn bench_reports_its_measurements() {
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["ready_pods"], 60);
     assert!(v["wall_seconds"].as_f64().unwrap() > 0.0);
-    assert!(v["api_writes"].as_u64().unwrap() > 600);
+    // Per pod at least its create, its binding, two status writes and the four events of
+    // its start (Scheduled, Pulled, Created, Started).
+    assert!(v["api_writes"].as_u64().unwrap() >= 60 * 8, "{out}");
     assert!(v["peak_memory_mib"].as_u64().is_some());
 }
 

@@ -271,7 +271,7 @@ impl Map {
             Err(i) => {
                 let e = self.entries_mut();
                 grow(e);
-                e.insert(i, (key, value));
+                e.insert(i, (intern(key), value));
                 None
             }
         }
@@ -344,7 +344,7 @@ impl<'a> Entry<'a> {
             Err(i) => {
                 let e = self.map.entries_mut();
                 grow(e);
-                e.insert(i, (self.key, default()));
+                e.insert(i, (intern(self.key), default()));
                 i
             }
         };
@@ -410,7 +410,7 @@ impl IntoIterator for Map {
 impl<K: Into<Str>> FromIterator<(K, Value)> for Map {
     /// Later entries win over earlier ones with the same key, as repeated inserts would.
     fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Map {
-        let mut v: Vec<(Str, Value)> = iter.into_iter().map(|(k, v)| (k.into(), v)).collect();
+        let mut v: Vec<(Str, Value)> = iter.into_iter().map(|(k, v)| (intern(k.into()), v)).collect();
         if v.is_empty() {
             return Map::new();
         }
@@ -451,6 +451,36 @@ impl std::ops::Index<&str> for Map {
 }
 
 static NULL: Value = Value::Null;
+
+/// Keys longer than a [`Str`] holds inline (24 bytes, but 12 on 32-bit targets such as the
+/// page's WebAssembly, where that is most of the API's field names: `creationTimestamp`,
+/// `lastTransitionTime`) take an allocation of their own in every map that has them, and
+/// again in every copy of it. Each such key is kept once for the life of the program
+/// instead, and maps refer to that copy: at most [`MAX_INTERNED`] of them, and not the keys
+/// of field sets' list items (`k:{"uid":...}`), which name values rather than fields.
+fn intern(k: Str) -> Str {
+    if !k.is_heap_allocated() || k.len() > 64 || k.starts_with("k:") || k.starts_with("v:") {
+        return k;
+    }
+    thread_local! {
+        static KEYS: std::cell::RefCell<std::collections::HashSet<&'static str>> = Default::default();
+    }
+    KEYS.with(|keys| {
+        let mut keys = keys.borrow_mut();
+        if let Some(s) = keys.get(k.as_str()) {
+            return Str::const_new(s);
+        }
+        if keys.len() >= MAX_INTERNED {
+            return k;
+        }
+        let s: &'static str = Box::leak(Box::from(k.as_str()));
+        keys.insert(s);
+        Str::const_new(s)
+    })
+}
+
+/// The most keys [`intern`] keeps.
+const MAX_INTERNED: usize = 8192;
 
 /// Make room for one more entry. Objects are many and small and mostly final once built:
 /// a quarter more room, not double, keeps their slack small.
@@ -771,7 +801,7 @@ impl From<serde_json::Value> for Value {
             serde_json::Value::Array(a) => Value::Array(a.into_iter().map(Value::from).collect()),
             // `serde_json`'s map iterates in key order: the entries are already sorted.
             serde_json::Value::Object(m) => {
-                let entries: Vec<(Str, Value)> = m.into_iter().map(|(k, v)| (k.into(), Value::from(v))).collect();
+                let entries: Vec<(Str, Value)> = m.into_iter().map(|(k, v)| (intern(k.into()), Value::from(v))).collect();
                 Value::Object(if entries.is_empty() { Map::new() } else { Map(Some(Arc::new(Node::new(entries)))) })
             }
         }
@@ -1083,6 +1113,27 @@ mod tests {
         assert!(a["spec"].as_object().unwrap().ptr_eq(b["spec"].as_object().unwrap()));
         assert!(!a["status"].as_object().unwrap().ptr_eq(b["status"].as_object().unwrap()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_long_key_is_kept_once_for_every_map() {
+        let long = "spec.template.spec.terminationGracePeriodSeconds";
+        let a: Map = [(long, Value::Null)].into_iter().collect();
+        let mut b = Map::new();
+        b.insert(long.to_string(), json!(1));
+        let parsed: Value = serde_json::from_str(&format!("{{\"{long}\": 2}}")).unwrap();
+        let first = |m: &Map| m.keys().next().map(|k| k.as_ptr());
+        assert_eq!(first(&a), first(&b));
+        assert_eq!(first(&a), parsed.as_object().and_then(first));
+        // A copy of a map shares the key too.
+        let mut c = b.clone();
+        c.insert("x", Value::Null);
+        assert_eq!(c.keys().find(|k| k.as_str() == long).map(|k| k.as_ptr()), first(&a));
+        // A field set's item key names a value: it is not kept.
+        let item = r#"k:{"uid":"8f0a6837-389a-44a6-99bc-b4c88ee76947"}"#;
+        let d: Map = [(item, Value::Null)].into_iter().collect();
+        let e: Map = [(item, Value::Null)].into_iter().collect();
+        assert_ne!(first(&d), first(&e));
     }
 
     #[test]

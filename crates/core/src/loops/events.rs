@@ -19,7 +19,7 @@ use crate::apiserver::{ApiServer, Credentials, PatchType, Request};
 use crate::foundation::api::{self, get_str, rid, Object};
 use crate::foundation::sim::{rfc3339, rfc3339_micro, Millis};
 use crate::foundation::value::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 /// Who reports an event.
 #[derive(Debug, Clone)]
@@ -105,10 +105,10 @@ impl<V> Lru<V> {
 }
 
 /// The aggregator's record of a group of similar events (`aggregateRecord`): the messages
-/// seen (as hashes) and when the last one came.
+/// seen (as hashes, sorted; never more than ten) and when the last one came.
 #[derive(Clone, Debug, Default)]
 struct Similar {
-    messages: BTreeSet<u64>,
+    messages: Vec<u64>,
     last: Option<Millis>,
 }
 
@@ -198,11 +198,14 @@ impl Recorder {
             if rec.last.is_none_or(|last| now.saturating_sub(last) > AGGREGATE_INTERVAL) {
                 rec = Similar::default();
             }
-            rec.messages.insert(key(&[&message]));
+            let m = key(&[&message]);
+            if let Err(i) = rec.messages.binary_search(&m) {
+                rec.messages.insert(i, m);
+            }
             rec.last = Some(now);
             if rec.messages.len() >= AGGREGATE_MAX_EVENTS {
                 // Go pops an arbitrary member to keep the set from growing; the smallest here.
-                rec.messages.pop_first();
+                rec.messages.remove(0);
                 message = std::borrow::Cow::Owned(format!("(combined from similar events): {message}"));
                 cache_key = similar_key ^ 0x9e37_79b9_7f4a_7c15;
                 aggregate = true;
