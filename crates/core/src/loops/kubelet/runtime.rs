@@ -6,7 +6,7 @@
 //! ready endpoints answer.
 
 use super::registry::{Behaviour, Family};
-use super::shell::fs::{normalise, Mount, ReadView, Tree, View};
+use super::shell::fs::{normalise, Content, Mount, ReadView, Tree, View};
 use super::shell::{applets, Daemon, Flavour, FsError, Host, Process};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str};
 use crate::foundation::sim::Millis;
@@ -75,15 +75,17 @@ pub fn root_tree(pod: &Value, ip: Option<&str>, b: &Behaviour) -> Tree {
         let sub = get_str(pod, &["spec", "subdomain"]).map(|s| format!("{hostname}.{s}.{ns}.svc.cluster.local\t")).unwrap_or_default();
         hosts.push_str(&format!("{ip}\t{sub}{hostname}\n"));
     }
-    t.files.insert("/etc/hosts".into(), hosts);
-    t.files.insert("/etc/hostname".into(), format!("{hostname}\n"));
-    t.files
-        .insert("/etc/resolv.conf".into(), format!("search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"));
+    t.files.insert("/etc/hosts".into(), hosts.into());
+    t.files.insert("/etc/hostname".into(), format!("{hostname}\n").into());
+    t.files.insert(
+        "/etc/resolv.conf".into(),
+        Content::shared(&format!("search {ns}.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n")),
+    );
     if let Some(root) = b.server.as_ref().and_then(|s| s.web_root.as_deref()) {
         let page = if root.contains("nginx") { NGINX_INDEX } else { "<html><body><h1>It works!</h1></body></html>\n" };
-        t.files.insert(format!("{root}/index.html"), page.to_string());
+        t.files.insert(format!("{root}/index.html"), Content::shared(page));
         if root.contains("nginx") {
-            t.files.insert(format!("{root}/50x.html"), NGINX_50X.to_string());
+            t.files.insert(format!("{root}/50x.html"), Content::shared(NGINX_50X));
         }
     }
     t
@@ -159,22 +161,23 @@ pub struct Sources<'a> {
 }
 
 impl Sources<'_> {
-    fn items(&self, src: &Value, data: BTreeMap<String, String>, out: &mut BTreeMap<String, String>, prefix: &str) {
+    /// A ConfigMap's or Secret's values, the same in every pod that mounts them: shared.
+    fn items(&self, src: &Value, data: BTreeMap<String, String>, out: &mut BTreeMap<String, Content>, prefix: &str) {
         let items = get_array(src, &["items"]);
         if items.is_empty() {
             for (k, v) in data {
-                out.insert(format!("{prefix}{k}"), v);
+                out.insert(format!("{prefix}{k}"), Content::shared(&v));
             }
         } else {
             for it in items {
                 let (k, path) = (get_str(it, &["key"]).unwrap_or(""), get_str(it, &["path"]).unwrap_or(""));
                 if let Some(v) = data.get(k) {
-                    out.insert(format!("{prefix}{path}"), v.clone());
+                    out.insert(format!("{prefix}{path}"), Content::shared(v));
                 }
             }
         }
     }
-    fn configmap(&self, ns: &str, src: &Value, out: &mut BTreeMap<String, String>) {
+    fn configmap(&self, ns: &str, src: &Value, out: &mut BTreeMap<String, Content>) {
         let Some(cm) = self.configmaps.get(ns, get_str(src, &["name"]).unwrap_or("")) else { return };
         let mut data: BTreeMap<String, String> = BTreeMap::new();
         if let Some(d) = get(cm, &["data"]).and_then(Value::as_object) {
@@ -189,7 +192,7 @@ impl Sources<'_> {
         }
         self.items(src, data, out, "");
     }
-    fn secret(&self, ns: &str, name: &str, src: &Value, out: &mut BTreeMap<String, String>) {
+    fn secret(&self, ns: &str, name: &str, src: &Value, out: &mut BTreeMap<String, Content>) {
         let Some(s) = self.secrets.get(ns, name) else { return };
         let mut data: BTreeMap<String, String> = BTreeMap::new();
         if let Some(d) = get(s, &["data"]).and_then(Value::as_object) {
@@ -199,7 +202,7 @@ impl Sources<'_> {
         }
         self.items(src, data, out, "");
     }
-    fn downward(&self, pod: &Value, src: &Value, out: &mut BTreeMap<String, String>) {
+    fn downward(&self, pod: &Value, src: &Value, out: &mut BTreeMap<String, Content>) {
         for it in get_array(src, &["items"]) {
             let path = get_str(it, &["path"]).unwrap_or("");
             let v = if let Some(f) = get_str(it, &["fieldRef", "fieldPath"]) {
@@ -210,7 +213,7 @@ impl Sources<'_> {
                 None
             };
             if let Some(v) = v {
-                out.insert(path.to_string(), v);
+                out.insert(path.to_string(), v.into());
             }
         }
     }
@@ -239,7 +242,7 @@ impl Sources<'_> {
                     self.downward(pod, d, &mut files);
                 } else if let Some(t) = get(src, &["serviceAccountToken"]) {
                     let path = get_str(t, &["path"]).unwrap_or("token");
-                    files.insert(path.to_string(), service_account_token(pod));
+                    files.insert(path.to_string(), service_account_token(pod).into());
                 }
             }
             true

@@ -4,6 +4,68 @@
 //! ConfigMap, Secret, downward API and projected volumes read-only, holding real contents).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A file's contents, shared until written: the CA bundle of a ConfigMap or an image's web
+/// page that every container holds is kept once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Content(Arc<str>);
+
+impl Content {
+    /// Contents many containers hold alike (a ConfigMap's or Secret's values, an image's
+    /// files): one copy for all of them, found by value, for contents of 64 bytes or more
+    /// and up to [`MAX_SHARED`] distinct ones.
+    pub fn shared(text: &str) -> Content {
+        if text.len() < 64 {
+            return Content(text.into());
+        }
+        thread_local! {
+            static POOL: std::cell::RefCell<std::collections::HashSet<Arc<str>>> = Default::default();
+        }
+        POOL.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            if let Some(c) = pool.get(text) {
+                return Content(c.clone());
+            }
+            let c: Arc<str> = text.into();
+            if pool.len() < MAX_SHARED {
+                pool.insert(c.clone());
+            }
+            Content(c)
+        })
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    pub fn push_str(&mut self, more: &str) {
+        let mut s = String::with_capacity(self.0.len() + more.len());
+        s.push_str(&self.0);
+        s.push_str(more);
+        self.0 = s.into();
+    }
+}
+
+/// The most distinct contents [`Content::shared`] keeps.
+const MAX_SHARED: usize = 1024;
+
+impl std::ops::Deref for Content {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Content {
+    fn from(s: String) -> Content {
+        Content(s.into())
+    }
+}
+
+impl From<&str> for Content {
+    fn from(s: &str) -> Content {
+        Content(s.into())
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsError {
@@ -33,7 +95,7 @@ impl FsError {
 /// directories made explicitly (a file's parents exist implicitly).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tree {
-    pub files: BTreeMap<String, String>,
+    pub files: BTreeMap<String, Content>,
     pub dirs: BTreeSet<String>,
     /// The directories every image has (`/tmp`, `/etc`, ...), without storing them per
     /// container.
@@ -61,8 +123,8 @@ pub const BASE_DIRS: &[&str] = &[
 ];
 
 impl Tree {
-    pub fn with_files<I: IntoIterator<Item = (String, String)>>(files: I) -> Tree {
-        Tree { files: files.into_iter().map(|(p, c)| (normalise(&format!("/{p}")), c)).collect(), dirs: BTreeSet::new(), base: false }
+    pub fn with_files<C: Into<Content>, I: IntoIterator<Item = (String, C)>>(files: I) -> Tree {
+        Tree { files: files.into_iter().map(|(p, c)| (normalise(&format!("/{p}")), c.into())).collect(), dirs: BTreeSet::new(), base: false }
     }
     fn is_dir(&self, p: &str) -> bool {
         if p == "/" || self.dirs.contains(p) || self.base && BASE_DIRS.contains(&p) {
@@ -199,7 +261,7 @@ impl ReadView<'_> {
         let at = self.locate(path);
         let (t, p) = self.tree(&at).ok_or(FsError::NotFound)?;
         match t.files.get(&p) {
-            Some(c) => Ok(c.clone()),
+            Some(c) => Ok(c.to_string()),
             None if t.is_dir(&p) || self.is_mount_point(path) => Err(FsError::IsDir),
             None => Err(FsError::NotFound),
         }
@@ -273,7 +335,7 @@ impl View<'_> {
         if append {
             entry.push_str(data);
         } else {
-            *entry = data.to_string();
+            *entry = data.into();
         }
         Ok(())
     }
@@ -338,6 +400,18 @@ mod tests {
         assert!(v.list("/").unwrap().contains(&("etc".to_string(), true)));
         v.remove("/tmp/healthy", false).unwrap();
         assert_eq!(v.read("/tmp/healthy"), Err(FsError::NotFound));
-        assert_eq!(volumes[1].files.get("/a").map(String::as_str), Some("1\n2\n"));
+        assert_eq!(volumes[1].files.get("/a").map(Content::as_str), Some("1\n2\n"));
+    }
+
+    #[test]
+    fn contents_alike_are_kept_once_until_written() {
+        let ca = "-----BEGIN CERTIFICATE-----\nMIIBdjCCAR2gAwIBAgIBADAKBggqhkjOPQQDAjAjMSEwHwYDVQQDDBhrM3Mtc2VydmVy\n";
+        // Two strings alike, in different places.
+        let copy: String = ca.chars().collect();
+        let (a, mut b) = (Content::shared(ca), Content::shared(&copy));
+        assert_eq!(a.as_ptr(), b.as_ptr(), "one copy for both");
+        b.push_str("more\n");
+        assert_eq!(a.as_str(), ca, "a write to one copy leaves the other");
+        assert!(b.ends_with("more\n"));
     }
 }

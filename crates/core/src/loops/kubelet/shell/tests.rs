@@ -175,7 +175,7 @@ fn loops_sleep_on_the_simulated_clock() {
             other => panic!("{other:?}"),
         }
     }
-    assert_eq!(b.volumes[0].files.get("/logs.txt").map(String::as_str), Some("logging\nlogging\nlogging\nlogging\nlogging\n"));
+    assert_eq!(b.volumes[0].files.get("/logs.txt").map(fs::Content::as_str), Some("logging\nlogging\nlogging\nlogging\nlogging\n"));
     // A second container follows the file.
     let mut tail = sh("tail -F /cache/logs.txt");
     assert_eq!(tail.resume(&mut b), Outcome::Sleep(1000));
