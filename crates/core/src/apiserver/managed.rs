@@ -135,8 +135,8 @@ impl Set {
                     // A parent that only held the removed paths is not owned on its own.
                     if c.is_empty() {
                         self.children.remove(k);
-                    }
-                    if changed || !self.children.contains_key(k) {
+                        self.orig = None;
+                    } else if changed {
                         self.orig = None;
                     }
                 }
@@ -596,11 +596,16 @@ fn write_entries(obj: &mut Value, list: Vec<Entry>) {
             _ => SHARED.with(|c| c.borrow_mut().entry(&e)),
         })
         .collect();
+    set_entries(obj, out);
+}
+
+/// `metadata.managedFields` of `obj` set to `entries` (removed when there are none).
+fn set_entries(obj: &mut Value, entries: Vec<Value>) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        if out.is_empty() {
+        if entries.is_empty() {
             meta.remove("managedFields");
         } else {
-            meta.insert("managedFields", Value::Array(out));
+            meta.insert("managedFields", Value::Array(entries));
         }
     }
 }
@@ -719,13 +724,7 @@ pub fn track_update(old: Option<&Value>, requested: &Value, new: &mut Value, man
             out.push(SHARED.with(|c| c.borrow_mut().entry(&e)));
         }
     }
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-        if out.is_empty() {
-            meta.remove("managedFields");
-        } else {
-            meta.insert("managedFields", Value::Array(out));
-        }
-    }
+    set_entries(new, out);
     #[cfg(debug_assertions)]
     assert_eq!(crate::foundation::api::get(new, &["metadata", "managedFields"]).cloned(), reference, "managedFields of a {kind} written by {manager}");
 }

@@ -756,6 +756,25 @@ mod tests {
     }
 
     #[test]
+    fn remembered_decisions_follow_the_policy_as_it_changes() {
+        let mut s = store_with(vec![]);
+        let mut memo = Decisions::default();
+        let jane = UserInfo::new("jane", &["system:authenticated"]);
+        let a = attrs("list", "", "pods", "default");
+        assert_eq!(memo.authorize(&s, &jane, &a), Decision::Deny(None));
+        let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "jane-view", "namespace": "default"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "jane", "apiGroup": "rbac.authorization.k8s.io"}]});
+        let key = ObjectKey::new(rid::ROLEBINDING, "default", "jane-view");
+        s.create(&key, Arc::new(binding)).unwrap();
+        assert_eq!(memo.authorize(&s, &jane, &a), Decision::Allow, "a new binding is seen at once");
+        assert_eq!(memo.authorize(&s, &jane, &attrs("list", "", "pods", "other")), Decision::Deny(None), "only where it binds");
+        s.delete(&key, None).unwrap();
+        assert_eq!(memo.authorize(&s, &jane, &a), Decision::Deny(None), "and its removal too");
+    }
+
+    #[test]
     fn masters_may_do_anything_and_strangers_nothing() {
         let s = store_with(vec![]);
         assert!(matches!(authorize(&s, &UserInfo::admin(), &attrs("delete", "apps", "deployments", "x")), Decision::Allow));
