@@ -546,14 +546,18 @@ await test('the terminal runs the basics tutorial from deploy to rollback', asyn
   await page.getByRole('tab', { name: 'Terminal' }).click();
   const input = page.getByLabel('kubectl command');
   const out = page.locator('.term-out');
-  // Type a line; wait until `expect` has been printed `times` times in all.
+  // Type a line; wait until `expect` has been printed `times` times in all, and once more
+  // than before the line was typed (an earlier command's output is not this one's answer).
+  const matches = async (expect) =>
+    (await out.innerText()).split('\n').filter((l) => (typeof expect === 'string' ? l.includes(expect) : expect.test(l))).length;
   const type = async (line, expect, times = 1, retry = false) => {
+    const want = Math.max(times, (await matches(expect)) + 1);
     await input.fill(line);
     await input.press('Enter');
     const deadline = Date.now() + (retry ? 1000 : 30000);
     for (;;) {
       const lines = (await out.innerText()).split('\n');
-      if (lines.filter((l) => (typeof expect === 'string' ? l.includes(expect) : expect.test(l))).length >= times) return;
+      if (lines.filter((l) => (typeof expect === 'string' ? l.includes(expect) : expect.test(l))).length >= want) return;
       if (Date.now() > deadline) throw new Error(`after "${line}" no ${expect} (x${times}):\n${lines.slice(-6).join(' | ')}`);
       await page.waitForTimeout(100);
     }
