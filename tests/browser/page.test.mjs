@@ -719,6 +719,26 @@ await test('embed mode shows only the requested panes', async (page) => {
   await page.screenshot({ path: 'target/browser-embed-800x500.png' });
 });
 
+// ?bench=NODESxPODS: the benchmark's cluster in the page. A cluster this large draws only
+// the nodes in sight, and scrolling its box draws the others.
+await test('a large cluster view draws the rows in sight and scrolls to the last node', async (page) => {
+  await page.goto(`${base}?bench=200x400`);
+  const box = page.locator('.nodes-scroll');
+  await box.waitFor();
+  await page.locator('.cluster-summary').getByText(/^200 nodes \(200 Ready\) · \d+ pods/).waitFor({ timeout: 20000 });
+  const drawn = await page.locator('.node').count();
+  if (drawn === 0 || drawn >= 200) throw new Error(`${drawn} nodes drawn of 200`);
+  if (!(await page.locator('.code textarea').inputValue()).includes('count: 67')) throw new Error('the editor does not hold the scenario');
+  const last = page.getByLabel('node zone-2-9, Ready', { exact: true });
+  if (await last.count()) throw new Error('the last node is drawn before scrolling');
+  await box.evaluate((el) => { el.scrollTop = el.scrollHeight; });
+  await last.waitFor();
+  if ((await page.locator('.node').count()) >= 200) throw new Error('scrolled, every node is drawn');
+  // Faults name a node rather than list two hundred.
+  if ((await page.locator('.faults select').count()) !== 0) throw new Error('the fault panel lists the nodes');
+  await page.getByPlaceholder('node name').waitFor();
+});
+
 await test('a long manifest stays highlighted when scrolled to its end', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

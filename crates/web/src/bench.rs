@@ -3,6 +3,9 @@
 //! with the same JSON, timed by the page's clock; in place of the resident size it gives
 //! the WebAssembly memory, which only grows, so after the run it is the run's peak.
 //! `scripts/measure-page-bench` drives it in headless Chromium.
+//!
+//! `?bench=NODESxPODS` opens the page itself on the same cluster and Deployment, written as
+//! a scenario in the editor, to watch (and to measure the page while it simulates).
 
 use kubeloop_core::cluster::bench;
 use wasm_bindgen::prelude::*;
@@ -30,4 +33,11 @@ pub fn kubeloop_bench(nodes: u32, pods: u32) -> Result<String, JsValue> {
         "wasm_memory_mib": bytes / (1024 * 1024),
     });
     Ok(v.to_string())
+}
+
+/// `?bench=5000x150000`: the benchmark's scenario, for the editor.
+pub fn from_query(search: &str) -> Option<String> {
+    let v = web_sys::UrlSearchParams::new_with_str(search).ok()?.get("bench")?;
+    let (nodes, pods) = v.split_once('x')?;
+    Some(bench::scenario(nodes.parse().ok()?, pods.parse().ok()?))
 }

@@ -22,19 +22,33 @@ use kubeloop_core::foundation::quantity::value_milli;
 use kubeloop_core::foundation::sort::Sort;
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::kubectl::printers::{human_duration, pod_row};
-use kubeloop_core::loops::scheduler::pod_requests;
 use kubeloop_core::sandbox::lessons::{CheckState, Lesson, Progress};
 use kubeloop_core::sandbox::Sandbox;
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
 const DEFAULT_TEXT: &str = include_str!("../../../web/checkout.yaml");
-/// Real milliseconds between ticks while playing.
-const TICK_MS: u32 = 100;
-/// Real milliseconds of simulation per tick at most: the rest of the frame budget is the page's.
-const TICK_BUDGET_MS: f64 = 30.0;
+/// Real milliseconds between ticks while playing: one a frame, of which a light run uses
+/// one in `LIGHT_TICK_MS`.
+const TICK_MS: u32 = 16;
+const LIGHT_TICK_MS: f64 = 100.0;
+/// Real milliseconds of simulation per tick at most, for a light run and for a heavy one
+/// (every frame: the rest of the frame is the page's).
+const TICK_BUDGET_MS: f64 = 25.0;
+const HEAVY_TICK_BUDGET_MS: f64 = 7.0;
+/// While the run moves, the page is drawn again at most this often (real ms): drawing costs
+/// more than a frame's simulation, and ten times a second is what an eye follows.
+const DRAW_MS: f64 = 100.0;
 /// The most pod chips drawn per node (and for unscheduled pods).
 const MAX_CHIPS: usize = 60;
+/// Above this many nodes the cluster view draws only the rows in sight ...
+const VIRTUAL_NODES: usize = 60;
+/// ... each node a card of this height (px) with this many chips at most.
+const NODE_HEIGHT: f64 = 150.0;
+const VIRTUAL_CHIPS: usize = 6;
+/// The grid's gap and a card's narrowest width (px), as in style.css.
+const NODE_GAP: f64 = 8.0;
+const NODE_MIN_WIDTH: f64 = 180.0;
 /// Said when the editor opens with what the person typed here last time.
 const RESTORED: &str = "Restored what you last typed here (kept in this browser). \"Load the example\" brings the example back.";
 /// Typing pause before the editor is applied.
@@ -69,6 +83,8 @@ enum Tab {
 
 enum Msg {
     Edit(String),
+    /// The large cluster view's box: scrolled to, wide and high (px).
+    NodesMoved(f64, f64, f64),
     ApplyNow,
     /// Put the example back in the editor (what was typed is replaced).
     LoadExample,
@@ -255,6 +271,15 @@ struct App {
     tick_posted: f64,
     /// While the timeline shows the past: the live sandbox and editor text, put aside.
     live: Option<(Sandbox, String)>,
+    /// A large cluster's view: its box, and where it is scrolled to, how wide and high.
+    nodes_ref: NodeRef,
+    nodes_box: (f64, f64, f64),
+    nodes_measured: bool,
+    /// When the page was last drawn (real ms), and whether the run moved since.
+    drawn_at: f64,
+    stale: bool,
+    /// When the run was last advanced (real ms).
+    ticked_at: f64,
     /// The version of the selected object whose changes the inspector shows.
     diff_rv: Option<u64>,
     /// The inspector lists where each field's value came from.
@@ -763,130 +788,8 @@ impl App {
     }
 }
 
-impl Component for App {
-    type Message = Msg;
-    type Properties = ();
-
-    fn create(ctx: &Context<Self>) -> Self {
-        let location = window().location();
-        let hash = location.hash().unwrap_or_default();
-        let search = location.search().unwrap_or_default();
-        let panes = Panes::from_query(&search);
-        let (all_lessons, lesson_error) = match kubeloop_core::sandbox::lessons::load() {
-            Ok(l) => (l, None),
-            Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
-        };
-        let wanted = lessons::from_query(&search);
-        let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
-        let base = lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone());
-        // A share link wins; else the session kept here (what was done, replayed); else what
-        // the person typed here last time; else the example.
-        let session = if hash.len() > 1 { None } else { storage().and_then(|s| s.get_item(&session_key()).ok().flatten()).map(|t| read_session(&t)) };
-        let mut session_error = None;
-        let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| *t != base) };
-        let (init, restored) = match session {
-            Some(Ok((link, text))) => (Init::Session(link, RESTORED.to_string()), Some(text)),
-            other => {
-                if let Some(Err(e)) = other {
-                    session_error = Some(e);
-                }
-                let restored = saved.clone();
-                (if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or(base)) }, restored)
-            }
-        };
-        let needs_cel = match &init {
-            Init::Link(_) | Init::Session(..) => true,
-            Init::Text(t) => cel::needed_by(t),
-        };
-        let mut app = App {
-            text: match &init {
-                Init::Text(t) => t.clone(),
-                Init::Link(_) => String::new(),
-                Init::Session(..) => restored.clone().unwrap_or_default(),
-            },
-            seed_input: String::new(),
-            sb: Sandbox::new("", None),
-            playing: true,
-            speed: Speed::X1,
-            tallies: Default::default(),
-            seen_records: 0,
-            background: false,
-            restored: false,
-            flow: Some(Flow::Request),
-            record: None,
-            object: None,
-            tab: Tab::Records,
-            fault_node: String::new(),
-            notice: None,
-            behind: false,
-            link: None,
-            panes,
-            _ticker: None,
-            pending_apply: None,
-            waiting: None,
-            apply_after_cel: false,
-            term_lines: vec![(
-                false,
-                "Type kubectl commands, e.g. get pods -o wide, describe deployment checkout, get pods -w (Esc stops it), scale deployment checkout --replicas=3, explain deployment.spec, diff -f editor, or apply -f - <<EOF with the manifest on the next lines and EOF last. They run as the user chosen in Apply as."
-                    .into(),
-            )],
-            term_input: String::new(),
-            term_history: Vec::new(),
-            term_pos: 0,
-            term_watch: None,
-            term_edit: None,
-            term_seen: 0,
-            lessons: all_lessons,
-            lesson,
-            progress: Progress::default(),
-            checks: Vec::new(),
-            hints_shown: 0,
-            answer_shown: false,
-            lessons_open: false,
-            done: lessons::load_done(),
-            embed_origins: embed::allowed_origins(&search),
-            _embed_listener: None,
-            apply_id: serde_json::Value::Null,
-            tick_posted: 0.0,
-            live: None,
-            diff_rv: None,
-            why_open: false,
-            follow: None,
-            ws_name: String::new(),
-            session_saved: 0.0,
-            session_dirty: false,
-            journey_records: Vec::new(),
-            playback: None,
-        };
-        let link = ctx.link().clone();
-        app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
-        app.restored = restored.is_some();
-        if app.restored {
-            app.notice = Some(RESTORED.into());
-        }
-        if let Some(e) = session_error {
-            set_aside_damaged();
-            app.notice = Some(format!("Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); the editor holds what you last typed, or the example."));
-        }
-        if let Some(id) = wanted.filter(|_| lesson.is_none()) {
-            app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
-        }
-        if lesson_error.is_some() {
-            app.notice = lesson_error;
-        }
-        if needs_cel && !cel::ready() {
-            app.notice = Some("Loading the policy engine (CEL)…".into());
-            app.waiting = Some(init);
-            app.load_cel(ctx);
-        } else {
-            app.start(init);
-        }
-        app.start_ticker(ctx);
-        app.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": app.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
-        app
-    }
-
-    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+impl App {
+    fn handle(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         // Acting while the timeline shows the past goes on from there; what the person (or
         // an embedding page) did is kept at once.
         let acts = msg.changes_the_run();
@@ -899,6 +802,11 @@ impl Component for App {
         // right after it cannot lose it.
         let keep_later = matches!(msg, Msg::ApplyNow);
         match msg {
+            Msg::NodesMoved(top, width, height) => {
+                let before = self.nodes_in_sight(self.sb.view.node_names().len());
+                self.nodes_box = (top, width, height);
+                return self.nodes_in_sight(self.sb.view.node_names().len()) != before;
+            }
             Msg::Edit(text) => {
                 save_text(&text);
                 self.text = text;
@@ -935,6 +843,17 @@ impl Component for App {
                 }
             },
             Msg::Tick => {
+                // A light run is looked at ten times a second; one with more to do than that
+                // (running behind, or as fast as possible) every frame, in slices that leave
+                // most of the frame to the page.
+                let now = now_ms();
+                let heavy = self.playing && self.waiting.is_none() && self.playback.is_none() && (self.behind || self.speed == Speed::Max);
+                if !heavy && now - self.ticked_at < LIGHT_TICK_MS {
+                    return false;
+                }
+                let elapsed = (now - self.ticked_at).clamp(0.0, LIGHT_TICK_MS);
+                self.ticked_at = now;
+                let budget = if heavy { HEAVY_TICK_BUDGET_MS } else { TICK_BUDGET_MS };
                 if std::mem::take(&mut self.session_dirty) {
                     self.session_saved = now_ms();
                     self.save_session();
@@ -958,18 +877,33 @@ impl Component for App {
                     return false;
                 }
                 let before = self.sb.cluster.now;
-                // Run events for at most ~30 ms of real time per tick, so that the page
-                // answers however much the user's numbers give the loops to do.
+                // Run events within the tick's budget, so that the page answers however much
+                // the user's numbers give the loops to do: a task is begun only if one as
+                // long as the longest of this tick still fits.
                 let start = now_ms();
-                let in_budget = || now_ms() - start < TICK_BUDGET_MS;
-                let ms = u64::from(TICK_MS);
+                let (mut last, mut longest) = (start, 0.0f64);
+                let mut in_budget = || {
+                    let now = now_ms();
+                    longest = longest.max(now - last);
+                    last = now;
+                    now - start + longest < budget
+                };
+                // Simulated time at 1×: the real time since the last look.
+                let ms = elapsed as u64;
                 match self.speed {
                     Speed::X1 => self.behind = !self.sb.advance_within(ms, in_budget),
                     Speed::X10 => self.behind = !self.sb.advance_within(10 * ms, in_budget),
                     Speed::X100 => self.behind = !self.sb.advance_within(100 * ms, in_budget),
                     Speed::Max => {
+                        // From one moment something happens to the next, asking the budget
+                        // before each task (many can fall on one moment).
                         self.behind = false;
-                        while in_budget() && self.sb.step() {}
+                        while let Some(t) = self.sb.cluster.next_time() {
+                            let ahead = t.saturating_sub(self.sb.cluster.now);
+                            if !self.sb.advance_within(ahead, &mut in_budget) {
+                                break;
+                            }
+                        }
                     }
                 }
                 let moved = self.sb.cluster.now != before || self.sb.cluster.api.trace.records_end() != self.seen_records;
@@ -983,7 +917,8 @@ impl Component for App {
                     self.tick_posted = now_ms();
                     self.post(self.summary(serde_json::Value::Null));
                 }
-                return moved;
+                self.stale |= moved;
+                return self.stale && now_ms() - self.drawn_at >= DRAW_MS;
             }
             Msg::TogglePlay => self.playing = !self.playing,
             Msg::SetSpeed(s) => self.speed = s,
@@ -1310,8 +1245,162 @@ impl Component for App {
         }
         true
     }
+}
 
-    fn rendered(&mut self, _ctx: &Context<Self>, _first: bool) {
+impl Component for App {
+    type Message = Msg;
+    type Properties = ();
+
+    fn create(ctx: &Context<Self>) -> Self {
+        let location = window().location();
+        let hash = location.hash().unwrap_or_default();
+        let search = location.search().unwrap_or_default();
+        let panes = Panes::from_query(&search);
+        let (all_lessons, lesson_error) = match kubeloop_core::sandbox::lessons::load() {
+            Ok(l) => (l, None),
+            Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
+        };
+        let wanted = lessons::from_query(&search);
+        let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
+        let base = match bench::from_query(&search) {
+            Some(text) => text,
+            None => lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone()),
+        };
+        // A share link wins; else the session kept here (what was done, replayed); else what
+        // the person typed here last time; else the example.
+        let session = if hash.len() > 1 { None } else { storage().and_then(|s| s.get_item(&session_key()).ok().flatten()).map(|t| read_session(&t)) };
+        let mut session_error = None;
+        let saved = if hash.len() > 1 { None } else { saved_text().filter(|t| *t != base) };
+        let (init, restored) = match session {
+            Some(Ok((link, text))) => (Init::Session(link, RESTORED.to_string()), Some(text)),
+            other => {
+                if let Some(Err(e)) = other {
+                    session_error = Some(e);
+                }
+                let restored = saved.clone();
+                (if hash.len() > 1 { Init::Link(hash) } else { Init::Text(saved.unwrap_or(base)) }, restored)
+            }
+        };
+        let needs_cel = match &init {
+            Init::Link(_) | Init::Session(..) => true,
+            Init::Text(t) => cel::needed_by(t),
+        };
+        let mut app = App {
+            text: match &init {
+                Init::Text(t) => t.clone(),
+                Init::Link(_) => String::new(),
+                Init::Session(..) => restored.clone().unwrap_or_default(),
+            },
+            seed_input: String::new(),
+            sb: Sandbox::new("", None),
+            playing: true,
+            speed: Speed::X1,
+            tallies: Default::default(),
+            seen_records: 0,
+            background: false,
+            restored: false,
+            flow: Some(Flow::Request),
+            record: None,
+            object: None,
+            tab: Tab::Records,
+            fault_node: String::new(),
+            notice: None,
+            behind: false,
+            link: None,
+            panes,
+            _ticker: None,
+            pending_apply: None,
+            waiting: None,
+            apply_after_cel: false,
+            term_lines: vec![(
+                false,
+                "Type kubectl commands, e.g. get pods -o wide, describe deployment checkout, get pods -w (Esc stops it), scale deployment checkout --replicas=3, explain deployment.spec, diff -f editor, or apply -f - <<EOF with the manifest on the next lines and EOF last. They run as the user chosen in Apply as."
+                    .into(),
+            )],
+            term_input: String::new(),
+            term_history: Vec::new(),
+            term_pos: 0,
+            term_watch: None,
+            term_edit: None,
+            term_seen: 0,
+            lessons: all_lessons,
+            lesson,
+            progress: Progress::default(),
+            checks: Vec::new(),
+            hints_shown: 0,
+            answer_shown: false,
+            lessons_open: false,
+            done: lessons::load_done(),
+            embed_origins: embed::allowed_origins(&search),
+            _embed_listener: None,
+            apply_id: serde_json::Value::Null,
+            tick_posted: 0.0,
+            live: None,
+            nodes_ref: NodeRef::default(),
+            nodes_box: (0.0, 960.0, 480.0),
+            nodes_measured: false,
+            drawn_at: 0.0,
+            stale: false,
+            ticked_at: 0.0,
+            diff_rv: None,
+            why_open: false,
+            follow: None,
+            ws_name: String::new(),
+            session_saved: 0.0,
+            session_dirty: false,
+            journey_records: Vec::new(),
+            playback: None,
+        };
+        let link = ctx.link().clone();
+        app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
+        app.restored = restored.is_some();
+        if app.restored {
+            app.notice = Some(RESTORED.into());
+        }
+        if let Some(e) = session_error {
+            set_aside_damaged();
+            app.notice = Some(format!("Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); the editor holds what you last typed, or the example."));
+        }
+        if let Some(id) = wanted.filter(|_| lesson.is_none()) {
+            app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
+        }
+        if lesson_error.is_some() {
+            app.notice = lesson_error;
+        }
+        if needs_cel && !cel::ready() {
+            app.notice = Some("Loading the policy engine (CEL)…".into());
+            app.waiting = Some(init);
+            app.load_cel(ctx);
+        } else {
+            app.start(init);
+        }
+        app.sb.sync_view();
+        app.start_ticker(ctx);
+        app.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": app.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
+        app
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        let changed = self.handle(ctx, msg);
+        // The cluster view's caches follow whatever the message did to the run.
+        self.sb.sync_view();
+        changed
+    }
+
+    fn rendered(&mut self, ctx: &Context<Self>, _first: bool) {
+        self.drawn_at = now_ms();
+        self.stale = false;
+        // A large cluster's view draws the rows its box shows: measure the box when it first
+        // appears (reading its size costs a layout, so not on every frame; scrolling it
+        // measures it again).
+        match self.nodes_ref.cast::<web_sys::Element>() {
+            Some(el) if !self.nodes_measured => {
+                self.nodes_measured = true;
+                ctx.link().send_message(Msg::NodesMoved(f64::from(el.scroll_top()), f64::from(el.client_width()), f64::from(el.client_height())));
+            }
+            Some(_) => {}
+            None => self.nodes_measured = false,
+        }
         // Keep the terminal's newest lines in view.
         if self.tab == Tab::Terminal && self.term_lines.len() != self.term_seen {
             self.term_seen = self.term_lines.len();
@@ -1507,48 +1596,34 @@ impl App {
     fn cluster(&self, ctx: &Context<Self>) -> Html {
         let store = &self.sb.cluster.api.store;
         let now = self.sb.cluster.now;
-        let pods: Vec<&Object> = store.list(rid::POD, None).collect();
-        let nodes = store.list(rid::NODE, None).map(|n| {
-            let name = api::name(n).to_string();
-            let ready = api::get_array(n, &["status", "conditions"])
-                .iter()
-                .find(|c| get_str(c, &["type"]) == Some("Ready"))
-                .and_then(|c| get_str(c, &["status"]))
-                .unwrap_or("Unknown")
-                .to_string();
-            let zone = api::label(n, "topology.kubernetes.io/zone").unwrap_or("").to_string();
-            let taints: Vec<String> = api::get_array(n, &["spec", "taints"])
-                .iter()
-                .map(|t| format!("{}:{}", get_str(t, &["key"]).unwrap_or(""), get_str(t, &["effect"]).unwrap_or("")))
-                .collect();
-            let alloc_cpu = get(n, &["status", "allocatable", "cpu"]).and_then(value_milli).unwrap_or(0);
-            let alloc_mem = get(n, &["status", "allocatable", "memory"]).and_then(value_milli).unwrap_or(0) / 1000;
-            let on_node: Vec<&Object> = pods.iter().copied().filter(|p| get_str(p, &["spec", "nodeName"]) == Some(name.as_str())).collect();
-            let (used_cpu, used_mem) = on_node
-                .iter()
-                .filter(|p| !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed")))
-                .map(|p| pod_requests(p))
-                .fold((0, 0), |(c, m), r| (c + r.cpu, m + r.memory / 1000));
-            let cpu = format!("CPU {}m/{}m", used_cpu, alloc_cpu);
-            let mem = format!("memory {}Mi/{}Mi", used_mem >> 20, alloc_mem >> 20);
-            let state = if ready == "True" {
-                "Ready"
-            } else if ready == "False" {
-                "NotReady"
-            } else {
-                "Unknown"
-            };
-            html! {
-                <div class={classes!("node", state.to_lowercase())} aria-label={format!("node {name}, {state}")}>
-                    <div class="node-head"><strong>{ &name }</strong>{ " " }<span class={classes!("badge", state.to_lowercase())}>{ state }</span></div>
-                    <div class="node-meta">{ format!("{zone} · {} pods", on_node.len()) }</div>
-                    <div class="node-meta" title="requested / allocatable">{ format!("{cpu} · {mem}") }</div>
-                    if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
-                    <div class="chips">{ self.pod_chips(ctx, &on_node, now) }</div>
-                </div>
-            }
+        let view = &self.sb.view;
+        let names = view.node_names();
+        // A large cluster draws only the rows in sight, a few chips each.
+        let large = names.len() > VIRTUAL_NODES;
+        let (cols, shown, pad_top, pad_bottom) = if large { self.nodes_in_sight(names.len()) } else { (0, 0..names.len(), 0.0, 0.0) };
+        let chips = if large { VIRTUAL_CHIPS } else { MAX_CHIPS };
+        let nodes = names[shown].iter().map(|name| self.node_card(ctx, name, chips, now));
+        let pending: Vec<&Object> = view.on_node("").map(|t| t.pods.iter().take(MAX_CHIPS).filter_map(|(ns, n)| view.pod(ns, n)).collect()).unwrap_or_default();
+        let not_scheduled = view.on_node("").map_or(0, |t| t.pods.len());
+        let phases = ["Running", "Pending", "Succeeded", "Failed", "Unknown"]
+            .iter()
+            .filter_map(|p| view.phases().get(*p).map(|n| format!("{n} {p}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let summary = format!(
+            "{} node{} ({} Ready) · {} pod{}{}{}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+            view.ready_nodes(),
+            view.pod_count(),
+            if view.pod_count() == 1 { "" } else { "s" },
+            if phases.is_empty() { "" } else { ": " },
+            phases
+        );
+        let on_scroll = ctx.link().callback(|e: Event| {
+            let el = e.target_unchecked_into::<web_sys::Element>();
+            Msg::NodesMoved(f64::from(el.scroll_top()), f64::from(el.client_width()), f64::from(el.client_height()))
         });
-        let pending: Vec<&Object> = pods.iter().copied().filter(|p| get_str(p, &["spec", "nodeName"]).is_none()).collect();
         let services = store.list(rid::SERVICE, None).filter(|s| api::name(s) != "kubernetes").map(|s| {
             let ns = api::namespace(s);
             let name = api::name(s);
@@ -1562,9 +1637,18 @@ impl App {
         html! {
             <div class="cluster-pane" aria-label="Cluster">
                 <h2>{ "Cluster" }</h2>
-                <div class="nodes">{ for nodes }</div>
-                if !pending.is_empty() {
-                    <div class="unscheduled"><strong>{ format!("Not scheduled ({}): ", pending.len()) }</strong>{ self.pod_chips(ctx, &pending, now) }</div>
+                <p class="cluster-summary">{ summary }</p>
+                if large {
+                    <div class="nodes-scroll" ref={self.nodes_ref.clone()} onscroll={on_scroll} tabindex="0" aria-label={format!("{} nodes, the rows in sight drawn", names.len())}>
+                        <div class="nodes virtual" style={format!("grid-template-columns: repeat({cols}, minmax(0, 1fr)); padding-top: {pad_top}px; padding-bottom: {pad_bottom}px")}>
+                            { for nodes }
+                        </div>
+                    </div>
+                } else {
+                    <div class="nodes">{ for nodes }</div>
+                }
+                if not_scheduled > 0 {
+                    <div class="unscheduled"><strong>{ format!("Not scheduled ({not_scheduled}): ") }</strong>{ self.pod_chips(ctx, &pending, not_scheduled, now) }</div>
                 }
                 <ul class="services">{ for services }</ul>
                 { self.volumes() }
@@ -1637,11 +1721,63 @@ impl App {
 
     /// At most [`MAX_CHIPS`] pods, then how many more: thousands of chips would be neither
     /// readable nor quick to draw on every tick.
-    fn pod_chips(&self, ctx: &Context<Self>, pods: &[&Object], now: u64) -> Html {
-        let more = pods.len().saturating_sub(MAX_CHIPS);
+    /// One node: its state, zone, pods and what they request, and chips for the first
+    /// `chips` of its pods.
+    fn node_card(&self, ctx: &Context<Self>, name: &str, chips: usize, now: u64) -> Html {
+        let view = &self.sb.view;
+        let Some(n) = view.node(name) else { return html! {} };
+        let ready = api::get_array(n, &["status", "conditions"])
+            .iter()
+            .find(|c| get_str(c, &["type"]) == Some("Ready"))
+            .and_then(|c| get_str(c, &["status"]))
+            .unwrap_or("Unknown");
+        let zone = api::label(n, "topology.kubernetes.io/zone").unwrap_or("");
+        let taints: Vec<String> = api::get_array(n, &["spec", "taints"])
+            .iter()
+            .map(|t| format!("{}:{}", get_str(t, &["key"]).unwrap_or(""), get_str(t, &["effect"]).unwrap_or("")))
+            .collect();
+        let alloc_cpu = get(n, &["status", "allocatable", "cpu"]).and_then(value_milli).unwrap_or(0);
+        let alloc_mem = get(n, &["status", "allocatable", "memory"]).and_then(value_milli).unwrap_or(0) / 1000;
+        let tally = view.on_node(name);
+        let count = tally.map_or(0, |t| t.pods.len());
+        let on_node: Vec<&Object> = tally.map(|t| t.pods.iter().take(chips).filter_map(|(ns, p)| view.pod(ns, p)).collect()).unwrap_or_default();
+        let (used_cpu, used_mem) = tally.map_or((0, 0), |t| (t.cpu, t.memory));
+        let cpu = format!("CPU {}m/{}m", used_cpu, alloc_cpu);
+        let mem = format!("memory {}Mi/{}Mi", used_mem >> 20, alloc_mem >> 20);
+        let state = match ready {
+            "True" => "Ready",
+            "False" => "NotReady",
+            _ => "Unknown",
+        };
+        html! {
+            <div class={classes!("node", state.to_lowercase())} aria-label={format!("node {name}, {state}")}>
+                <div class="node-head"><strong>{ name }</strong>{ " " }<span class={classes!("badge", state.to_lowercase())}>{ state }</span></div>
+                <div class="node-meta">{ format!("{zone} · {count} pods") }</div>
+                <div class="node-meta" title="requested / allocatable">{ format!("{cpu} · {mem}") }</div>
+                if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
+                <div class="chips">{ self.pod_chips(ctx, &on_node, count, now) }</div>
+            </div>
+        }
+    }
+
+    /// The rows of a large cluster's nodes in sight (and two either side): the columns, the
+    /// nodes' range, and the space the rows above and below take.
+    fn nodes_in_sight(&self, n: usize) -> (usize, std::ops::Range<usize>, f64, f64) {
+        let (top, width, height) = self.nodes_box;
+        let cols = (((width + NODE_GAP) / (NODE_MIN_WIDTH + NODE_GAP)).floor() as usize).max(1);
+        let rows = n.div_ceil(cols);
+        let row = NODE_HEIGHT + NODE_GAP;
+        let first = ((top / row).floor() as usize).saturating_sub(2).min(rows);
+        let last = (((top + height) / row).ceil() as usize + 2).min(rows);
+        (cols, first * cols..(last * cols).min(n), first as f64 * row, (rows - last) as f64 * row)
+    }
+
+    /// Chips for `pods`, the first of `total`, and how many more there are.
+    fn pod_chips(&self, ctx: &Context<Self>, pods: &[&Object], total: usize, now: u64) -> Html {
+        let more = total.saturating_sub(pods.len());
         html! {
             <>
-                { for pods.iter().take(MAX_CHIPS).map(|p| self.pod_chip(ctx, p, now)) }
+                { for pods.iter().map(|p| self.pod_chip(ctx, p, now)) }
                 if more > 0 {
                     <span class="more" title="the Objects tab and `kubectl get pods` list them all">{ format!("+{more} more") }</span>
                 }
@@ -1676,15 +1812,21 @@ impl App {
         let webhooks: Vec<String> = self.sb.cluster.api.store.list(rid::VWC, None).map(|w| api::name(w).to_string()).collect();
         let drivers: Vec<String> = self.sb.cluster.api.store.list(rid::CSIDRIVER, None).map(|d| api::name(d).to_string()).collect();
         let on_node = link.callback(|e: Event| Msg::SetFaultNode(e.target_unchecked_into::<HtmlSelectElement>().value()));
+        let on_node_named = link.callback(|e: Event| Msg::SetFaultNode(e.target_unchecked_into::<HtmlInputElement>().value().trim().to_string()));
         let api_down = self.sb.cluster.api.down_since.is_some();
         let etcd_down = self.sb.cluster.api.etcd_down_since.is_some();
         html! {
             <div class="faults" role="group" aria-label="Faults">
                 <h3>{ "Break things" }</h3>
                 <label>{ "Node " }
-                    <select onchange={on_node}>
-                        { for self.node_names().into_iter().map(|n| html! { <option value={n.clone()} selected={n == self.fault_node}>{ n }</option> }) }
-                    </select>
+                    if self.sb.view.node_names().len() > VIRTUAL_NODES {
+                        // Thousands of choices are no list to pick from: the node is named.
+                        <input class="fault-node" value={self.fault_node.clone()} placeholder="node name" onchange={on_node_named} />
+                    } else {
+                        <select onchange={on_node}>
+                            { for self.sb.view.node_names().iter().map(|n| html! { <option value={n.clone()} selected={*n == self.fault_node}>{ n }</option> }) }
+                        </select>
+                    }
                 </label>
                 <button onclick={link.callback(move |_| Msg::Fault("nodeDown", node.clone()))}>{ "Kill node" }</button>
                 <button onclick={link.callback(move |_| Msg::Fault("nodeUp", node2.clone()))}>{ "Bring it back" }</button>

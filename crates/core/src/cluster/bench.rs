@@ -50,6 +50,25 @@ pub fn manifest(pods: usize) -> String {
     )
 }
 
+/// The same run as a scenario the page's editor holds (`?bench=NODESxPODS`): the nodes in
+/// three zones with room for their share, a quota that holds the apply's revisions, and the
+/// Deployment.
+pub fn scenario(nodes: usize, pods: usize) -> String {
+    let nodes = nodes.clamp(1, super::scenario::MAX_NODES as usize);
+    let max_pods = pods.div_ceil(nodes).max(110);
+    let mut text = format!(
+        "# The scale benchmark: {nodes} nodes, one Deployment of {pods} replicas.\napiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nmetadata: {{name: bench}}\nspec:\n  etcd: {{quotaBytes: {}Gi}}\n  nodes:\n",
+        QUOTA_BYTES >> 30
+    );
+    for z in 0..3.min(nodes) {
+        let count = nodes / 3 + usize::from(z < nodes % 3);
+        text += &format!(
+            "  - {{name: zone-{z}, count: {count}, capacity: {{cpu: \"64\", memory: 256Gi, pods: \"{max_pods}\"}}, labels: {{topology.kubernetes.io/zone: zone-{z}}}}}\n"
+        );
+    }
+    text + "---\n" + &manifest(pods)
+}
+
 /// Apply the Deployment to `cluster` and run until quiet (or [`CAP`]).
 pub fn run(cluster: &mut Cluster, pods: usize) -> Result<Outcome, String> {
     let out = cluster.act(Credentials::Token("admin-token".into()), Action::Apply { text: manifest(pods), file: "bench.yaml".into() });
@@ -71,5 +90,18 @@ mod tests {
         let o = run(&mut c, 20).expect("applied");
         assert_eq!(o.ready_pods, 20);
         assert!(o.api_writes > 20 * 5, "{o:?}");
+    }
+
+    #[test]
+    fn the_scenario_declares_the_same_cluster() {
+        let mut sc = crate::cluster::scenario::Scenario::default();
+        crate::cluster::scenario::add_file(&mut sc, "bench.yaml", &scenario(5000, 150_000));
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        let nodes = sc.nodes.expect("nodes");
+        assert_eq!(nodes.len(), 5000);
+        assert_eq!(nodes.iter().filter(|n| n.labels.get("topology.kubernetes.io/zone") == Some(&json!("zone-2"))).count(), 1666);
+        assert_eq!(nodes[0].capacity.get("pods"), Some(&json!("110")));
+        assert_eq!(sc.etcd_quota, Some(QUOTA_BYTES));
+        assert!(matches!(&sc.steps[..], [crate::cluster::Step { action: Action::Apply { text, .. }, .. }] if *text == manifest(150_000).trim_end()));
     }
 }

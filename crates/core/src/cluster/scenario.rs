@@ -156,6 +156,9 @@ pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
     })
 }
 
+/// The most nodes a scenario may declare: Kubernetes' tested limit (5,000 nodes).
+pub const MAX_NODES: u64 = 5000;
+
 /// A node's capacity, labels and taints, as `nodes` and a node group's `template` give them.
 fn node_spec(name: &str, n: &Value, at: &str) -> Result<NodeSpec, String> {
     let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
@@ -310,18 +313,35 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
     }
     if let Some(nodes) = get(spec, &["nodes"]).and_then(Value::as_array) {
         let mut out = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
         for (i, n) in nodes.iter().enumerate() {
             let name = get_str(n, &["name"]).ok_or_else(|| format!("spec.nodes[{i}].name is required"))?;
-            // What the API server would say of the Node this makes (`ValidateNodeName`).
-            if !crate::apiserver::validation::is_dns1123_subdomain(name) {
-                return Err(format!(
-                    "spec.nodes[{i}].name: Invalid value: {name:?}: a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"
-                ));
+            // `count: N` stands for N identical nodes named `name-1` … `name-N`.
+            let names: Vec<String> = match n.get("count") {
+                None | Some(Value::Null) => vec![name.to_string()],
+                Some(c) => match c.as_u64() {
+                    Some(c @ 1..=MAX_NODES) => (1..=c).map(|k| format!("{name}-{k}")).collect(),
+                    _ => return Err(format!("spec.nodes[{i}].count: Invalid value: {c}: must be an integer from 1 to {MAX_NODES}")),
+                },
+            };
+            let spec = node_spec(name, n, &format!("spec.nodes[{i}]"))?;
+            for name in names {
+                // What the API server would say of the Node this makes (`ValidateNodeName`).
+                if !crate::apiserver::validation::is_dns1123_subdomain(&name) {
+                    return Err(format!(
+                        "spec.nodes[{i}].name: Invalid value: {name:?}: a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"
+                    ));
+                }
+                if !seen.insert(name.clone()) {
+                    return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
+                }
+                let mut s = spec.clone();
+                s.name = name;
+                out.push(s);
             }
-            if out.iter().any(|o: &NodeSpec| o.name == name) {
-                return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
+            if out.len() as u64 > MAX_NODES {
+                return Err(format!("spec.nodes: Too many: {} nodes: must have at most {MAX_NODES}", out.len()));
             }
-            out.push(node_spec(name, n, &format!("spec.nodes[{i}]"))?);
         }
         sc.nodes = Some(out);
     }
@@ -523,7 +543,25 @@ mod tests {
             errors("[{name: a, capacity: {cpu: \"-8\"}}]"),
             vec!["s.yaml:1: spec.nodes[0].capacity.cpu: Invalid value: \"-8\": must be greater than or equal to 0"]
         );
+        assert_eq!(errors("[{name: w, count: 0}]"), vec!["s.yaml:1: spec.nodes[0].count: Invalid value: 0: must be an integer from 1 to 5000"]);
+        assert_eq!(errors("[{name: w-2}, {name: w, count: 3}]"), vec!["s.yaml:1: spec.nodes[1].name: Duplicate value: \"w-2\""]);
+        assert_eq!(errors("[{name: a, count: 4000}, {name: b, count: 1001}]"), vec!["s.yaml:1: spec.nodes: Too many: 5001 nodes: must have at most 5000"]);
         assert!(errors("[{name: node-1.zone-a, capacity: {cpu: \"8\", memory: 16Gi}}]").is_empty());
+    }
+
+    #[test]
+    fn a_counted_node_stands_for_that_many_alike() {
+        let mut sc = Scenario::default();
+        add_file(
+            &mut sc,
+            "s.yaml",
+            "apiVersion: kubeloop.dev/v1alpha1\nkind: Scenario\nspec:\n  nodes:\n  - {name: a, count: 2, capacity: {cpu: \"8\"}, labels: {pool: x}}\n  - {name: b}\n",
+        );
+        assert!(sc.errors.is_empty(), "{:?}", sc.errors);
+        let nodes = sc.nodes.expect("nodes");
+        assert_eq!(nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["a-1", "a-2", "b"]);
+        assert_eq!(nodes[1].capacity.get("cpu"), Some(&json!("8")));
+        assert_eq!(nodes[1].labels.get("pool"), Some(&json!("x")));
     }
 
     #[test]

@@ -114,6 +114,18 @@ pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec
     timers
 }
 
+/// Fire one of a loop's timers once against `api` at `now`; returns the timers it set.
+pub fn timer_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis, key: &str) -> Vec<(Millis, String, bool)> {
+    let mut timers = Vec::new();
+    let mut events = Recorder::default();
+    api.now = now;
+    let user = c.user().name.clone();
+    let name = c.name();
+    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user, machines: Vec::new() };
+    c.timer(&mut cx, key);
+    timers
+}
+
 /// A loop's copy, state and all: a [`crate::cluster::Cluster`] clones as the same cluster
 /// at the same moment. Every `Controller` that is `Clone` has it.
 pub trait ControllerClone {

@@ -11,6 +11,7 @@
 pub mod export;
 pub mod journey;
 pub mod lessons;
+pub mod nodeview;
 pub mod why;
 
 use crate::apiserver::Credentials;
@@ -99,6 +100,8 @@ pub struct Sandbox {
     pub log: Vec<Done>,
     /// (resource, namespace, name) -> the object as last applied from the editor.
     applied: BTreeMap<(usize, String, String), Value>,
+    /// The cluster view's caches, as of the last [`Sandbox::sync_view`].
+    pub view: nodeview::NodeView,
 }
 
 impl Sandbox {
@@ -111,8 +114,9 @@ impl Sandbox {
         // Scenario's own timed steps.
         sc.steps.retain(|s| !(s.at == 0 && matches!(&s.action, Action::Apply { file, .. } if file == "editor")));
         let mut config = sc.config(seed, true);
-        // A browser tab holds far less than a server (unless the scenario asks for less).
-        config.quota_bytes = sc.etcd_quota.unwrap_or(crate::apiserver::store::PAGE_QUOTA_BYTES).min(crate::apiserver::store::PAGE_QUOTA_BYTES);
+        // A browser tab holds far less than a server: a small quota unless the scenario
+        // declares its own (up to the benchmark's, which a 150,000-pod apply needs).
+        config.quota_bytes = sc.etcd_quota.unwrap_or(crate::apiserver::store::PAGE_QUOTA_BYTES).min(crate::cluster::bench::QUOTA_BYTES);
         let seed = config.seed;
         let mut users = vec![("admin".to_string(), "admin-token".to_string())];
         users.extend(sc.users.iter().map(|(name, token, _)| (name.clone(), token.clone())));
@@ -133,6 +137,7 @@ impl Sandbox {
             docs: vec![],
             log: vec![],
             applied: BTreeMap::new(),
+            view: nodeview::NodeView::default(),
         };
         sb.apply_text(text);
         sb
@@ -141,6 +146,11 @@ impl Sandbox {
     fn credentials(&self) -> Credentials {
         let token = self.users.iter().find(|(n, _)| *n == self.user).map_or("admin-token", |(_, t)| t.as_str());
         Credentials::Token(token.to_string())
+    }
+
+    /// Bring [`Sandbox::view`] up to what the cluster holds now.
+    pub fn sync_view(&mut self) {
+        self.view.sync(&self.cluster.api.store);
     }
 
     /// Choose who applies and runs commands; unknown names are refused.

@@ -247,7 +247,15 @@ pub struct Scheduler {
     volumes: Volumes,
     /// Pods whose claims are being bound before them (VolumeBinding's PreBind wait).
     waiting: BTreeMap<Key, Waiting>,
+    /// A `drain` timer is due: the queue held more than one task schedules.
+    drain_due: bool,
 }
+
+/// The most pods one task schedules before the scheduler comes back for the rest at the
+/// same moment (`drain`): the real scheduler takes one pod per cycle, and a run interleaves
+/// its other loops' work with a long queue, so no single task of the simulation (a page's
+/// frame) grows with the queue.
+pub const SCHEDULE_PER_TASK: usize = 32;
 
 fn has_required_anti_affinity(pod: &Value) -> bool {
     !get_array(pod, &["spec", "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]).is_empty()
@@ -370,6 +378,7 @@ impl Scheduler {
             namespaces: Informer::new(rid::NAMESPACE),
             volumes: Volumes::new(),
             waiting: BTreeMap::new(),
+            drain_due: false,
         }
     }
 
@@ -1213,10 +1222,14 @@ impl Scheduler {
     }
 
     fn drain_queue(&mut self, cx: &mut Cx) {
-        while let Some((p, s, key)) = self.active.pop_first() {
+        for _ in 0..SCHEDULE_PER_TASK {
+            let Some((_, _, key)) = self.active.pop_first() else { return };
             self.queued.remove(&key);
-            let _ = (p, s);
             self.schedule_one(cx, key);
+        }
+        if !self.active.is_empty() && !self.drain_due {
+            self.drain_due = true;
+            cx.after(0, "drain");
         }
     }
 
@@ -1282,6 +1295,9 @@ impl Controller for Scheduler {
         self.drain_queue(cx);
     }
     fn timer(&mut self, cx: &mut Cx, key: &str) {
+        if key == "drain" {
+            self.drain_due = false;
+        }
         if key.starts_with("volumes/") {
             self.sync_informers(cx);
             self.check_waiting(cx);
@@ -1312,6 +1328,35 @@ impl Controller for Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_queue_is_scheduled_a_part_per_task_at_the_same_moment() {
+        let mut api = crate::apiserver::ApiServer::new(1, true);
+        for o in crate::apiserver::rbac::bootstrap_policy() {
+            api.bootstrap_object(o);
+        }
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}));
+        api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "default"}}));
+        let node = crate::loops::kubelet::node::NodeSpec::worker("n1", "zone-a", "64", "256Gi");
+        api.bootstrap_object(crate::loops::kubelet::node::node_object(&node, 0, 1, 0));
+        for i in 0..80 {
+            let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p{i:02}"), "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+            api.handle(crate::apiserver::Request::create(rid::POD, "default", pod, Credentials::User(UserInfo::admin()))).unwrap();
+        }
+        let bound = |api: &crate::apiserver::ApiServer| api.store.list(rid::POD, None).filter(|p| get_str(p, &["spec", "nodeName"]).is_some()).count();
+        let mut s = Scheduler::new(1);
+        let mut timers = crate::loops::run_once(&mut s, &mut api, 0);
+        let mut counts = vec![bound(&api)];
+        while let Some(i) = timers.iter().position(|(_, k, _)| k == "drain") {
+            assert_eq!(timers.remove(i).0, 0, "the rest at the same moment");
+            assert!(s.busy(0));
+            timers = crate::loops::timer_once(&mut s, &mut api, 0, "drain");
+            counts.push(bound(&api));
+        }
+        assert_eq!(counts, [32, 64, 80]);
+        assert!(!s.busy(0));
+    }
 
     #[test]
     fn requests_sum_containers_and_default_for_scoring() {
