@@ -104,25 +104,22 @@ impl<'a> Cx<'a> {
 /// Run one loop once against an API server, outside any cluster: how unit tests seed
 /// caches, call a sync and count the writes. Returns the timers the loop set.
 pub fn run_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis) -> Vec<(Millis, String, bool)> {
-    let mut timers = Vec::new();
-    let mut events = Recorder::default();
-    api.now = now;
-    let user = c.user().name.clone();
-    let name = c.name();
-    let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user, machines: Vec::new() };
-    c.run(&mut cx);
-    timers
+    once(c, api, now, |c, cx| c.run(cx))
 }
 
 /// Fire one of a loop's timers once against `api` at `now`; returns the timers it set.
 pub fn timer_once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis, key: &str) -> Vec<(Millis, String, bool)> {
+    once(c, api, now, |c, cx| c.timer(cx, key))
+}
+
+fn once(c: &mut dyn Controller, api: &mut ApiServer, now: Millis, f: impl FnOnce(&mut dyn Controller, &mut Cx)) -> Vec<(Millis, String, bool)> {
     let mut timers = Vec::new();
     let mut events = Recorder::default();
     api.now = now;
     let user = c.user().name.clone();
     let name = c.name();
     let mut cx = Cx { api, now, events: &mut events, timers: &mut timers, component: name, user, machines: Vec::new() };
-    c.timer(&mut cx, key);
+    f(c, &mut cx);
     timers
 }
 
