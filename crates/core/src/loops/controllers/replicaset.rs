@@ -244,6 +244,8 @@ pub struct ReplicaSetController {
     contributions: HashMap<(String, String), (String, Counts)>,
     /// Active pods without a controller, candidates for adoption.
     orphans: BTreeSet<(String, String)>,
+    /// Bursts of creates that go on in a later task.
+    bursts: BTreeMap<(String, String), Burst>,
 }
 
 impl Default for ReplicaSetController {
@@ -278,6 +280,7 @@ impl ReplicaSetController {
             counts: HashMap::new(),
             contributions: HashMap::new(),
             orphans: BTreeSet::new(),
+            bursts: BTreeMap::new(),
         }
     }
 
@@ -568,7 +571,8 @@ impl ReplicaSetController {
         }
     }
 
-    /// Create `n` pods in slow-start batches; returns the failure, if any.
+    /// Create `n` pods in slow-start batches; returns the failure, if any. A burst of more
+    /// than [`CREATES_PER_TASK`] goes on in later tasks at the same moment.
     fn create_pods(&mut self, cx: &mut Cx, rs: &Object, key: &(String, String), n: usize) -> Option<(String, String)> {
         self.expectations.insert(key.clone(), Expectations { adds: n as i64, dels: BTreeSet::new() });
         let template = get(rs, &["spec", "template"]).cloned().unwrap_or(json!({}));
@@ -579,59 +583,70 @@ impl ReplicaSetController {
                 pod["metadata"][f] = v.clone();
             }
         }
-        let mut remaining = n;
-        let mut batch = 1;
-        let mut created = 0;
-        while remaining > 0 {
-            let size = batch.min(remaining);
-            let mut failed = None;
-            for _ in 0..size {
-                let r = cx.api.handle(req_as(
-                    Request::create(rid::POD, &key.0, pod.clone(), crate::apiserver::Credentials::User(self.user.clone())),
-                    self.kind.component,
-                    &self.user,
-                ));
-                match r {
-                    Ok(p) => {
-                        created += 1;
-                        let pname = api::name(&p).to_string();
-                        if cx.tracing() {
-                            cx.trace(
-                                Flow::ReplicaSetController,
-                                "create-pod",
-                                format!("Pod/{}/{pname}", key.0),
-                                "ok",
-                                api::resource_version(&p),
-                                format!("{}/{}/{} wants {} more: created {pname} (nodeName empty)", self.kind.kind, key.0, key.1, n - created + 1),
-                            );
-                        }
-                        cx.event(&self.source, rs, None, "Normal", "SuccessfulCreate", &format!("Created pod: {pname}"), None);
-                    }
-                    Err(s) => {
-                        if let Some(e) = self.expectations.get_mut(key) {
-                            e.adds -= 1;
-                        }
-                        let terminating = s.message.contains("because it is being terminated");
-                        if !terminating {
-                            cx.event(&self.source, rs, None, "Warning", "FailedCreate", &format!("Error creating: {}", s.message), None);
-                        }
+        let burst = Burst { rs: rs.clone(), pod, n, remaining: n, batch: 1, left_in_batch: 1, created: 0, failed: None };
+        self.go_on_creating(cx, key, burst)
+    }
+
+    /// Create what is left of a burst, at most [`CREATES_PER_TASK`] pods in this task.
+    fn go_on_creating(&mut self, cx: &mut Cx, key: &(String, String), mut b: Burst) -> Option<(String, String)> {
+        let mut this_task = 0;
+        while b.remaining > 0 {
+            if this_task == CREATES_PER_TASK {
+                self.bursts.insert(key.clone(), b);
+                cx.after(0, format!("{BURST_KEY}{}/{}", key.0, key.1));
+                return None;
+            }
+            this_task += 1;
+            let r = cx.api.handle(req_as(
+                Request::create(rid::POD, &key.0, b.pod.clone(), crate::apiserver::Credentials::User(self.user.clone())),
+                self.kind.component,
+                &self.user,
+            ));
+            match r {
+                Ok(p) => {
+                    b.created += 1;
+                    let pname = api::name(&p).to_string();
+                    if cx.tracing() {
                         cx.trace(
                             Flow::ReplicaSetController,
                             "create-pod",
-                            format!("Pod/{}/{}-", key.0, key.1),
-                            "error",
-                            "",
-                            format!("Error creating: {}", s.message),
+                            format!("Pod/{}/{pname}", key.0),
+                            "ok",
+                            api::resource_version(&p),
+                            format!("{}/{}/{} wants {} more: created {pname} (nodeName empty)", self.kind.kind, key.0, key.1, b.n - b.created + 1),
                         );
-                        failed = Some(("FailedCreate".to_string(), s.message.clone()));
                     }
+                    cx.event(&self.source, &b.rs, None, "Normal", "SuccessfulCreate", &format!("Created pod: {pname}"), None);
+                }
+                Err(s) => {
+                    if let Some(e) = self.expectations.get_mut(key) {
+                        e.adds -= 1;
+                    }
+                    let terminating = s.message.contains("because it is being terminated");
+                    if !terminating {
+                        cx.event(&self.source, &b.rs, None, "Warning", "FailedCreate", &format!("Error creating: {}", s.message), None);
+                    }
+                    cx.trace(
+                        Flow::ReplicaSetController,
+                        "create-pod",
+                        format!("Pod/{}/{}-", key.0, key.1),
+                        "error",
+                        "",
+                        format!("Error creating: {}", s.message),
+                    );
+                    b.failed = Some(("FailedCreate".to_string(), s.message.clone()));
                 }
             }
-            remaining -= size;
-            if failed.is_some() {
+            b.remaining -= 1;
+            b.left_in_batch -= 1;
+            if b.left_in_batch > 0 && b.remaining > 0 {
+                continue;
+            }
+            // The batch is over.
+            if b.failed.is_some() {
                 // Skip the remaining batches; their expectations are lowered.
                 if let Some(e) = self.expectations.get_mut(key) {
-                    e.adds -= remaining as i64;
+                    e.adds -= b.remaining as i64;
                 }
                 // Retry with the work queue's back-off (`DefaultControllerRateLimiter`:
                 // 5ms doubling per failure, at most 1000s).
@@ -639,13 +654,37 @@ impl ReplicaSetController {
                 let delay = (5u64 << (*n).min(20)).min(1_000_000);
                 *n += 1;
                 cx.every(delay as Millis, format!("{}/{}", key.0, key.1));
-                return failed;
+                return b.failed;
             }
-            batch *= 2;
+            b.batch *= 2;
+            b.left_in_batch = b.batch.min(b.remaining);
         }
         self.retries.remove(key);
         None
     }
+}
+
+/// The most pods one task creates: a larger burst (up to [`BURST_REPLICAS`]) goes on in
+/// later tasks at the same moment, its slow-start batches unchanged, so no single task of
+/// the simulation (a page's frame) grows with the burst. The sync that started it waits on
+/// its expectations meanwhile, as one blocked in `slowStartBatch` would.
+pub const CREATES_PER_TASK: usize = 64;
+
+/// The timer key prefix of a burst's next part.
+const BURST_KEY: &str = "burst:";
+
+/// A burst of creates under way: the owner, the pod to create, how many in all and still
+/// to create, the slow-start batch and what is left of it, and the batch's failure.
+#[derive(Debug, Clone)]
+struct Burst {
+    rs: Object,
+    pod: Value,
+    n: usize,
+    remaining: usize,
+    batch: usize,
+    left_in_batch: usize,
+    created: usize,
+    failed: Option<(String, String)>,
 }
 
 impl Controller for ReplicaSetController {
@@ -665,6 +704,23 @@ impl Controller for ReplicaSetController {
         }
     }
     fn timer(&mut self, cx: &mut Cx, key: &str) {
+        if let Some(rest) = key.strip_prefix(BURST_KEY) {
+            let Some((ns, name)) = rest.split_once('/') else { return };
+            let key = (ns.to_string(), name.to_string());
+            // A burst's next part (none after a restart: a restarted controller starts over).
+            // Only the burst goes on here: the next sync comes with the watch, as after a
+            // burst made in one task, never at the same moment (which would let bursts follow
+            // one another without the clock moving).
+            if let Some(b) = self.bursts.remove(&key) {
+                if let Some(f) = self.go_on_creating(cx, &key, b) {
+                    // The sync that started the burst has passed: the next one (the
+                    // retry's) reports it.
+                    self.failures.insert(key.clone(), f);
+                    self.queue.insert(key);
+                }
+            }
+            return;
+        }
         if let Some((ns, name)) = key.split_once('/') {
             self.queue.insert((ns.to_string(), name.to_string()));
         }
@@ -724,6 +780,43 @@ mod tests {
               "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}});
         api.handle(crate::apiserver::Request::create(rid::REPLICASET, "default", rs, crate::apiserver::Credentials::User(UserInfo::admin()))).unwrap();
         api
+    }
+
+    #[test]
+    fn a_large_burst_goes_on_in_later_tasks_with_its_slow_start_batches() {
+        let mut api = seeded_api();
+        let rs = api.store.get_by(rid::REPLICASET, "default", "web").unwrap();
+        let mut scaled = (**rs).clone();
+        scaled["spec"]["replicas"] = json!(600);
+        api.handle(crate::apiserver::Request::update(rid::REPLICASET, "default", "web", scaled, crate::apiserver::Credentials::User(UserInfo::admin())))
+            .unwrap();
+        let mut rsc = ReplicaSetController::new();
+        let mut timers = crate::loops::run_once(&mut rsc, &mut api, 1000);
+        let mut counts = vec![api.store.count(rid::POD)];
+        while let Some(i) = timers.iter().position(|(_, k, _)| k.starts_with(BURST_KEY)) {
+            let (at, key, _) = timers.remove(i);
+            assert_eq!((at, key.as_str()), (1000, "burst:default/web"), "the rest at the same moment");
+            // Between parts, a sync waits on the burst's expectations.
+            crate::loops::run_once(&mut rsc, &mut api, 1000);
+            assert_eq!(api.store.count(rid::POD), *counts.last().unwrap());
+            timers = crate::loops::timer_once(&mut rsc, &mut api, 1000, &key);
+            counts.push(api.store.count(rid::POD));
+        }
+        // The burst of 500 (BURST_REPLICAS) in slow-start batches 1, 2, 4, ..., 128 and the
+        // last 245, 64 creates a task; its last part starts no other burst.
+        assert_eq!(counts, [64, 128, 192, 256, 320, 384, 448, 500]);
+        let creates = api.trace.requests().iter().filter(|r| r.verb == "create" && r.object.starts_with("Pod/")).count();
+        assert_eq!(creates, 500);
+        // The next sync (the watch's) sees the burst and makes the last 100, in two parts.
+        let timers = crate::loops::run_once(&mut rsc, &mut api, 1005);
+        assert_eq!(api.store.count(rid::POD), 564);
+        assert!(timers.contains(&(1005, "burst:default/web".to_string(), false)), "{timers:?}");
+        crate::loops::timer_once(&mut rsc, &mut api, 1005, "burst:default/web");
+        assert_eq!(api.store.count(rid::POD), 600);
+        crate::loops::run_once(&mut rsc, &mut api, 1010);
+        assert_eq!(api.store.count(rid::POD), 600, "expectations met, nothing more to create");
+        let rs = api.store.get_by(rid::REPLICASET, "default", "web").unwrap();
+        assert_eq!(rs["status"]["replicas"], 600);
     }
 
     #[test]
