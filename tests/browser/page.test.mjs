@@ -722,6 +722,10 @@ await test('embed mode shows only the requested panes', async (page) => {
 // ?bench=NODESxPODS: the benchmark's cluster in the page. A cluster this large draws only
 // the nodes in sight, and scrolling its box draws the others.
 await test('a large cluster view draws the rows in sight and scrolls to the last node', async (page) => {
+  // A size past the limit is said, and the example opens.
+  await page.goto(`${base}?bench=9000x10`);
+  await page.getByText('?bench="9000x10" is not NODESxPODS with 1 to 5000 nodes').waitFor();
+  await readyCheckout(page).first().waitFor({ timeout: 20000 });
   await page.goto(`${base}?bench=200x400`);
   const box = page.locator('.nodes-scroll');
   await box.waitFor();

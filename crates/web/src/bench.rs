@@ -35,9 +35,14 @@ pub fn kubeloop_bench(nodes: u32, pods: u32) -> Result<String, JsValue> {
     Ok(v.to_string())
 }
 
-/// `?bench=5000x150000`: the benchmark's scenario, for the editor.
-pub fn from_query(search: &str) -> Option<String> {
+/// `?bench=5000x150000`: the benchmark's scenario, for the editor; what is wrong with the
+/// parameter, if it is there and not NODESxPODS within the limits.
+pub fn from_query(search: &str) -> Option<Result<String, String>> {
     let v = web_sys::UrlSearchParams::new_with_str(search).ok()?.get("bench")?;
-    let (nodes, pods) = v.split_once('x')?;
-    Some(bench::scenario(nodes.parse().ok()?, pods.parse().ok()?))
+    let max = kubeloop_core::cluster::scenario::MAX_NODES as usize;
+    let size = v.split_once('x').and_then(|(n, p)| Some((n.parse::<usize>().ok()?, p.parse::<usize>().ok()?)));
+    Some(match size {
+        Some((nodes, pods)) if (1..=max).contains(&nodes) && pods <= i32::MAX as usize => Ok(bench::scenario(nodes, pods)),
+        _ => Err(format!("?bench={v:?} is not NODESxPODS with 1 to {max} nodes (for example ?bench=5000x30000); here is the example.")),
+    })
 }

@@ -51,6 +51,8 @@ const NODE_GAP: f64 = 8.0;
 const NODE_MIN_WIDTH: f64 = 180.0;
 /// Said when the editor opens with what the person typed here last time.
 const RESTORED: &str = "Restored what you last typed here (kept in this browser). \"Load the example\" brings the example back.";
+/// Said while the CEL module loads.
+const CEL_LOADING: &str = "Loading the policy engine (CEL)…";
 /// Typing pause before the editor is applied.
 const APPLY_DELAY_MS: u32 = 600;
 
@@ -498,7 +500,7 @@ impl App {
         self.link = None;
         self.playing = true;
         if cel::needed_by(&text) && !cel::ready() {
-            self.notice = Some("Loading the policy engine (CEL)…".into());
+            self.notice = Some(CEL_LOADING.into());
             self.waiting = Some(Init::Text(text));
             self.load_cel(ctx);
         } else {
@@ -827,7 +829,11 @@ impl App {
             Msg::CelLoaded(result) => match result {
                 Ok(()) => {
                     if let Some(init) = self.waiting.take() {
-                        self.notice = self.restored.then(|| RESTORED.to_string());
+                        // Only the word that CEL is loading goes; what the page said on
+                        // opening (no such lesson, a wrong ?bench=) stays.
+                        if self.notice.as_deref() == Some(CEL_LOADING) {
+                            self.notice = self.restored.then(|| RESTORED.to_string());
+                        }
                         self.start(init);
                     }
                     if std::mem::take(&mut self.apply_after_cel) {
@@ -1262,9 +1268,10 @@ impl Component for App {
         };
         let wanted = lessons::from_query(&search);
         let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
-        let base = match bench::from_query(&search) {
-            Some(text) => text,
-            None => lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone()),
+        let bench = bench::from_query(&search);
+        let base = match &bench {
+            Some(Ok(text)) => text.clone(),
+            _ => lesson.map_or(DEFAULT_TEXT.to_string(), |i| all_lessons[i].text.clone()),
         };
         // A share link wins; else the session kept here (what was done, replayed); else what
         // the person typed here last time; else the example.
@@ -1364,11 +1371,17 @@ impl Component for App {
         if let Some(id) = wanted.filter(|_| lesson.is_none()) {
             app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
         }
+        if let Some(Err(e)) = bench {
+            app.notice = Some(e);
+        }
         if lesson_error.is_some() {
             app.notice = lesson_error;
         }
         if needs_cel && !cel::ready() {
-            app.notice = Some("Loading the policy engine (CEL)…".into());
+            // What the page has to say of how it opened comes first.
+            if app.notice.is_none() {
+                app.notice = Some(CEL_LOADING.into());
+            }
             app.waiting = Some(init);
             app.load_cel(ctx);
         } else {

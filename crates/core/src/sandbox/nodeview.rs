@@ -76,11 +76,13 @@ impl NodeView {
             }
         }
         let nodes = self.nodes.sync(store);
+        for d in &nodes.deltas {
+            let was = d.old.as_ref().is_some_and(node_ready);
+            let is = d.kind != EventType::Deleted && node_ready(&d.object);
+            self.ready_nodes = self.ready_nodes + usize::from(is) - usize::from(was);
+        }
         if nodes.deltas.iter().any(|d| d.kind != EventType::Modified) {
             self.names = self.nodes.list(None).map(|n| api::name(n).to_string()).collect();
-        }
-        if !nodes.deltas.is_empty() {
-            self.ready_nodes = self.nodes.list(None).filter(|n| node_ready(n)).count();
         }
     }
 
@@ -198,5 +200,11 @@ mod tests {
         view.sync(&sb.cluster.api.store);
         assert_eq!(view.by_node, from_scratch(&sb.cluster.api.store).0);
         assert_eq!(view.pod_count(), 1);
+        // A node that stops reporting is counted out of the Ready ones.
+        sb.fault("nodeDown", "w-2").expect("a node of the cluster");
+        sb.advance(60_000);
+        view.sync(&sb.cluster.api.store);
+        assert_eq!(view.ready_nodes(), 2);
+        assert_eq!(view.ready_nodes(), from_scratch(&sb.cluster.api.store).2);
     }
 }
