@@ -783,23 +783,49 @@ await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   await page.screenshot({ path: 'target/browser-full-1280x800.png', fullPage: true });
-  const samples = await page.evaluate(async () => {
+  // Each keystroke (an edit, then Ctrl+Enter to apply it) is timed three ways:
+  // - wall: from the keystroke to a task after the next frame, as a user sees it. It
+  //   includes the wait for that frame, so it cannot fall much below one frame (16.7 ms)
+  //   however little the page does: the same loop with no keystroke (`frame_wait`) says
+  //   how far below;
+  // - work: what the page spends on it: the keystroke's handlers and yew's render (the
+  //   synchronous part), plus the next frame from its animation callbacks to the task after
+  //   it (style, layout, paint). The idle wait for the frame is left out. The goal "within
+  //   a frame" (≤ 16 ms) is about this.
+  const { wall, work, idle } = await page.evaluate(async () => {
     const ta = document.querySelector('.code textarea');
-    const out = [];
+    const frame = () => new Promise((r) => requestAnimationFrame(() => { const at = performance.now(); setTimeout(() => r(at), 0); }));
+    const wall = [], work = [], idle = [];
     for (let i = 0; i < 40; i++) {
       const text = ta.value.replace(/replicas: \d+/, `replicas: ${2 + (i % 2)}`);
       const t0 = performance.now();
       ta.value = text;
       ta.dispatchEvent(new InputEvent('input', { bubbles: true }));
       ta.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', ctrlKey: true, bubbles: true }));
-      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-      out.push(performance.now() - t0);
+      await Promise.resolve();
+      const t1 = performance.now();
+      const inFrame = await frame();
+      const t2 = performance.now();
+      wall.push(t2 - t0);
+      work.push(t1 - t0 + (t2 - inFrame));
     }
-    return out;
+    for (let i = 0; i < 40; i++) {
+      const t0 = performance.now();
+      await frame();
+      idle.push(performance.now() - t0);
+    }
+    return { wall, work, idle };
   });
-  samples.sort((a, b) => a - b);
-  results.keystroke_to_diagram_ms_p50 = Math.round(samples[Math.floor(samples.length * 0.5)]);
-  results.keystroke_to_diagram_ms_p95 = Math.round(samples[Math.floor(samples.length * 0.95)]);
+  // The keystrokes were applied: the last one set 3 replicas.
+  await page.locator('.results li', { hasText: 'deployment.apps/checkout configured' }).first().waitFor({ timeout: 5000 });
+  if (!/replicas: 3\b/.test(await editorText(page))) throw new Error('the last keystroke did not set 3 replicas');
+  const pct = (xs, p) => Math.round([...xs].sort((a, b) => a - b)[Math.floor(xs.length * p)]);
+  results.keystroke_to_diagram_ms_p50 = pct(wall, 0.5);
+  results.keystroke_to_diagram_ms_p95 = pct(wall, 0.95);
+  results.keystroke_work_ms_p50 = pct(work, 0.5);
+  results.keystroke_work_ms_p95 = pct(work, 0.95);
+  results.frame_wait_ms_p50 = pct(idle, 0.5);
+  results.frame_wait_ms_p95 = pct(idle, 0.95);
   if (!(await page.evaluate(() => PerformanceObserver.supportedEntryTypes.includes('longtask')))) throw new Error('this Chromium does not report long tasks');
   const longest = await page.evaluate(() => new Promise((resolve) => {
     let max = 0;

@@ -36,6 +36,10 @@ const LIGHT_TICK_MS: f64 = 100.0;
 /// (every frame: the rest of the frame is the page's).
 const TICK_BUDGET_MS: f64 = 25.0;
 const HEAVY_TICK_BUDGET_MS: f64 = 7.0;
+/// A light run waits this long (real ms) after a keystroke in the editor or the terminal, so
+/// the frame that shows the keystroke is not also the one that advances and redraws the
+/// run; the run catches up on its next tick.
+const QUIET_AFTER_INPUT_MS: f64 = 40.0;
 /// While the run moves, the page is drawn again at most this often (real ms): drawing costs
 /// more than a frame's simulation, and ten times a second is what an eye follows.
 const DRAW_MS: f64 = 100.0;
@@ -282,6 +286,8 @@ struct App {
     stale: bool,
     /// When the run was last advanced (real ms).
     ticked_at: f64,
+    /// When the person last typed in the editor or the terminal (real ms).
+    typed_at: f64,
     /// The version of the selected object whose changes the inspector shows.
     diff_rv: Option<u64>,
     /// The inspector lists where each field's value came from.
@@ -795,6 +801,9 @@ impl App {
         // Acting while the timeline shows the past goes on from there; what the person (or
         // an embedding page) did is kept at once.
         let acts = msg.changes_the_run();
+        if matches!(msg, Msg::Edit(_) | Msg::ApplyNow | Msg::TermInput(_) | Msg::TermRun | Msg::EditText(_)) {
+            self.typed_at = now_ms();
+        }
         if acts || matches!(msg, Msg::Edit(_) | Msg::LoadExample) {
             self.branch();
         }
@@ -854,10 +863,12 @@ impl App {
                 // most of the frame to the page.
                 let now = now_ms();
                 let heavy = self.playing && self.waiting.is_none() && self.playback.is_none() && (self.behind || self.speed == Speed::Max);
-                if !heavy && now - self.ticked_at < LIGHT_TICK_MS {
+                if !heavy && (now - self.ticked_at < LIGHT_TICK_MS || now - self.typed_at < QUIET_AFTER_INPUT_MS) {
                     return false;
                 }
-                let elapsed = (now - self.ticked_at).clamp(0.0, LIGHT_TICK_MS);
+                // At 1× the clock follows real time, the wait after a keystroke included (a
+                // longer gap, a tab in the background, is not made up).
+                let elapsed = (now - self.ticked_at).clamp(0.0, LIGHT_TICK_MS + QUIET_AFTER_INPUT_MS);
                 self.ticked_at = now;
                 let budget = if heavy { HEAVY_TICK_BUDGET_MS } else { TICK_BUDGET_MS };
                 if std::mem::take(&mut self.session_dirty) {
@@ -1349,6 +1360,7 @@ impl Component for App {
             drawn_at: 0.0,
             stale: false,
             ticked_at: 0.0,
+            typed_at: 0.0,
             diff_rv: None,
             why_open: false,
             follow: None,
