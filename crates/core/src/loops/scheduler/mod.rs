@@ -237,6 +237,10 @@ pub struct Scheduler {
     next_start: usize,
     /// owner uid -> pods per node index (system default spreading).
     owner_nodes: HashMap<String, Vec<u32>>,
+    /// owner uid -> its pods per zone over the nodes that exist, for the system default's
+    /// zone constraint: summed from `owner_nodes` when first asked, then kept up to date as
+    /// pods are placed and removed; all forgotten when a node comes, goes or changes zone.
+    owner_zones: std::cell::RefCell<HashMap<String, BTreeMap<String, i64>>>,
     /// Placed pods with required pod anti-affinity (their terms constrain everyone).
     anti_affinity_pods: usize,
     /// Indexes of the nodes that exist (not deleted), in order: the scheduler's node list.
@@ -373,6 +377,7 @@ impl Scheduler {
             seq: 0,
             next_start: 0,
             owner_nodes: HashMap::new(),
+            owner_zones: Default::default(),
             anti_affinity_pods: 0,
             live: Vec::new(),
             namespaces: Informer::new(rid::NAMESPACE),
@@ -439,6 +444,7 @@ impl Scheduler {
                 counts.resize(total, 0);
             }
             counts[ni] += 1;
+            self.count_in_zone(o, ni, 1);
         }
         self.placed.insert(key.clone(), p);
     }
@@ -463,9 +469,40 @@ impl Scheduler {
         }
         if let Some(o) = &p.owner {
             if let Some(c) = self.owner_nodes.get_mut(o).and_then(|m| m.get_mut(p.node)) {
-                *c = c.saturating_sub(1);
+                if *c > 0 {
+                    *c -= 1;
+                    self.count_in_zone(o, p.node, -1);
+                }
             }
         }
+    }
+
+    /// Keep an owner's zone counts, if summed already, as one of its pods is placed on (or
+    /// removed from) node `ni`. Nodes that no longer exist are not counted.
+    fn count_in_zone(&mut self, owner: &str, ni: usize, by: i64) {
+        if self.infos[ni].deleted {
+            return;
+        }
+        if let Some(zones) = self.owner_zones.get_mut().get_mut(owner) {
+            *zones.entry(self.infos[ni].zone.clone().unwrap_or_default()).or_default() += by;
+        }
+    }
+
+    /// An owner's pods per zone ("" for nodes without one) over the nodes that exist.
+    fn zone_counts(&self, owner: &str) -> std::cell::Ref<'_, BTreeMap<String, i64>> {
+        if !self.owner_zones.borrow().contains_key(owner) {
+            let mut zones = BTreeMap::new();
+            if let Some(per_node) = self.owner_nodes.get(owner) {
+                for &ni in &self.live {
+                    let n = i64::from(per_node.get(ni).copied().unwrap_or(0));
+                    if n > 0 {
+                        *zones.entry(self.infos[ni].zone.clone().unwrap_or_default()).or_default() += n;
+                    }
+                }
+            }
+            self.owner_zones.borrow_mut().insert(owner.to_string(), zones);
+        }
+        std::cell::Ref::map(self.owner_zones.borrow(), |z| &z[owner])
     }
 
     fn sync_informers(&mut self, cx: &mut Cx) -> bool {
@@ -481,6 +518,7 @@ impl Scheduler {
                     // valid and the pods still bound to it are unaccounted when they go.
                     if let Some(&i) = self.index.get(&name) {
                         self.infos[i].deleted = true;
+                        self.owner_zones.get_mut().clear();
                     }
                 }
                 _ => {
@@ -502,11 +540,18 @@ impl Scheduler {
                             info.unschedulable = fresh.unschedulable;
                             info.hard_taints = fresh.hard_taints;
                             info.prefer_taints = fresh.prefer_taints;
+                            // Relabelled nodes spread by their new hostname and zone.
+                            if info.deleted || info.zone != fresh.zone {
+                                self.owner_zones.get_mut().clear();
+                            }
+                            info.hostname = fresh.hostname;
+                            info.zone = fresh.zone;
                             info.deleted = false;
                         }
                         None => {
                             self.index.insert(name, self.infos.len());
                             self.infos.push(NodeInfo::new(d.object.clone()));
+                            self.owner_zones.get_mut().clear();
                         }
                     }
                     cluster_event |= relevant;
@@ -743,10 +788,12 @@ impl Scheduler {
             selector: Option<&'a Value>,
             /// System default constraints count the pods of the pod's owner.
             owner: Option<&'a Vec<u32>>,
+            owner_uid: Option<&'a str>,
             affinity_honor: bool,
             taints_honor: bool,
         }
         let explicit = get_array(pod, &["spec", "topologySpreadConstraints"]);
+        let owner = owner_uid(pod);
         let mut soft = Vec::new();
         if !explicit.is_empty() {
             // Only ScheduleAnyway constraints are scored (`filterTopologySpreadConstraints(...,
@@ -757,17 +804,18 @@ impl Scheduler {
                     max_skew: get_i64(c, &["maxSkew"]).unwrap_or(1),
                     selector: get(c, &["labelSelector"]),
                     owner: None,
+                    owner_uid: None,
                     affinity_honor: get_str(c, &["nodeAffinityPolicy"]) != Some("Ignore"),
                     taints_honor: get_str(c, &["nodeTaintsPolicy"]) == Some("Honor"),
                 });
             }
-        } else if let Some(o) = owner_uid(pod) {
+        } else if let Some(o) = owner.as_deref() {
             // The system defaults (`apis/config/v1`): hostname maxSkew 3 and zone maxSkew 5,
             // ScheduleAnyway, over the pods of the same owner.
             static NONE: Vec<u32> = Vec::new();
-            let counts = self.owner_nodes.get(&o).unwrap_or(&NONE);
+            let counts = self.owner_nodes.get(o).unwrap_or(&NONE);
             for (key, max_skew) in [(HOSTNAME, 3), ("topology.kubernetes.io/zone", 5)] {
-                soft.push(Soft { key, max_skew, selector: None, owner: Some(counts), affinity_honor: true, taints_honor: false });
+                soft.push(Soft { key, max_skew, selector: None, owner: Some(counts), owner_uid: Some(o), affinity_honor: true, taints_honor: false });
             }
         }
         if soft.is_empty() {
@@ -805,29 +853,55 @@ impl Scheduler {
                 domains.push(BTreeMap::new());
                 continue;
             }
-            let mut counts: BTreeMap<&str, i64> = scored.iter().map(|&ni| (self.infos[ni].label(c.key).unwrap_or(""), 0)).collect();
-            weights.push(((counts.len() + 2) as f64).ln());
-            for &ni in &self.live {
-                // A node with no matching pod adds nothing: skip its checks.
-                let n = count_on(c, ni);
-                if n == 0 {
-                    continue;
+            let zeros: BTreeMap<&str, i64> = scored.iter().map(|&ni| (self.infos[ni].label(c.key).unwrap_or(""), 0)).collect();
+            weights.push(((zeros.len() + 2) as f64).ln());
+            // The matching pods of every existing node, added to its domain.
+            let sum_nodes = |counts: &mut BTreeMap<&str, i64>| {
+                for &ni in &self.live {
+                    // A node with no matching pod adds nothing: skip its checks.
+                    let n = count_on(c, ni);
+                    if n == 0 {
+                        continue;
+                    }
+                    let info = &self.infos[ni];
+                    if require_all && !has_keys(info) {
+                        continue;
+                    }
+                    // matchNodeInclusionPolicies: nodeAffinityPolicy Honor, nodeTaintsPolicy
+                    // Ignore unless the constraint says otherwise.
+                    if (c.affinity_honor && node_constraints && !node_affinity_matches(pod, &info.obj))
+                        || (c.taints_honor && info.hard_taints.iter().any(|t| !tolerates(tolerations, t)))
+                    {
+                        continue;
+                    }
+                    if let Some(slot) = counts.get_mut(info.label(c.key).unwrap_or("")) {
+                        *slot += n;
+                    }
                 }
-                let info = &self.infos[ni];
-                if require_all && !has_keys(info) {
-                    continue;
+            };
+            let counts = match (c.owner_uid, c.key, node_constraints, c.taints_honor, require_all) {
+                // The system default's zone constraint, for a pod that says nothing of nodes,
+                // counts the owner's pods on every existing node: the kept zone counts are
+                // that sum, without a walk over thousands of nodes for each pod.
+                (Some(o), "topology.kubernetes.io/zone", false, false, false) => {
+                    let zones = self.zone_counts(o);
+                    let mut counts = zeros.clone();
+                    for (zone, slot) in counts.iter_mut() {
+                        *slot = zones.get(*zone).copied().unwrap_or(0);
+                    }
+                    if cfg!(debug_assertions) {
+                        let mut summed = zeros;
+                        sum_nodes(&mut summed);
+                        assert_eq!(counts, summed, "the kept zone counts of {o}");
+                    }
+                    counts
                 }
-                // matchNodeInclusionPolicies: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore
-                // unless the constraint says otherwise.
-                if (c.affinity_honor && node_constraints && !node_affinity_matches(pod, &info.obj))
-                    || (c.taints_honor && info.hard_taints.iter().any(|t| !tolerates(tolerations, t)))
-                {
-                    continue;
+                _ => {
+                    let mut counts = zeros;
+                    sum_nodes(&mut counts);
+                    counts
                 }
-                if let Some(slot) = counts.get_mut(info.label(c.key).unwrap_or("")) {
-                    *slot += n;
-                }
-            }
+            };
             domains.push(counts);
         }
         // Score: for each constraint whose key the node has, count * weight + (maxSkew - 1).
@@ -1356,6 +1430,55 @@ mod tests {
         }
         assert_eq!(counts, [32, 64, 80]);
         assert!(!s.busy(0));
+    }
+
+    /// The hostname and zone that topology spreading reads for every node are read again
+    /// when the node's labels change (they were kept from the node's first sight).
+    #[test]
+    fn a_relabelled_nodes_zone_and_hostname_are_read_again() {
+        let mut api = crate::apiserver::ApiServer::new(1, true);
+        for o in crate::apiserver::rbac::bootstrap_policy() {
+            api.bootstrap_object(o);
+        }
+        let node = crate::loops::kubelet::node::NodeSpec::worker("n1", "zone-a", "64", "256Gi");
+        api.bootstrap_object(crate::loops::kubelet::node::node_object(&node, 0, 1, 0));
+        let mut s = Scheduler::new(1);
+        crate::loops::run_once(&mut s, &mut api, 0);
+        let labels = |s: &Scheduler| {
+            (s.infos[0].label("topology.kubernetes.io/zone").map(str::to_string), s.infos[0].label("kubernetes.io/hostname").map(str::to_string))
+        };
+        assert_eq!(labels(&s), (Some("zone-a".into()), Some("n1".into())));
+        let patch = json!({"metadata": {"labels": {"topology.kubernetes.io/zone": "zone-b", "kubernetes.io/hostname": "n1-renamed"}}});
+        let req = crate::apiserver::Request::patch(rid::NODE, "", "n1", crate::apiserver::PatchType::Merge, patch, Credentials::User(UserInfo::admin()));
+        api.handle(req).unwrap();
+        crate::loops::run_once(&mut s, &mut api, 1);
+        assert_eq!(labels(&s), (Some("zone-b".into()), Some("n1-renamed".into())));
+    }
+
+    /// The system default's zone spreading reads kept per-owner zone counts; in a debug
+    /// build each is checked against the sum over every node (in `spread_scores`) while
+    /// pods come and go, a node changes zone and another is deleted.
+    #[test]
+    fn kept_zone_counts_follow_pods_and_nodes() {
+        use crate::cluster::{Action, Cluster, Config};
+        use crate::loops::kubelet::node::NodeSpec;
+        let nodes = (0..6).map(|i| NodeSpec::worker(&format!("n{i}"), &format!("zone-{}", i % 3), "8", "32Gi")).collect();
+        let mut c = Cluster::new(Config { seed: 3, nodes, trace: false, ..Config::default() });
+        let admin = || Credentials::Token("admin-token".into());
+        let deploy = |n: u32| {
+            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {n}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: c, image: nginx:1.27}}]}}\n")
+        };
+        c.act(admin(), Action::Apply { text: deploy(30), file: "d.yaml".into() });
+        c.run_until(10_000);
+        c.act(admin(), Action::Kubectl("label node n1 topology.kubernetes.io/zone=zone-9 --overwrite".into()));
+        c.act(admin(), Action::Apply { text: deploy(10), file: "d.yaml".into() });
+        c.run_until(20_000);
+        c.act(admin(), Action::Kubectl("delete node n2".into()));
+        c.act(admin(), Action::Apply { text: deploy(40), file: "d.yaml".into() });
+        c.run_until(60_000);
+        let bound: Vec<String> = c.api.store.list(rid::POD, None).filter_map(|p| get_str(p, &["spec", "nodeName"]).map(str::to_string)).collect();
+        assert_eq!(bound.len(), 40, "every pod placed");
+        assert!(bound.iter().any(|n| n == "n1"), "the relabelled node still takes pods");
     }
 
     #[test]
