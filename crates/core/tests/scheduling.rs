@@ -267,3 +267,28 @@ fn schedule_anyway_spread_scores_nodes_without_the_key_lowest() {
     run(&mut c, Action::Apply { text: pod.into(), file: "p.yaml".into() });
     assert_eq!(node_of(&c, "default", "incoming").as_deref(), Some("r1-y"));
 }
+
+/// The system default's zone spreading reads per-owner zone counts the scheduler keeps; in
+/// this (debug) build each is checked against the sum over every node as pods come and go,
+/// a node changes zone and another is deleted.
+#[test]
+fn kept_zone_counts_follow_pods_and_nodes() {
+    use kubeloop_core::loops::kubelet::node::NodeSpec;
+    let nodes = (0..6).map(|i| NodeSpec::worker(&format!("n{i}"), &format!("zone-{}", i % 3), "8", "32Gi")).collect();
+    let mut c = Cluster::new(Config { seed: 3, nodes, trace: false, ..Config::default() });
+    let apply = |c: &mut Cluster, n: u32| {
+        c.act(admin(), Action::Apply { text: deployment("web", n, ""), file: "d.yaml".into() });
+    };
+    apply(&mut c, 30);
+    c.run_until(10_000);
+    c.act(admin(), Action::Kubectl("label node n1 topology.kubernetes.io/zone=zone-9 --overwrite".into()));
+    apply(&mut c, 10);
+    c.run_until(20_000);
+    c.act(admin(), Action::Kubectl("delete node n2".into()));
+    apply(&mut c, 40);
+    c.run_until(60_000);
+    let placed = placement(&c, "web-");
+    assert_eq!(placed.get("<none>"), None, "every pod placed: {placed:?}");
+    assert_eq!(placed.values().sum::<usize>(), 40);
+    assert!(placed.contains_key("n1"), "the relabelled node still takes pods: {placed:?}");
+}

@@ -1455,32 +1455,6 @@ mod tests {
         assert_eq!(labels(&s), (Some("zone-b".into()), Some("n1-renamed".into())));
     }
 
-    /// The system default's zone spreading reads kept per-owner zone counts; in a debug
-    /// build each is checked against the sum over every node (in `spread_scores`) while
-    /// pods come and go, a node changes zone and another is deleted.
-    #[test]
-    fn kept_zone_counts_follow_pods_and_nodes() {
-        use crate::cluster::{Action, Cluster, Config};
-        use crate::loops::kubelet::node::NodeSpec;
-        let nodes = (0..6).map(|i| NodeSpec::worker(&format!("n{i}"), &format!("zone-{}", i % 3), "8", "32Gi")).collect();
-        let mut c = Cluster::new(Config { seed: 3, nodes, trace: false, ..Config::default() });
-        let admin = || Credentials::Token("admin-token".into());
-        let deploy = |n: u32| {
-            format!("apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {n}\n  selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    spec: {{containers: [{{name: c, image: nginx:1.27}}]}}\n")
-        };
-        c.act(admin(), Action::Apply { text: deploy(30), file: "d.yaml".into() });
-        c.run_until(10_000);
-        c.act(admin(), Action::Kubectl("label node n1 topology.kubernetes.io/zone=zone-9 --overwrite".into()));
-        c.act(admin(), Action::Apply { text: deploy(10), file: "d.yaml".into() });
-        c.run_until(20_000);
-        c.act(admin(), Action::Kubectl("delete node n2".into()));
-        c.act(admin(), Action::Apply { text: deploy(40), file: "d.yaml".into() });
-        c.run_until(60_000);
-        let bound: Vec<String> = c.api.store.list(rid::POD, None).filter_map(|p| get_str(p, &["spec", "nodeName"]).map(str::to_string)).collect();
-        assert_eq!(bound.len(), 40, "every pod placed");
-        assert!(bound.iter().any(|n| n == "n1"), "the relabelled node still takes pods");
-    }
-
     #[test]
     fn requests_sum_containers_and_default_for_scoring() {
         let p = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}}, {"name": "b"}],
