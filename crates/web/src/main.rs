@@ -40,6 +40,10 @@ const HEAVY_TICK_BUDGET_MS: f64 = 7.0;
 /// the frame that shows the keystroke is not also the one that advances and redraws the
 /// run; the run catches up on its next tick.
 const QUIET_AFTER_INPUT_MS: f64 = 40.0;
+/// The records pane lists at most this many of a step's records, the newest: every row is
+/// laid out and painted again in every frame that changes the page, so a long session's
+/// keystrokes would otherwise grow slower with the run.
+const RECORDS_LISTED: usize = 100;
 /// While the run moves, the page is drawn again at most this often (real ms): drawing costs
 /// more than a frame's simulation, and ten times a second is what an eye follows.
 const DRAW_MS: f64 = 100.0;
@@ -2007,7 +2011,7 @@ impl App {
             .zip(trace.records())
             .filter(|(i, r)| r.flow == flow && (self.background || !diagram::background(r)) && in_journey(*i))
             .collect();
-        let shown = mine.iter().rev().take(200).map(|(i, r)| {
+        let shown = mine.iter().rev().take(RECORDS_LISTED).map(|(i, r)| {
             let i = *i;
             let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
             html! {
@@ -2024,7 +2028,11 @@ impl App {
             .and_then(|r| self.sb.object_at(&r.object, &r.resource_version).map(|o| (r, o)));
         html! {
             <div class="records">
-                <p>{ format!("Step {}: {} records (newest first)", flow.as_str(), mine.len()) }</p>
+                <p>{ format!("Step {}: {} records (newest first)", flow.as_str(), mine.len()) }
+                    if mine.len() > RECORDS_LISTED {
+                        { format!("; the newest {RECORDS_LISTED} are listed (the timeline shows the run at any earlier moment)") }
+                    }
+                </p>
                 if trace.records_base() > 0 {
                     <p class="hint">{ format!("The page keeps the latest {} trace records of the run; the {} before them are no longer kept.", kubeloop_core::sandbox::PAGE_TRACE_WINDOW, trace.records_base()) }</p>
                 }
