@@ -779,6 +779,28 @@ await test('absurd replicas keep the page answering and say it runs behind', asy
   await page.locator('.term-out').getByText(/^checkout\s+\d+\/2147483647\s/).waitFor({ timeout: 5000 });
 });
 
+await test('the records pane lists the newest 100 of a step and says so', async (page) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  // Each apply adds a request to step 1; past 100 the pane lists the newest 100 and says so.
+  await page.evaluate(async () => {
+    const ta = document.querySelector('.code textarea');
+    for (let i = 0; i < 120; i++) {
+      ta.value = ta.value.replace(/replicas: \d+/, `replicas: ${2 + (i % 2)}`);
+      ta.dispatchEvent(new InputEvent('input', { bubbles: true }));
+      ta.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', ctrlKey: true, bubbles: true }));
+      await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    }
+  });
+  const said = await page.locator('.records > p').first().innerText();
+  const m = said.match(/^Step 1: (\d+) records \(newest first\); the newest 100 are listed/);
+  if (!m || Number(m[1]) <= 100) throw new Error(`the pane says ${JSON.stringify(said)}`);
+  const rows = await page.locator('.records tbody tr').count();
+  if (rows !== 100) throw new Error(`${rows} rows listed`);
+  await page.locator('.records').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: 'target/browser-records-capped.png' });
+});
+
 await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

@@ -197,6 +197,18 @@ fn host_ports(pod: &Value) -> Vec<(String, i64)> {
     out
 }
 
+/// Add `by` to a zone's count ("" for a node without a zone), without a new key when it has
+/// one already.
+fn add_to_zone(zones: &mut BTreeMap<String, i64>, zone: Option<&str>, by: i64) {
+    let zone = zone.unwrap_or("");
+    match zones.get_mut(zone) {
+        Some(n) => *n += by,
+        None => {
+            zones.insert(zone.to_string(), by);
+        }
+    }
+}
+
 fn owner_uid(pod: &Value) -> Option<String> {
     api::controller_ref(pod).and_then(|r| get_str(r, &["uid"])).map(str::to_string)
 }
@@ -484,7 +496,7 @@ impl Scheduler {
             return;
         }
         if let Some(zones) = self.owner_zones.get_mut().get_mut(owner) {
-            *zones.entry(self.infos[ni].zone.clone().unwrap_or_default()).or_default() += by;
+            add_to_zone(zones, self.infos[ni].zone.as_deref(), by);
         }
     }
 
@@ -496,7 +508,7 @@ impl Scheduler {
                 for &ni in &self.live {
                     let n = i64::from(per_node.get(ni).copied().unwrap_or(0));
                     if n > 0 {
-                        *zones.entry(self.infos[ni].zone.clone().unwrap_or_default()).or_default() += n;
+                        add_to_zone(&mut zones, self.infos[ni].zone.as_deref(), n);
                     }
                 }
             }
@@ -885,10 +897,7 @@ impl Scheduler {
                 // that sum, without a walk over thousands of nodes for each pod.
                 (Some(o), "topology.kubernetes.io/zone", false, false, false) => {
                     let zones = self.zone_counts(o);
-                    let mut counts = zeros.clone();
-                    for (zone, slot) in counts.iter_mut() {
-                        *slot = zones.get(*zone).copied().unwrap_or(0);
-                    }
+                    let counts: BTreeMap<&str, i64> = zeros.keys().map(|z| (*z, zones.get(*z).copied().unwrap_or(0))).collect();
                     if cfg!(debug_assertions) {
                         let mut summed = zeros;
                         sum_nodes(&mut summed);
