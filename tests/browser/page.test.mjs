@@ -54,6 +54,9 @@ await test('the default scenario reaches two Ready pods', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   if ((await readyCheckout(page).count()) !== 2) throw new Error('expected exactly 2 Ready checkout pods');
+  // The lessons are read after the page is first drawn; the bar then counts them.
+  await page.locator('.lessons-bar .progress', { hasText: /^0 of \d\d+ done$/ }).waitFor();
+  await page.locator('.lessons-bar').getByRole('button', { name: /^Start with L1 · / }).waitFor();
   // The diagram counted every step of the happy path.
   for (const f of ['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11']) {
     if (!(await count(page, f))) throw new Error(`step ${f} has no records`);
@@ -183,10 +186,11 @@ await test('the embed API answers only the origins it allows', async (page) => {
   await page.goto(otherBase + 'no-such-page');
   const origin = new URL(otherBase).origin;
   const heard = await page.evaluate(async ({ base, origin }) => {
-    const events = { refused: [], allowed: [] };
+    const events = { refused: [], allowed: [], readyLessons: [] };
     const frames = {};
     window.addEventListener('message', (e) => {
       for (const [k, f] of Object.entries(frames)) if (e.source === f.contentWindow) events[k].push(e.data.event + (e.data.id ? ' #' + e.data.id : ''));
+      if (e.data.event === 'ready') events.readyLessons.push(e.data.lessons);
     });
     for (const [k, query] of [['refused', '?embed=diagram'], ['allowed', `?embed=diagram&embedOrigin=${encodeURIComponent(origin)}`]]) {
       const f = document.createElement('iframe');
@@ -206,6 +210,10 @@ await test('the embed API answers only the origins it allows', async (page) => {
   }, { base, origin });
   if (heard.refused.length) throw new Error('an origin not allowed heard: ' + heard.refused.join(', '));
   if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9') || !heard.allowed.includes('error #10')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
+  // Said once, with every lesson's id (the page reads the lessons after it is first drawn).
+  if (heard.allowed.filter((e) => e === 'ready').length !== 1) throw new Error('ready was said other than once: ' + heard.allowed.join(', '));
+  const ids = heard.readyLessons[0] || [];
+  if (ids.length < 10 || !ids.includes('l1-apply-stores-intent')) throw new Error('ready named the lessons ' + JSON.stringify(ids));
 });
 
 await test("the timeline shows the past, and an object's history shows each write", async (page) => {
@@ -388,13 +396,19 @@ await test('a YAML error is shown at its line', async (page) => {
   const lines = text.split('\n');
   const at = lines.findIndex((l) => l.startsWith('kind: Service'));
   lines[at] = 'kind: Service: [oops';
+  // Markup typed in the editor is drawn as text, never as elements.
+  const markup = '# <img src=x onerror="window.__injected=1"> & <b>bold</b>';
+  lines.splice(1, 0, markup);
   await setEditor(page, lines.join('\n'));
   const marked = page.locator('.gutter .ln.err');
   await marked.first().waitFor();
   const n = Number(await marked.first().textContent());
-  if (n !== at + 1) throw new Error(`error marked at line ${n}, expected ${at + 1}`);
+  if (n !== at + 2) throw new Error(`error marked at line ${n}, expected ${at + 2}`);
+  if (!(await marked.first().getAttribute('title'))) throw new Error('the marked line does not say what is wrong');
+  if ((await page.locator('.code pre .hl').nth(1).textContent()) !== markup + '\u200b') throw new Error('the typed markup was not drawn as typed');
+  if (await page.locator('.code pre img, .code pre b').count()) throw new Error('markup typed in the editor became elements');
   const res = await page.locator('.results li.error').first().textContent();
-  if (!res.includes(`line ${at + 1}:`)) throw new Error(`result does not name the line: ${res}`);
+  if (!res.includes(`line ${at + 2}:`)) throw new Error(`result does not name the line: ${res}`);
   // The other documents are still applied: the checkout pods still run.
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
 });

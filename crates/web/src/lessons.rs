@@ -79,7 +79,9 @@ impl App {
             <section class="lessons" aria-label="Lessons">
                 <div class="lessons-bar">
                     <button class="lessons-toggle" onclick={toggle} aria-expanded={self.lessons_open.to_string()}>{ if self.lessons_open { "Hide lessons" } else { "Lessons" } }</button>
-                    <span class="progress" aria-label="lesson progress">{ format!("{done} of {total} done") }</span>
+                    if self.lessons_read {
+                        <span class="progress" aria-label="lesson progress">{ format!("{done} of {total} done") }</span>
+                    }
                     if self.lesson.is_none() {
                         <span class="intro">{ "New here? Each lesson opens a small cluster, asks one question, and checks your answer against the running cluster." }</span>
                         if let Some(first) = self.lessons.first() {

@@ -132,6 +132,8 @@ enum Msg {
     EditCancel,
     OpenFull,
     ToggleLessons,
+    /// Read the lessons (deferred from the first draw).
+    LessonsRead,
     OpenLesson(usize),
     LeaveLesson,
     /// The open lesson's text and cluster as they were at its start.
@@ -264,6 +266,8 @@ struct App {
     term_seen: usize,
     /// Every lesson; the open one, where the person is in it, and its goal as last seen.
     lessons: Vec<Lesson>,
+    /// The lessons have been read (Msg::LessonsRead).
+    lessons_read: bool,
     lesson: Option<usize>,
     progress: Progress,
     checks: Vec<CheckState>,
@@ -388,6 +392,14 @@ fn download(name: &str, text: &str) -> Result<(), wasm_bindgen::JsValue> {
     a.set_download(name);
     a.click();
     web_sys::Url::revoke_object_url(&url)
+}
+
+/// Every lesson, or why they could not be read.
+fn read_lessons() -> (Vec<Lesson>, Option<String>) {
+    match kubeloop_core::sandbox::lessons::load() {
+        Ok(l) => (l, None),
+        Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
+    }
 }
 
 fn now_ms() -> f64 {
@@ -682,6 +694,40 @@ impl App {
     }
 
     /// Post an event to the embedding page, if there is one.
+    /// Read the lessons once the page has drawn what it holds now: parsing them takes a first
+    /// visit's page tens of milliseconds, and nothing on the first screen waits for them
+    /// but the lessons bar's count (a link to a lesson reads them at once).
+    fn read_lessons_later(&self, ctx: &Context<Self>) {
+        if self.lessons_read {
+            return;
+        }
+        let link = ctx.link().clone();
+        // The frame's callbacks run before it is drawn; a task queued from one runs after.
+        let after_frame = wasm_bindgen::closure::Closure::once_into_js(move || Timeout::new(0, move || link.send_message(Msg::LessonsRead)).forget());
+        if window().request_animation_frame(wasm_bindgen::JsCast::unchecked_ref(&after_frame)).is_err() {
+            ctx.link().send_message(Msg::LessonsRead);
+        }
+    }
+
+    /// Read the lessons, if that has not been done, and then say the page is ready.
+    fn read_lessons(&mut self) {
+        if self.lessons_read {
+            return;
+        }
+        let (all, error) = read_lessons();
+        self.lessons = all;
+        self.lessons_read = true;
+        if error.is_some() {
+            self.notice = error;
+        }
+        self.post_ready();
+    }
+
+    /// Tell an embedding page that the sandbox is ready, and which lessons it offers.
+    fn post_ready(&self) {
+        self.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": self.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
+    }
+
     fn post(&self, event: serde_json::Value) {
         embed::post(&self.embed_origins, event);
     }
@@ -717,6 +763,9 @@ impl App {
         use embed::Command as C;
         let to = [origin.to_string()];
         let reply = |event: serde_json::Value| embed::post(&to, event);
+        if matches!(cmd, C::Load { lesson: Some(_), .. }) {
+            self.read_lessons();
+        }
         match cmd {
             C::Load { lesson: Some(l), .. } => match self.lessons.iter().position(|x| x.id == l) {
                 Some(i) => {
@@ -852,6 +901,7 @@ impl App {
                     if std::mem::take(&mut self.apply_after_cel) {
                         self.apply();
                     }
+                    self.read_lessons_later(ctx);
                 }
                 Err(e) => {
                     self.notice =
@@ -859,6 +909,7 @@ impl App {
                     if let Some(init) = self.waiting.take() {
                         self.start(init);
                     }
+                    self.read_lessons_later(ctx);
                 }
             },
             Msg::Tick => {
@@ -965,7 +1016,11 @@ impl App {
                 self.link = None;
                 self.notice = None;
             }
-            Msg::ToggleLessons => self.lessons_open = !self.lessons_open,
+            Msg::ToggleLessons => {
+                self.read_lessons();
+                self.lessons_open = !self.lessons_open;
+            }
+            Msg::LessonsRead => self.read_lessons(),
             Msg::OpenLesson(i) => self.open_lesson(ctx, Some(i)),
             Msg::LeaveLesson => self.open_lesson(ctx, None),
             Msg::RestartLesson => {
@@ -1277,11 +1332,10 @@ impl Component for App {
         let hash = location.hash().unwrap_or_default();
         let search = location.search().unwrap_or_default();
         let panes = Panes::from_query(&search);
-        let (all_lessons, lesson_error) = match kubeloop_core::sandbox::lessons::load() {
-            Ok(l) => (l, None),
-            Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
-        };
         let wanted = lessons::from_query(&search);
+        // The lessons are read now only when the link opens one; otherwise right after the
+        // page is first drawn (Msg::LessonsRead), so that a first visit draws sooner.
+        let (all_lessons, lesson_error) = if wanted.is_some() { read_lessons() } else { (Vec::new(), None) };
         let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
         let bench = bench::from_query(&search);
         let base = match &bench {
@@ -1346,6 +1400,7 @@ impl Component for App {
             term_edit: None,
             term_seen: 0,
             lessons: all_lessons,
+            lessons_read: false,
             lesson,
             progress: Progress::default(),
             checks: Vec::new(),
@@ -1384,7 +1439,7 @@ impl Component for App {
             set_aside_damaged();
             app.notice = Some(format!("Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); the editor holds what you last typed, or the example."));
         }
-        if let Some(id) = wanted.filter(|_| lesson.is_none()) {
+        if let Some(id) = wanted.as_ref().filter(|_| lesson.is_none()) {
             app.notice = Some(format!("There is no lesson {id:?}; here is the example. The lessons are listed under Lessons."));
         }
         if let Some(Err(e)) = bench {
@@ -1405,7 +1460,12 @@ impl Component for App {
         }
         app.sb.sync_view();
         app.start_ticker(ctx);
-        app.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": app.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
+        if wanted.is_some() {
+            app.lessons_read = true;
+            app.post_ready();
+        } else if app.waiting.is_none() {
+            app.read_lessons_later(ctx);
+        }
         app
     }
 
@@ -1468,24 +1528,69 @@ impl Component for App {
     }
 }
 
-fn yaml_line(line: &str) -> Html {
+/// The editor's lines are drawn as HTML text, a few dozen lines to a piece: a first visit
+/// builds its hundreds of lines in a handful of DOM calls, and a keystroke redraws only the
+/// piece whose text it changed (yew compares the text of each piece).
+const HIGHLIGHT_CHUNK: usize = 32;
+
+/// Text for HTML: `&`, `<`, `>` and `"` escaped.
+fn escape_html(text: &str, out: &mut String) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The gutter's line numbers; a line with an error is marked and says why when hovered.
+fn gutter_html(lines: usize, errors: &[(usize, String)]) -> String {
+    let mut out = String::with_capacity(lines * 24);
+    for n in 1..=lines {
+        match errors.iter().find(|(l, _)| *l == n) {
+            Some((_, m)) => {
+                out.push_str("<div class=\"ln err\" title=\"");
+                escape_html(m, &mut out);
+                out.push_str(&format!("\">{n}</div>"));
+            }
+            None => out.push_str(&format!("<div class=\"ln\">{n}</div>")),
+        }
+    }
+    out
+}
+
+/// One line of YAML, coloured: comments, document separators, keys and values.
+fn yaml_line_html(line: &str, out: &mut String) {
+    let span = |class: &str, text: &str, out: &mut String| {
+        out.push_str("<span class=\"");
+        out.push_str(class);
+        out.push_str("\">");
+        escape_html(text, out);
+        out.push_str("</span>");
+    };
     let trimmed = line.trim_start();
     if trimmed.starts_with('#') {
-        return html! { <span class="c">{ line }</span> };
+        return span("c", line, out);
     }
     let indent = &line[..line.len() - trimmed.len()];
-    let body = trimmed.strip_prefix("- ").map(|b| (true, b)).unwrap_or((false, trimmed));
-    let (dash, rest) = body;
-    let dash = if dash { "- " } else { "" };
+    let (dash, rest) = trimmed.strip_prefix("- ").map(|b| (true, b)).unwrap_or((false, trimmed));
     if rest == "---" {
-        return html! { <span class="s">{ line }</span> };
+        return span("s", line, out);
+    }
+    escape_html(indent, out);
+    if dash {
+        out.push_str("- ");
     }
     match rest.find(": ").or_else(|| rest.strip_suffix(':').map(|k| k.len())) {
         Some(i) if !rest.starts_with('{') && !rest.starts_with('"') => {
             let (k, v) = rest.split_at(i);
-            html! { <>{ indent }{ dash }<span class="k">{ k }</span><span class="v">{ v }</span></> }
+            span("k", k, out);
+            span("v", v, out);
         }
-        _ => html! { <>{ indent }{ dash }<span class="v">{ rest }</span></> },
+        _ => span("v", rest, out),
     }
 }
 
@@ -1556,14 +1661,16 @@ impl App {
         });
         let errors: Vec<(usize, String)> = self.sb.docs.iter().flat_map(|d| d.diagnostics.iter().map(|x| (x.line, x.message.clone()))).collect();
         let lines: Vec<&str> = self.text.split('\n').collect();
-        let gutter = (1..=lines.len()).map(|n| {
-            let err = errors.iter().find(|(l, _)| *l == n);
-            match err {
-                Some((_, m)) => html! { <div class="ln err" title={m.clone()}>{ n }</div> },
-                None => html! { <div class="ln">{ n }</div> },
+        let gutter = gutter_html(lines.len(), &errors);
+        let highlighted = lines.chunks(HIGHLIGHT_CHUNK).map(|chunk| {
+            let mut out = String::new();
+            for l in chunk {
+                out.push_str("<div class=\"hl\">");
+                yaml_line_html(l, &mut out);
+                out.push_str("\u{200b}</div>");
             }
+            Html::from_html_unchecked(out.into())
         });
-        let highlighted = lines.iter().map(|l| html! { <div class="hl">{ yaml_line(l) }{ "\u{200b}" }</div> });
         let stale = self.text != self.sb.text;
         html! {
             <section class="editor-pane" aria-label="Manifests">
@@ -1573,7 +1680,7 @@ impl App {
                     }
                 </h2>
                 <div class="editor">
-                    <div class="gutter" aria-hidden="true">{ for gutter }</div>
+                    <div class="gutter" aria-hidden="true">{ Html::from_html_unchecked(gutter.into()) }</div>
                     <div class="code">
                         <pre class="highlight" aria-hidden="true">{ for highlighted }</pre>
                         <textarea spellcheck="false" wrap="off" rows={(lines.len() + 1).to_string()} aria-label="Kubernetes manifests (YAML); applied when you pause typing" value={self.text.clone()} readonly={matches!(self.waiting, Some(Init::Link(_)))} {oninput} {onkeydown} />
