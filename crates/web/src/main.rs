@@ -395,7 +395,7 @@ fn download(name: &str, text: &str) -> Result<(), wasm_bindgen::JsValue> {
 }
 
 /// Every lesson, or why they could not be read.
-fn read_lessons() -> (Vec<Lesson>, Option<String>) {
+fn load_lessons() -> (Vec<Lesson>, Option<String>) {
     match kubeloop_core::sandbox::lessons::load() {
         Ok(l) => (l, None),
         Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
@@ -693,7 +693,6 @@ impl App {
         self.sb.docs.iter().find(|d| d.start_line == start_line).map(|d| d.key.clone()).unwrap_or_default()
     }
 
-    /// Post an event to the embedding page, if there is one.
     /// Read the lessons once the page has drawn what it holds now: parsing them takes a first
     /// visit's page tens of milliseconds, and nothing on the first screen waits for them
     /// but the lessons bar's count (a link to a lesson reads them at once).
@@ -714,7 +713,7 @@ impl App {
         if self.lessons_read {
             return;
         }
-        let (all, error) = read_lessons();
+        let (all, error) = load_lessons();
         self.lessons = all;
         self.lessons_read = true;
         if error.is_some() {
@@ -728,6 +727,7 @@ impl App {
         self.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": self.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
     }
 
+    /// Post an event to the embedding page, if there is one.
     fn post(&self, event: serde_json::Value) {
         embed::post(&self.embed_origins, event);
     }
@@ -1335,7 +1335,7 @@ impl Component for App {
         let wanted = lessons::from_query(&search);
         // The lessons are read now only when the link opens one; otherwise right after the
         // page is first drawn (Msg::LessonsRead), so that a first visit draws sooner.
-        let (all_lessons, lesson_error) = if wanted.is_some() { read_lessons() } else { (Vec::new(), None) };
+        let (all_lessons, lesson_error) = if wanted.is_some() { load_lessons() } else { (Vec::new(), None) };
         let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
         let bench = bench::from_query(&search);
         let base = match &bench {
@@ -1400,7 +1400,7 @@ impl Component for App {
             term_edit: None,
             term_seen: 0,
             lessons: all_lessons,
-            lessons_read: false,
+            lessons_read: wanted.is_some(),
             lesson,
             progress: Progress::default(),
             checks: Vec::new(),
@@ -1460,8 +1460,7 @@ impl Component for App {
         }
         app.sb.sync_view();
         app.start_ticker(ctx);
-        if wanted.is_some() {
-            app.lessons_read = true;
+        if app.lessons_read {
             app.post_ready();
         } else if app.waiting.is_none() {
             app.read_lessons_later(ctx);
