@@ -16,7 +16,7 @@ mod parse;
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -45,10 +45,45 @@ pub struct Engine {
     last_cost: u64,
 }
 
-/// An expression whose macro loops count their iterations, and the cost of the rest of it.
+/// An expression whose macro loops count their iterations, the cost of the rest of it,
+/// and what it reads of each variable.
 struct Metered {
     expr: IdedExpr,
     base: u64,
+    reads: Rc<Reads>,
+}
+
+/// What an expression reads of each variable it names: the field paths it selects
+/// (`object.spec.replicas` reads `["spec", "replicas"]`; the value there is read whole), or
+/// `None` where the variable itself is used (passed to a function, indexed, compared), so
+/// all of it is. A variable the expression never names is absent. Two values that agree
+/// at these paths give the same result and the same cost: an evaluation needs no more of
+/// a large object than these parts.
+pub type Reads = BTreeMap<String, Option<Vec<Vec<String>>>>;
+
+fn collect_reads(e: &IdedExpr, out: &mut Reads) {
+    // A chain of field selections from an identifier: `object.spec.template` is the root
+    // `object` and the path `spec.template`.
+    fn chain(e: &IdedExpr) -> Option<(&str, Vec<String>)> {
+        match &e.expr {
+            Expr::Ident(name) => Some((name, Vec::new())),
+            Expr::Select(s) => chain(&s.operand).map(|(root, mut path)| {
+                path.push(s.field.clone());
+                (root, path)
+            }),
+            _ => None,
+        }
+    }
+    match chain(e) {
+        Some((root, path)) => {
+            let paths = out.entry(root.to_string()).or_insert_with(|| Some(Vec::new()));
+            match paths {
+                Some(list) if !path.is_empty() => list.push(path),
+                _ => *paths = None,
+            }
+        }
+        None => children(e).into_iter().for_each(|c| collect_reads(c, out)),
+    }
 }
 
 /// Put a meter on every comprehension (the loops of `all`, `exists`, `exists_one`, `map`
@@ -261,9 +296,11 @@ impl Engine {
                 if let Some(name) = message_literal(&e) {
                     return Err(format!("ERROR: <input>: undeclared reference to '{name}' (in container '')"));
                 }
+                let mut reads = Reads::new();
+                collect_reads(&e, &mut reads);
                 let mut next_id = max_id(&e);
                 let base = meter(&mut e, &mut next_id);
-                Ok(Rc::new(Metered { expr: e, base }))
+                Ok(Rc::new(Metered { expr: e, base, reads: Rc::new(reads) }))
             })
             .clone()
     }
@@ -272,6 +309,11 @@ impl Engine {
     /// select and identifier evaluated), for the API server's per-binding budget.
     pub fn last_cost(&self) -> u64 {
         self.last_cost
+    }
+
+    /// What `expr` reads of each variable (see [`Reads`]).
+    pub fn reads(&mut self, expr: &str) -> Result<Rc<Reads>, String> {
+        self.program(expr).map(|p| p.reads.clone())
     }
 
     /// Whether `expr` compiles; the error is the parser's, on one line.
@@ -349,6 +391,13 @@ mod exports {
     #[wasm_bindgen]
     pub fn check(expr: &str) -> String {
         ENGINE.with(|e| e.borrow_mut().check(expr).err().unwrap_or_default())
+    }
+
+    /// What `expr` reads of each variable, as JSON (`{"object": [["spec", "replicas"]],
+    /// "request": null}`); `""` if it does not compile.
+    #[wasm_bindgen]
+    pub fn reads(expr: &str) -> String {
+        ENGINE.with(|e| e.borrow_mut().reads(expr).map(|r| serde_json::to_string(&*r).unwrap_or_default()).unwrap_or_default())
     }
 
     /// `vars` is a JSON object of variables; the answer is `{"ok": value, "cost": n}` or
@@ -439,5 +488,25 @@ mod tests {
         // Without loops, the cost is the expression's size.
         assert_eq!(e.eval("1 + 2 == 3", &vars), Ok(json!(true)));
         assert!(e.last_cost() < 10);
+    }
+
+    #[test]
+    fn reads_lists_the_paths_an_expression_selects() {
+        let mut e = Engine::default();
+        let r = e.reads("object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest')) && has(object.metadata.labels)").unwrap();
+        let paths = |v: &[&[&str]]| Some(v.iter().map(|p| p.iter().map(|s| s.to_string()).collect()).collect::<Vec<Vec<String>>>());
+        assert_eq!(r.get("object"), Some(&paths(&[&["spec", "template", "spec", "containers"], &["metadata", "labels"]])));
+        // The loop's own variable is read too, through the list it walks.
+        assert_eq!(r.get("c"), Some(&paths(&[&["image"]])));
+        assert_eq!(r.get("oldObject"), None);
+        // Used whole: compared, indexed, passed to a function, or shadowed by a loop.
+        let whole = e.reads("object == oldObject || object['spec'] != null || size(request) > 0 || [1].all(params, params > 0)").unwrap();
+        for v in ["object", "oldObject", "request", "params"] {
+            assert_eq!(whole.get(v), Some(&None), "{v}");
+        }
+        // An index ends the path: what is indexed is read whole.
+        let ix = e.reads("object.spec.containers[0].image == 'x'").unwrap();
+        assert_eq!(ix.get("object"), Some(&paths(&[&["spec", "containers"]])));
+        assert!(e.reads("object.").is_err());
     }
 }

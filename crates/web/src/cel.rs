@@ -2,8 +2,10 @@
 //! into `dist/cel/` by `scripts/build-cel-wasm`), fetched the first time a manifest needs
 //! it, so the page itself stays small. Once loaded, calls are synchronous.
 
-use kubeloop_core::apiserver::cel::CelEngine;
+use kubeloop_core::apiserver::cel::{CelEngine, Reads};
 use kubeloop_core::foundation::value::{Map, Value};
+use std::collections::HashMap;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(inline_js = r#"
@@ -18,6 +20,7 @@ export function cel_load() {
   return loading;
 }
 export function cel_check(expr) { return celModule ? celModule.check(expr) : 'the CEL engine is not loaded yet'; }
+export function cel_reads(expr) { return celModule ? celModule.reads(expr) : ''; }
 export function cel_eval(expr, vars) {
   return celModule ? celModule.evaluate(expr, vars) : JSON.stringify({ err: 'the CEL engine is not loaded yet' });
 }
@@ -27,6 +30,7 @@ extern "C" {
     fn cel_load() -> js_sys::Promise;
     fn cel_check(expr: &str) -> String;
     fn cel_eval(expr: &str, vars: &str) -> String;
+    fn cel_reads(expr: &str) -> String;
 }
 
 /// Whether the CEL module is loaded.
@@ -45,10 +49,12 @@ pub fn needed_by(text: &str) -> bool {
     ["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "WebhookConfiguration", "matchConditions"].iter().any(|k| text.contains(k))
 }
 
-/// The engine the core uses in the page, and the cost of its last evaluation.
+/// The engine the core uses in the page, the cost of its last evaluation, and what each
+/// expression reads of its variables (asked of the module once per expression).
 #[derive(Default)]
 pub struct JsCel {
     last_cost: u64,
+    reads: HashMap<String, Option<Rc<Reads>>>,
 }
 
 impl CelEngine for JsCel {
@@ -78,6 +84,13 @@ impl CelEngine for JsCel {
 
     fn last_cost(&self) -> u64 {
         self.last_cost
+    }
+
+    fn reads(&mut self, expr: &str) -> Option<Rc<Reads>> {
+        if !cel_ready() {
+            return None;
+        }
+        self.reads.entry(expr.to_string()).or_insert_with(|| serde_json::from_str(&cel_reads(expr)).ok().map(Rc::new)).clone()
     }
 }
 

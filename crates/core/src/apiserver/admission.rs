@@ -85,7 +85,14 @@ pub fn compile_check(expr: &str) -> Result<(), String> {
 }
 
 fn eval(cache: &mut CelCache, expr: &str, vars: &[(&str, &Value)]) -> Result<Value, String> {
-    let out = cache.engine.eval(expr, vars);
+    let out = match cache.engine.reads(expr) {
+        Some(reads) => {
+            let needed = crate::apiserver::cel::needed(&reads, vars);
+            let refs: Vec<(&str, &Value)> = needed.iter().map(|(k, v)| (*k, v)).collect();
+            cache.engine.eval(expr, &refs)
+        }
+        None => cache.engine.eval(expr, vars),
+    };
     cache.spent = cache.spent.saturating_add(cache.engine.last_cost());
     out
 }
