@@ -374,9 +374,40 @@ fn save_workspaces(all: &serde_json::Map<String, serde_json::Value>) {
 
 /// Keep the editor's text (a browser that refuses storage just does not keep it).
 fn save_text(text: &str) {
+    UNSAVED_TEXT.with(|u| u.borrow_mut().take());
     if let Some(s) = storage() {
         let _ = s.set_item(&saved_key(), text);
     }
+}
+
+thread_local! {
+    /// Text typed since the editor's text was last kept.
+    static UNSAVED_TEXT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Keep what was typed at the next tick, out of the task that answers the keystroke
+/// (writing storage takes a frame's millisecond), or when the page is left, whichever
+/// comes first.
+fn save_text_soon(text: &str) {
+    UNSAVED_TEXT.with(|u| *u.borrow_mut() = Some(text.to_string()));
+}
+
+/// Write the typed text [`save_text_soon`] holds, if any.
+fn flush_text() {
+    if let Some(text) = UNSAVED_TEXT.with(|u| u.borrow_mut().take()) {
+        save_text(&text);
+    }
+}
+
+/// Flush the typed text when the page is hidden or left (a reload, a closed tab): the
+/// listener writes it itself, not through a message, so that nothing waits for a task.
+fn flush_text_on_leaving() {
+    let flush = wasm_bindgen::closure::Closure::<dyn Fn()>::new(flush_text);
+    let w = window();
+    for event in ["pagehide", "visibilitychange"] {
+        let _ = w.add_event_listener_with_callback(event, wasm_bindgen::JsCast::unchecked_ref(flush.as_ref()));
+    }
+    flush.forget();
 }
 
 /// Offer `text` as a file download.
@@ -872,7 +903,7 @@ impl App {
                 return self.nodes_in_sight(self.sb.view.node_names().len()) != before;
             }
             Msg::Edit(text) => {
-                save_text(&text);
+                save_text_soon(&text);
                 self.text = text;
                 let link = ctx.link().clone();
                 self.pending_apply = Some(Timeout::new(APPLY_DELAY_MS, move || link.send_message(Msg::ApplyNow)));
@@ -916,6 +947,7 @@ impl App {
                 // A light run is looked at ten times a second; one with more to do than that
                 // (running behind, or as fast as possible) every frame, in slices that leave
                 // most of the frame to the page.
+                flush_text();
                 let now = now_ms();
                 let heavy = self.playing && self.waiting.is_none() && self.playback.is_none() && (self.behind || self.speed == Speed::Max);
                 if !heavy && (now - self.ticked_at < LIGHT_TICK_MS || now - self.typed_at < QUIET_AFTER_INPUT_MS) {
@@ -1430,6 +1462,7 @@ impl Component for App {
             playback: None,
         };
         let link = ctx.link().clone();
+        flush_text_on_leaving();
         app._embed_listener = embed::listen(app.embed_origins.clone(), move |origin, text| link.send_message(Msg::Embed(origin, text)));
         app.restored = restored.is_some();
         if app.restored {
@@ -1527,10 +1560,10 @@ impl Component for App {
     }
 }
 
-/// The editor's lines are drawn as HTML text, a few dozen lines to a piece: a first visit
-/// builds its hundreds of lines in a handful of DOM calls, and a keystroke redraws only the
-/// piece whose text it changed (yew compares the text of each piece).
-const HIGHLIGHT_CHUNK: usize = 32;
+/// The editor's lines are drawn as HTML text, a few lines to a piece: a first visit builds
+/// its hundreds of lines in a few dozen DOM calls, and a keystroke redraws only the piece
+/// whose text it changed (yew compares the text of each piece).
+const HIGHLIGHT_CHUNK: usize = 8;
 
 /// Text for HTML: `&`, `<`, `>` and `"` escaped.
 fn escape_html(text: &str, out: &mut String) {
