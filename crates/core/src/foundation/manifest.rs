@@ -6,6 +6,7 @@
 //! never hides the others.
 
 use crate::foundation::value::Value;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
@@ -30,6 +31,20 @@ pub struct Document {
 
 /// Split a multi-document YAML text and parse each document.
 pub fn parse(text: &str) -> Vec<Document> {
+    parse_again(text, &mut Parsed::default())
+}
+
+/// The documents of a text as last parsed, by their text: parsing an edited text again
+/// builds only the documents that changed (a keystroke in the editor changes one).
+#[derive(Clone, Default)]
+pub struct Parsed(BTreeMap<String, Built>);
+
+type Built = Result<(Value, Option<NonFinite>), YamlError>;
+
+/// [`parse`], reusing what `parsed` holds of the documents that did not change (and
+/// keeping this text's documents there for the next time).
+pub fn parse_again(text: &str, parsed: &mut Parsed) -> Vec<Document> {
+    let mut now = BTreeMap::new();
     let mut chunks: Vec<(usize, Vec<&str>)> = vec![(1, Vec::new())];
     for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_end();
@@ -65,7 +80,12 @@ pub fn parse(text: &str) -> Vec<Document> {
         });
         let end_line = start + lines.len().saturating_sub(1);
         let mut doc = Document { index: docs.len(), start_line: start + first_content.unwrap_or(0), end_line, object: None, diagnostics: vec![] };
-        match build(&body) {
+        let built = match parsed.0.get(&body) {
+            Some(b) => b.clone(),
+            None => build(&body),
+        };
+        now.insert(body, built.clone());
+        match built {
             // YAMLToJSON fails in json.Marshal before anything looks at the shape.
             Ok((_, Some(nf))) => doc.diagnostics.push(Diagnostic { line: start + nf.line - 1, column: nf.column, message: nf.message() }),
             Ok((Value::Object(m), None)) => doc.object = Some(Value::Object(m)),
@@ -84,6 +104,7 @@ pub fn parse(text: &str) -> Vec<Document> {
         }
         docs.push(doc);
     }
+    parsed.0 = now;
     docs
 }
 
@@ -144,6 +165,7 @@ pub fn parse_value(text: &str) -> Result<Value, YamlError> {
 
 /// The first `.nan`/`.inf` scalar of a document, as `strconv.FormatFloat` spells the
 /// value in Go's `json: unsupported value` error.
+#[derive(Clone)]
 struct NonFinite {
     value: &'static str,
     line: usize,
@@ -374,6 +396,25 @@ fn json_type(v: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parsing_again_builds_only_the_documents_that_changed() {
+        let text = "a: 1\n---\nb: [x, y]\n---\nc: .nan\n---\nd: [\n";
+        let mut parsed = Parsed::default();
+        let first = parse_again(text, &mut parsed);
+        let edited = text.replace("a: 1", "# a comment\na: 2");
+        let again = parse_again(&edited, &mut parsed);
+        let fresh = parse(&edited);
+        let shape = |d: &[Document]| d.iter().map(|d| (d.index, d.start_line, d.end_line, d.object.clone(), d.diagnostics.clone())).collect::<Vec<_>>();
+        assert_eq!(shape(&again), shape(&fresh));
+        // The unchanged document is the value built the first time, at its new lines.
+        let map = |d: &Document| d.object.as_ref().and_then(Value::as_object).cloned().unwrap();
+        assert!(map(&again[1]).ptr_eq(&map(&first[1])));
+        assert!(!map(&again[0]).ptr_eq(&map(&first[0])));
+        assert_eq!((again[2].diagnostics[0].line, again[3].diagnostics[0].line), (first[2].diagnostics[0].line + 1, first[3].diagnostics[0].line + 1));
+        // Only this text's documents are kept.
+        assert_eq!(parsed.0.len(), 4);
+    }
 
     #[test]
     fn documents_keep_their_lines() {

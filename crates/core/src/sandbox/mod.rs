@@ -100,6 +100,8 @@ pub struct Sandbox {
     pub log: Vec<Done>,
     /// (resource, namespace, name) -> the object as last applied from the editor.
     applied: BTreeMap<(usize, String, String), Value>,
+    /// The editor text's documents as last parsed.
+    parsed: crate::foundation::manifest::Parsed,
     /// The cluster view's caches, as of the last [`Sandbox::sync_view`].
     pub view: nodeview::NodeView,
 }
@@ -137,6 +139,7 @@ impl Sandbox {
             docs: vec![],
             log: vec![],
             applied: BTreeMap::new(),
+            parsed: Default::default(),
             view: nodeview::NodeView::default(),
         };
         sb.apply_text(text);
@@ -175,7 +178,7 @@ impl Sandbox {
         let mut docs = Vec::new();
         let mut present = BTreeMap::new();
         let lines: Vec<&str> = text.lines().collect();
-        for d in crate::foundation::manifest::parse(text) {
+        for d in crate::foundation::manifest::parse_again(text, &mut self.parsed) {
             let mut st = DocStatus {
                 start_line: d.start_line,
                 end_line: d.end_line,
