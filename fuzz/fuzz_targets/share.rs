@@ -1,10 +1,11 @@
 //! Share links: any fragment opens a sandbox or says why it cannot. Half the inputs are
 //! taken as the link's text; the other half as the JSON state inside a well-formed link,
 //! so that the decoder's later layers are reached too. A link may replay a day of simulated
-//! time; here ten minutes at most, so that the executions go to decoding and replaying
-//! (the seed sweep simulates the hours).
+//! time on any cluster its set-up declares; here ten minutes and 20,000 of the cluster's
+//! tasks at most, so that the executions go to decoding and replaying (the seed sweep
+//! simulates the hours).
 #![no_main]
-use kubeloop_core::sandbox::Sandbox;
+use kubeloop_core::sandbox::{Replay, Sandbox};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Some((first, rest)) = data.split_first() else { return };
@@ -16,5 +17,5 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     } else {
         Sandbox::link_for_state(rest)
     };
-    let _ = Sandbox::open_within(&fragment, "", 10 * 60 * 1000);
+    let _ = Sandbox::open_within(&fragment, "", Replay { longest: 10 * 60 * 1000, tasks: 20_000 });
 });

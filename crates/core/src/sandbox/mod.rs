@@ -550,17 +550,27 @@ impl Sandbox {
 
     /// Rebuild a state shared with [`Sandbox::share_with_base`] and the same `base`.
     pub fn open_with_base(fragment: &str, base: &str) -> Result<Sandbox, String> {
-        Sandbox::open_within(fragment, base, crate::foundation::sim::MAX_RUN)
+        Sandbox::open_within(fragment, base, Replay::ALL)
     }
 
-    /// [`Sandbox::open_with_base`] for links whose times stay within `longest` of simulated
-    /// time (the page allows [`MAX_RUN`](crate::foundation::sim::MAX_RUN)). The fuzzer
-    /// bounds it lower, so that its time goes to decoding and replaying links rather than
-    /// to simulating the hours a link may ask for (the seed sweep runs those).
-    pub fn open_within(fragment: &str, base: &str, longest: Millis) -> Result<Sandbox, String> {
-        let s = decode_share(fragment, longest)?;
+    /// [`Sandbox::open_with_base`] within `bounds`: the page replays any link whose times
+    /// stay within [`MAX_RUN`](crate::foundation::sim::MAX_RUN); the fuzzer bounds it
+    /// lower, so that its time goes to decoding and replaying links rather than to
+    /// simulating the hours and the clusters a link may ask for (the seed sweep runs those).
+    pub fn open_within(fragment: &str, base: &str, bounds: Replay) -> Result<Sandbox, String> {
+        let s = decode_share(fragment, bounds.longest)?;
         let setup = s.setup.apply_to(base)?;
         let mut sb = Sandbox::new(&setup, Some(s.seed));
+        let mut tasks = bounds.tasks;
+        // As `replay` and `run_until` would: the clock is moved only forward.
+        let mut run_to = |sb: &mut Sandbox, t: Millis| {
+            let within = t <= sb.cluster.now || sb.cluster.run_until_within(t, || tasks.checked_sub(1).map(|left| tasks = left).is_some());
+            if within {
+                Ok(())
+            } else {
+                Err(format!("replaying the link takes more than {} of the cluster's tasks", bounds.tasks))
+            }
+        };
         let mut previous = setup;
         for d in s.log {
             let what = match d.what {
@@ -573,14 +583,26 @@ impl Sandbox {
                 Wire::Etcdctl(line) => Did::Etcdctl(line),
                 Wire::Stdin(text) => Did::Stdin(text),
             };
+            run_to(&mut sb, d.t)?;
             sb.replay(&Done { t: d.t, user: d.user, what })?;
         }
-        if s.t > sb.cluster.now {
-            sb.cluster.run_until(s.t);
-        }
+        run_to(&mut sb, s.t)?;
         sb.set_user(&s.user);
         Ok(sb)
     }
+}
+
+/// How much of a share link [`Sandbox::open_within`] replays: times up to `longest` of
+/// simulated time, and up to `tasks` of the cluster's tasks to get there.
+#[derive(Debug, Clone, Copy)]
+pub struct Replay {
+    pub longest: Millis,
+    pub tasks: u64,
+}
+
+impl Replay {
+    /// What the page replays: any link within [`MAX_RUN`](crate::foundation::sim::MAX_RUN).
+    pub const ALL: Replay = Replay { longest: crate::foundation::sim::MAX_RUN, tasks: u64::MAX };
 }
 
 /// A text as an edit of another: keep `p` characters from the start and `s` from the end,
@@ -1070,6 +1092,19 @@ mod tests {
         assert!(msg.contains("kubeloop replays links of at most 24h"), "{msg}");
         assert!(Sandbox::open(&far(0, u64::MAX)).err().unwrap().contains("at most 24h"));
         assert!(Sandbox::open(&far(crate::foundation::sim::MAX_RUN, 0)).is_ok());
+        // Tighter bounds (the fuzzer's): a shorter time, and a number of tasks.
+        let ten_minutes = Replay { longest: 600_000, tasks: u64::MAX };
+        assert!(Sandbox::open_within(&far(600_001, 0), "", ten_minutes).err().unwrap().contains("at most 10m"));
+        let opened = Sandbox::open_within(&far(600_000, 60_000), "", ten_minutes).unwrap();
+        // Ten minutes of the example's cluster take hundreds of tasks; enough of them gives
+        // the same state as no bound.
+        let few = Replay { longest: 600_000, tasks: 10 };
+        let msg = Sandbox::open_within(&far(600_000, 60_000), "", few).err().unwrap();
+        assert_eq!(msg, "replaying the link takes more than 10 of the cluster's tasks");
+        let enough = Replay { longest: 600_000, tasks: 1_000_000 };
+        let bounded = Sandbox::open_within(&far(600_000, 60_000), "", enough).unwrap();
+        assert_eq!(crate::cluster::sweep::fingerprint(&bounded.cluster), crate::cluster::sweep::fingerprint(&opened.cluster));
+        assert_eq!(bounded.cluster.now, 600_000);
     }
 
     #[test]
