@@ -186,6 +186,32 @@ fn a_higher_priority_pod_preempts_a_lower_one() {
 }
 
 #[test]
+fn preemption_reprieves_the_victims_it_can_spare_most_important_first() {
+    // SelectVictimsOnNode removes every lower-priority pod, then puts back the most important
+    // first while the incoming pod still fits: "mid" has to go, "low" is spared, although
+    // evicting the least important first would have taken both.
+    let mut nodes = kubeloop_core::cluster::default_nodes();
+    nodes.truncate(2); // control plane and node-a only
+    let mut c = Cluster::new(Config { nodes, ..Config::default() });
+    let pod = |name: &str, class: &str, cpu: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  priorityClassName: {class}\n  containers:\n  - {{name: c, image: nginx:1.27, resources: {{requests: {{cpu: {cpu}}}}}}}\n")
+    };
+    let classes = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: middle}\nvalue: 500\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: bottom}\nvalue: 0\n";
+    apply(&mut c, classes);
+    apply(&mut c, &format!("{}---\n{}", pod("mid", "middle", "2500m"), pod("low", "bottom", "1")));
+    c.run_to_quiet(600_000);
+    for name in ["mid", "low"] {
+        assert_eq!(get_str(c.api.store.get_by(rid::POD, "default", name).unwrap(), &["spec", "nodeName"]), Some("node-a"), "{name}");
+    }
+    apply(&mut c, &pod("urgent", "high", "2500m"));
+    c.run_to_quiet(600_000);
+    assert_eq!(get_str(c.api.store.get_by(rid::POD, "default", "urgent").unwrap(), &["spec", "nodeName"]), Some("node-a"));
+    assert!(c.api.store.get_by(rid::POD, "default", "mid").is_none(), "the needed victim was deleted");
+    let low = c.api.store.get_by(rid::POD, "default", "low").expect("the spared pod is kept");
+    assert_eq!(get_str(low, &["spec", "nodeName"]), Some("node-a"));
+}
+
+#[test]
 fn an_unauthorized_user_is_denied_with_the_real_message() {
     let mut c = Cluster::new(Config { users: vec![("jane".into(), "jane-token".into(), vec![])], ..Config::default() });
     let out = c.act(Credentials::Token("jane-token".into()), Action::Kubectl("delete pod anything".into())).output;

@@ -118,6 +118,8 @@ struct NodeInfo {
     alloc_other: BTreeMap<String, i128>,
     req: Requests,
     pods: BTreeSet<Key>,
+    /// How many of its pods have each priority (preemption skips a node with none lower).
+    priorities: BTreeMap<i64, u32>,
     ports: BTreeSet<(String, i64)>,
     /// Precomputed from the Node so that filtering reads no JSON.
     unschedulable: bool,
@@ -149,6 +151,7 @@ impl NodeInfo {
             alloc_other: other,
             req: Requests::default(),
             pods: BTreeSet::new(),
+            priorities: BTreeMap::new(),
             ports: BTreeSet::new(),
             unschedulable: api::get_bool(&obj, &["spec", "unschedulable"]).unwrap_or(false),
             hard_taints: get_array(&obj, &["spec", "taints"])
@@ -443,6 +446,7 @@ impl Scheduler {
             *info.req.other.entry(k.clone()).or_default() += v;
         }
         info.pods.insert(key.clone());
+        *info.priorities.entry(p.priority).or_default() += 1;
         if p.anti_affinity {
             self.anti_affinity_pods += 1;
         }
@@ -473,6 +477,12 @@ impl Scheduler {
             *info.req.other.entry(k.clone()).or_default() -= v;
         }
         info.pods.remove(key);
+        if let Some(n) = info.priorities.get_mut(&p.priority) {
+            *n -= 1;
+            if *n == 0 {
+                info.priorities.remove(&p.priority);
+            }
+        }
         if p.anti_affinity {
             self.anti_affinity_pods -= 1;
         }
@@ -1230,6 +1240,14 @@ impl Scheduler {
     }
 
     /// DefaultPreemption: find a node where evicting lower-priority pods makes room.
+    ///
+    /// As upstream's `Evaluator.DryRunPreemption`: the nodes that failed for a reason
+    /// preemption can resolve are tried from a random offset, and the dry run stops once it
+    /// has `calculate_num_candidates` candidates (at least 100, or 10% of them). On each, every
+    /// lower-priority pod is removed, then the victims are reprieved from the most important
+    /// down while the pod still fits (`SelectVictimsOnNode`); the candidate kept is the one
+    /// whose most important victim is least important, then the lowest sum of victims'
+    /// priorities, then the fewest victims (`pickOneNodeForPreemption`).
     fn preempt(&mut self, cx: &mut Cx, pod: &Value, req: &Requests, statuses: &[(usize, NodeStatus)]) -> Result<Option<String>, String> {
         let total = self.live.len();
         if get_str(pod, &["spec", "preemptionPolicy"]) == Some("Never") {
@@ -1237,46 +1255,28 @@ impl Scheduler {
         }
         let prio = get_i64(pod, &["spec", "priority"]).unwrap_or(0);
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        let mut best: Option<(usize, Vec<Key>, i64)> = None;
-        for (ni, s) in statuses {
-            if !s.resolvable {
-                *counts.entry("Preemption is not helpful for scheduling").or_default() += 1;
-                continue;
+        let potential: Vec<usize> = statuses.iter().filter(|(_, s)| s.resolvable).map(|(ni, _)| *ni).collect();
+        let unresolvable = statuses.len() - potential.len();
+        if unresolvable > 0 {
+            counts.insert("Preemption is not helpful for scheduling", unresolvable);
+        }
+        let mut best: Option<(usize, Vec<Key>, Rank)> = None;
+        let mut found = 0;
+        let offset = if potential.is_empty() { 0 } else { self.rng.below(potential.len() as u64) as usize };
+        let wanted = calculate_num_candidates(potential.len());
+        for i in 0..potential.len() {
+            if found >= wanted {
+                break;
             }
-            let info = &self.infos[*ni];
-            let mut victims: Vec<(i64, Key)> =
-                info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k.clone()))).filter(|(p, _)| *p < prio).collect();
-            victims.sort_stable();
-            let freed_cpu: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.cpu).sum();
-            let freed_mem: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.memory).sum();
-            let freed_eph: i128 = victims.iter().filter_map(|(_, k)| self.placed.get(k)).map(|p| p.req.ephemeral).sum();
-            let fits = (info.pods.len() as i128 - victims.len() as i128) < info.alloc_pods
-                && req.cpu <= info.alloc_cpu - info.req.cpu + freed_cpu
-                && req.memory <= info.alloc_mem - info.req.memory + freed_mem
-                && req.ephemeral <= info.alloc_ephemeral - info.req.ephemeral + freed_eph;
-            if victims.is_empty() || !fits {
-                *counts.entry("No preemption victims found for incoming pod").or_default() += 1;
-                continue;
-            }
-            // Reprieve the highest-priority victims that are not needed.
-            let mut needed: Vec<Key> = Vec::new();
-            let (mut cpu, mut mem, mut pods) = (info.alloc_cpu - info.req.cpu, info.alloc_mem - info.req.memory, info.alloc_pods - info.pods.len() as i128);
-            let mut eph = info.alloc_ephemeral - info.req.ephemeral;
-            for (_, k) in &victims {
-                if req.cpu <= cpu && req.memory <= mem && req.ephemeral <= eph && pods >= 1 {
-                    break;
+            let info = &self.infos[potential[(offset + i) % potential.len()]];
+            match self.select_victims(info, prio, req) {
+                Some((needed, rank)) => {
+                    found += 1;
+                    if best.as_ref().is_none_or(|(_, _, r)| rank < *r) {
+                        best = Some((potential[(offset + i) % potential.len()], needed, rank));
+                    }
                 }
-                if let Some(p) = self.placed.get(k) {
-                    cpu += p.req.cpu;
-                    mem += p.req.memory;
-                    eph += p.req.ephemeral;
-                    pods += 1;
-                    needed.push(k.clone());
-                }
-            }
-            let top = needed.iter().filter_map(|k| self.placed.get(k)).map(|p| p.priority).max().unwrap_or(i64::MIN);
-            if best.as_ref().is_none_or(|(_, v, t)| top < *t || (top == *t && needed.len() < v.len())) {
-                best = Some((*ni, needed, top));
+                None => *counts.entry("No preemption victims found for incoming pod").or_default() += 1,
             }
         }
         let Some((ni, victims, _)) = best else {
@@ -1304,6 +1304,56 @@ impl Scheduler {
         Ok(Some(node))
     }
 
+    /// `SelectVictimsOnNode` on the scheduler's cache: the pods to evict from the node so
+    /// that `req` fits, with the rank `pickOneNodeForPreemption` compares (the most
+    /// important victim's priority, the victims' priority sum, their number); None when
+    /// evicting every lower-priority pod is not enough, or there is none.
+    fn select_victims(&self, info: &NodeInfo, prio: i64, req: &Requests) -> Option<(Vec<Key>, Rank)> {
+        if info.priorities.first_key_value().is_none_or(|(lowest, _)| *lowest >= prio) {
+            return None;
+        }
+        let mut victims: Vec<(i64, &Key, &Placed)> =
+            info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k, p))).filter(|(p, _, _)| *p < prio).collect();
+        // The most important first, as util.MoreImportantPod orders them.
+        victims.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        let mut free_cpu = info.alloc_cpu - info.req.cpu;
+        let mut free_mem = info.alloc_mem - info.req.memory;
+        let mut free_eph = info.alloc_ephemeral - info.req.ephemeral;
+        let mut free_pods = info.alloc_pods - info.pods.len() as i128;
+        for (_, _, p) in &victims {
+            free_cpu += p.req.cpu;
+            free_mem += p.req.memory;
+            free_eph += p.req.ephemeral;
+            free_pods += 1;
+        }
+        let fits = |cpu: i128, mem: i128, eph: i128, pods: i128| req.cpu <= cpu && req.memory <= mem && req.ephemeral <= eph && pods >= 1;
+        if !fits(free_cpu, free_mem, free_eph, free_pods) {
+            return None;
+        }
+        let mut needed = Vec::new();
+        let mut top = i64::MIN;
+        let mut sum = 0i128;
+        for (priority, key, p) in victims {
+            // Reprieve the pod when the incoming one still fits with it back.
+            if fits(free_cpu - p.req.cpu, free_mem - p.req.memory, free_eph - p.req.ephemeral, free_pods - 1) {
+                free_cpu -= p.req.cpu;
+                free_mem -= p.req.memory;
+                free_eph -= p.req.ephemeral;
+                free_pods -= 1;
+                continue;
+            }
+            top = top.max(priority);
+            // Upstream sums priority + MaxInt32 + 1 so that negative priorities count.
+            sum += i128::from(priority) + i128::from(i32::MAX) + 1;
+            needed.push(key.clone());
+        }
+        if needed.is_empty() {
+            return None;
+        }
+        let n = needed.len();
+        Some((needed, (top, sum, n)))
+    }
+
     fn drain_queue(&mut self, cx: &mut Cx) {
         for _ in 0..SCHEDULE_PER_TASK {
             let Some((_, _, key)) = self.active.pop_first() else { return };
@@ -1323,6 +1373,16 @@ impl Scheduler {
             cx.after(backoff, format!("retry/{}/{}", k.0, k.1));
         }
     }
+}
+
+/// How `pickOneNodeForPreemption` compares candidates, the least first: the most important
+/// victim's priority, the sum of the victims' priorities, their number.
+type Rank = (i64, i128, usize);
+
+/// DefaultPreemption's `calculateNumCandidates` with its default arguments
+/// (minCandidateNodesPercentage 10, minCandidateNodesAbsolute 100).
+fn calculate_num_candidates(nodes: usize) -> usize {
+    (nodes * 10 / 100).max(100).min(nodes)
 }
 
 /// A DoNotSchedule topology spread constraint with the counts it needs.
@@ -1411,6 +1471,15 @@ impl Controller for Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preemption_dry_runs_until_a_tenth_of_the_nodes_or_a_hundred_are_candidates() {
+        assert_eq!(calculate_num_candidates(0), 0);
+        assert_eq!(calculate_num_candidates(7), 7);
+        assert_eq!(calculate_num_candidates(100), 100);
+        assert_eq!(calculate_num_candidates(999), 100);
+        assert_eq!(calculate_num_candidates(5000), 500);
+    }
 
     #[test]
     fn a_long_queue_is_scheduled_a_part_per_task_at_the_same_moment() {
