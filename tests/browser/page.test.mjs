@@ -485,6 +485,42 @@ await test('a share link restores the same objects', async (page, context) => {
   await other.locator('.notice', { hasText: 'could not be opened' }).waitFor();
 });
 
+await test('a link that takes long to replay opens between frames, showing its progress', async (page, context) => {
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const text = await editorText(page);
+  await setEditor(page, text.replace(/replicas: 2\b/, 'replicas: 1500'));
+  await page.locator('header select').first().selectOption({ label: 'as fast as possible' });
+  await page.waitForFunction(() => parseFloat(document.querySelector('.clock').textContent.slice(4)) > 120, null, { timeout: 120000 });
+  await page.getByRole('button', { name: 'Pause' }).click();
+  await page.getByRole('button', { name: /Share/ }).click();
+  const url = await page.locator('.share input').inputValue();
+  await page.getByRole('tab', { name: 'Objects' }).click();
+  const objects = await page.locator('.object-list li').allTextContents();
+  const other = await context.newPage();
+  await other.addInitScript(() => {
+    window.__long = [];
+    new PerformanceObserver((l) => window.__long.push(...l.getEntries().map((e) => [e.startTime, e.duration]))).observe({ type: 'longtask', buffered: true });
+  });
+  await other.goto(url);
+  // The replay goes on between frames: the page draws its progress, and goes on moving it.
+  const progress = other.locator('.notice', { hasText: 'Replaying the link: the cluster is at t = ' });
+  await progress.waitFor({ timeout: 20000 });
+  const from = await other.evaluate(() => performance.now());
+  const first = await progress.textContent();
+  await other.waitForFunction((was) => !document.querySelector('.notice') || document.querySelector('.notice').textContent !== was, first, { timeout: 20000 });
+  await other.locator('.notice', { hasText: 'paused at the moment it was shared' }).waitFor({ timeout: 120000 });
+  const to = await other.evaluate(() => performance.now());
+  const long = await other.evaluate(([a, b]) => window.__long.filter(([t]) => t >= a && t <= b).map(([, d]) => Math.round(d)), [from, to]);
+  results.link_replay_ms = Math.round(to - from);
+  results.link_replay_longest_task_ms = Math.max(0, ...long);
+  if (long.some((d) => d > 250)) throw new Error(`tasks over 250 ms while the link replayed: ${long.join(', ')}`);
+  await other.getByRole('tab', { name: 'Objects' }).click();
+  const restored = await other.locator('.object-list li').allTextContents();
+  if (JSON.stringify(restored) !== JSON.stringify(objects)) throw new Error(`objects differ:\n${objects.join(',')}\n${restored.join(',')}`);
+  if ((await other.locator('.code textarea').inputValue()) !== (await editorText(page))) throw new Error('editor text differs');
+});
+
 await test('the terminal runs kubectl as the chosen user', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

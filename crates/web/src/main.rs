@@ -23,7 +23,7 @@ use kubeloop_core::foundation::sort::Sort;
 use kubeloop_core::foundation::value::Value;
 use kubeloop_core::kubectl::printers::{human_duration, pod_row};
 use kubeloop_core::sandbox::lessons::{CheckState, Lesson, Progress};
-use kubeloop_core::sandbox::Sandbox;
+use kubeloop_core::sandbox::{Replay, Sandbox};
 use web_sys::{HtmlInputElement, HtmlSelectElement, HtmlTextAreaElement};
 use yew::prelude::*;
 
@@ -199,6 +199,31 @@ enum Init {
     Session(String, String),
 }
 
+/// How long the page replays a link before it first draws: a link that takes longer goes
+/// on between frames, with its progress shown.
+const OPENING_SLICE_MS: f64 = 50.0;
+
+/// Replay a link for about `budget` milliseconds: true once it is at its moment.
+fn replay_for(opening: &mut kubeloop_core::sandbox::Opening, budget: f64) -> Result<bool, String> {
+    let start = now_ms();
+    let mut n = 0u32;
+    // The clock is read every 64 tasks: a task is some microseconds.
+    opening.go_on(|| {
+        n = n.wrapping_add(1);
+        !n.is_multiple_of(64) || now_ms() - start < budget
+    })
+}
+
+/// What the page says while a link replays.
+fn replaying(opening: &kubeloop_core::sandbox::Opening) -> String {
+    let (now, end) = opening.progress();
+    format!(
+        "Replaying the link: the cluster is at t = {:.1} s of the {:.1} s it ran before it was shared. The editor and the cluster open when the replay is done.",
+        now as f64 / 1000.0,
+        end as f64 / 1000.0
+    )
+}
+
 /// Which panes to show: all, or those an embed asks for.
 #[derive(Clone, PartialEq)]
 struct Panes {
@@ -248,8 +273,11 @@ struct App {
     panes: Panes,
     _ticker: Option<Interval>,
     pending_apply: Option<Timeout>,
-    /// Waiting for the CEL module: the start, and whether an apply is held back.
+    /// Waiting for the CEL module, or for a link's replay: the start, and whether an apply
+    /// is held back.
     waiting: Option<Init>,
+    /// A link (or a kept session) replayed between frames, when it takes longer than one.
+    opening: Option<kubeloop_core::sandbox::Opening>,
     apply_after_cel: bool,
     /// The terminal: what was typed and printed, the line being typed, and history.
     term_lines: Vec<(bool, String)>,
@@ -617,39 +645,63 @@ impl App {
         wasm_bindgen_futures::spawn_local(async move { link.send_message(Msg::CelLoaded(cel::load().await)) });
     }
 
-    /// Build the sandbox from a link or a text (CEL must be loaded if they need it).
+    /// Build the sandbox from a link or a text (CEL must be loaded if they need it). A link
+    /// whose replay takes more than a frame goes on between frames (`Msg::Tick`).
     fn start(&mut self, init: Init) {
+        self.opening = None;
         let sb = match init {
-            Init::Link(hash) => match Sandbox::open_with_base(&hash, DEFAULT_TEXT) {
-                Ok(sb) => {
-                    // Paused, so the person sees the moment that was shared, not a later one.
-                    self.playing = false;
-                    self.notice = Some("Opened the shared sandbox from the link, paused at the moment it was shared. Press Play to go on.".to_string());
-                    sb
+            Init::Link(ref hash) | Init::Session(ref hash, _) => {
+                let mut opening = match Sandbox::opening(hash, DEFAULT_TEXT, Replay::ALL) {
+                    Ok(o) => o,
+                    Err(e) => return self.opened(init, Err(e)),
+                };
+                match replay_for(&mut opening, OPENING_SLICE_MS) {
+                    Ok(false) => {
+                        self.notice = Some(replaying(&opening));
+                        self.opening = Some(opening);
+                        self.waiting = Some(init);
+                        return;
+                    }
+                    done => return self.opened(init, done.map(|_| opening.into_sandbox())),
                 }
-                Err(e) => {
-                    self.notice = Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."));
-                    Sandbox::new("", None)
-                }
-            },
+            }
             // What the person typed while CEL was loading wins over the text it started from.
             Init::Text(t) => Sandbox::new(if self.text.is_empty() { &t } else { &self.text }, None),
-            Init::Session(link, said) => match Sandbox::open_with_base(&link, DEFAULT_TEXT) {
-                Ok(sb) => {
-                    self.notice = Some(format!("{said} The cluster was replayed to where you left it (t = {:.1} s).", sb.cluster.now as f64 / 1000.0));
-                    sb
-                }
-                Err(e) => {
-                    // Set the damaged save aside, and open what this page starts from.
-                    set_aside_damaged();
-                    self.notice = Some(format!(
-                        "Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); here is the page's example instead."
-                    ));
-                    self.text.clear();
-                    Sandbox::new(self.base_text(), None)
-                }
-            },
         };
+        self.started(sb);
+    }
+
+    /// A link or a kept session replayed (or not): say so, and show it.
+    fn opened(&mut self, init: Init, replayed: Result<Sandbox, String>) {
+        let sb = match (init, replayed) {
+            (Init::Link(_) | Init::Text(_), Ok(sb)) => {
+                // Paused, so the person sees the moment that was shared, not a later one.
+                self.playing = false;
+                self.notice = Some("Opened the shared sandbox from the link, paused at the moment it was shared. Press Play to go on.".to_string());
+                sb
+            }
+            (Init::Session(_, said), Ok(sb)) => {
+                self.notice = Some(format!("{said} The cluster was replayed to where you left it (t = {:.1} s).", sb.cluster.now as f64 / 1000.0));
+                sb
+            }
+            (Init::Session(..), Err(e)) => {
+                // Set the damaged save aside, and open what this page starts from.
+                set_aside_damaged();
+                self.notice = Some(format!(
+                    "Your saved session could not be restored: {e}. It was set aside (kubeloop.damaged in this browser's storage); here is the page's example instead."
+                ));
+                self.text.clear();
+                Sandbox::new(self.base_text(), None)
+            }
+            (_, Err(e)) => {
+                self.notice = Some(format!("This link could not be opened: {e}. Here is an empty sandbox instead."));
+                Sandbox::new("", None)
+            }
+        };
+        self.started(sb);
+    }
+
+    fn started(&mut self, sb: Sandbox) {
         let typed = self.text.clone();
         self.text = if typed.is_empty() { sb.text.clone() } else { typed };
         self.seed_input = sb.seed.to_string();
@@ -948,6 +1000,23 @@ impl App {
                 // (running behind, or as fast as possible) every frame, in slices that leave
                 // most of the frame to the page.
                 flush_text();
+                // A link being replayed goes on (unless another start replaced it).
+                if !matches!(self.waiting, Some(Init::Link(_) | Init::Session(..))) {
+                    self.opening = None;
+                }
+                if let Some(opening) = self.opening.as_mut() {
+                    match replay_for(opening, HEAVY_TICK_BUDGET_MS) {
+                        Ok(false) => self.notice = Some(replaying(opening)),
+                        done => {
+                            let opening = self.opening.take().expect("the link being replayed");
+                            let init = self.waiting.take().expect("the link's start");
+                            self.opened(init, done.map(|_| opening.into_sandbox()));
+                            self.ticked_at = now_ms();
+                            self.read_lessons_later(ctx);
+                        }
+                    }
+                    return true;
+                }
                 let now = now_ms();
                 let heavy = self.playing && self.waiting.is_none() && self.playback.is_none() && (self.behind || self.speed == Speed::Max);
                 if !heavy && (now - self.ticked_at < LIGHT_TICK_MS || now - self.typed_at < QUIET_AFTER_INPUT_MS) {
@@ -1419,6 +1488,7 @@ impl Component for App {
             _ticker: None,
             pending_apply: None,
             waiting: None,
+            opening: None,
             apply_after_cel: false,
             term_lines: vec![(
                 false,

@@ -558,20 +558,19 @@ impl Sandbox {
     /// lower, so that its time goes to decoding and replaying links rather than to
     /// simulating the hours and the clusters a link may ask for (the seed sweep runs those).
     pub fn open_within(fragment: &str, base: &str, bounds: Replay) -> Result<Sandbox, String> {
+        let mut opening = Sandbox::opening(fragment, base, bounds)?;
+        while !opening.go_on(|| true)? {}
+        Ok(opening.into_sandbox())
+    }
+
+    /// A link decoded and its sandbox set up, to be replayed a slice at a time with
+    /// [`Opening::go_on`] (the page replays a long link between frames).
+    pub fn opening(fragment: &str, base: &str, bounds: Replay) -> Result<Opening, String> {
         let s = decode_share(fragment, bounds.longest)?;
         let setup = s.setup.apply_to(base)?;
-        let mut sb = Sandbox::new(&setup, Some(s.seed));
-        let mut tasks = bounds.tasks;
-        // As `replay` and `run_until` would: the clock is moved only forward.
-        let mut run_to = |sb: &mut Sandbox, t: Millis| {
-            let within = t <= sb.cluster.now || sb.cluster.run_until_within(t, || tasks.checked_sub(1).map(|left| tasks = left).is_some());
-            if within {
-                Ok(())
-            } else {
-                Err(format!("replaying the link takes more than {} of the cluster's tasks", bounds.tasks))
-            }
-        };
+        let sb = Sandbox::new(&setup, Some(s.seed));
         let mut previous = setup;
+        let mut log = std::collections::VecDeque::with_capacity(s.log.len());
         for d in s.log {
             let what = match d.what {
                 Wire::Apply(e) => {
@@ -583,12 +582,70 @@ impl Sandbox {
                 Wire::Etcdctl(line) => Did::Etcdctl(line),
                 Wire::Stdin(text) => Did::Stdin(text),
             };
-            run_to(&mut sb, d.t)?;
-            sb.replay(&Done { t: d.t, user: d.user, what })?;
+            log.push_back(Done { t: d.t, user: d.user, what });
         }
-        run_to(&mut sb, s.t)?;
-        sb.set_user(&s.user);
-        Ok(sb)
+        Ok(Opening { sb, log, end: s.t, user: s.user, tasks: bounds.tasks, bound: bounds.tasks, running: false })
+    }
+}
+
+/// A share link being replayed: its actions not yet done, and the moment it was shared.
+pub struct Opening {
+    sb: Sandbox,
+    log: std::collections::VecDeque<Done>,
+    end: Millis,
+    user: String,
+    /// The cluster's tasks the bounds still allow, of `bound`.
+    tasks: u64,
+    bound: u64,
+    /// The cluster is part way to the next action's time (tasks at that very moment may
+    /// remain to run).
+    running: bool,
+}
+
+impl Opening {
+    /// Replay on while `keep_going` says so before each of the cluster's tasks; true once the
+    /// sandbox is at the moment the link was shared. However it is sliced, the replay runs
+    /// the same tasks in the same order: the sandbox is the one a single call would give.
+    pub fn go_on(&mut self, mut keep_going: impl FnMut() -> bool) -> Result<bool, String> {
+        loop {
+            let target = self.log.front().map_or(self.end, |d| d.t);
+            // As `replay` and `run_until` would: the clock is moved only forward.
+            if self.running || target > self.sb.cluster.now {
+                self.running = true;
+                let (tasks, mut paused) = (&mut self.tasks, false);
+                let within = self.sb.cluster.run_until_within(target, || {
+                    if !keep_going() {
+                        paused = true;
+                        return false;
+                    }
+                    tasks.checked_sub(1).map(|left| *tasks = left).is_some()
+                });
+                if paused {
+                    return Ok(false);
+                }
+                if !within {
+                    return Err(format!("replaying the link takes more than {} of the cluster's tasks", self.bound));
+                }
+                self.running = false;
+            }
+            match self.log.pop_front() {
+                Some(d) => self.sb.replay(&d)?,
+                None => {
+                    self.sb.set_user(&self.user);
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Where the replay is (simulated time), and the moment it goes to.
+    pub fn progress(&self) -> (Millis, Millis) {
+        (self.sb.cluster.now, self.end)
+    }
+
+    /// The sandbox (at the link's moment once [`Opening::go_on`] said so).
+    pub fn into_sandbox(self) -> Sandbox {
+        self.sb
     }
 }
 
@@ -1105,6 +1162,24 @@ mod tests {
         let bounded = Sandbox::open_within(&far(600_000, 60_000), "", enough).unwrap();
         assert_eq!(crate::cluster::sweep::fingerprint(&bounded.cluster), crate::cluster::sweep::fingerprint(&opened.cluster));
         assert_eq!(bounded.cluster.now, 600_000);
+        // Replayed a task at a time, the link gives the same sandbox as in one go.
+        let mut opening = Sandbox::opening(&far(600_000, 60_000), "", Replay::ALL).unwrap();
+        let (mut slices, mut turn) = (0, false);
+        while !opening
+            .go_on(|| {
+                turn = !turn;
+                turn
+            })
+            .unwrap()
+        {
+            slices += 1;
+            assert!(opening.progress().0 <= 600_000);
+        }
+        assert!(slices > 100, "one task a slice: {slices}");
+        assert_eq!(opening.progress(), (600_000, 600_000));
+        let sliced = opening.into_sandbox();
+        assert_eq!(crate::cluster::sweep::fingerprint(&sliced.cluster), crate::cluster::sweep::fingerprint(&opened.cluster));
+        assert_eq!(sliced.share(), opened.share());
     }
 
     #[test]
