@@ -18,7 +18,7 @@ use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::Store;
 use crate::foundation::api::{get, get_array, get_str, ResourceInfo};
 use crate::foundation::labels::selector_matches;
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Value};
 use std::collections::BTreeSet;
@@ -690,7 +690,7 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
     for (policy_name, policy, binding) in matched {
         let bname = crate::foundation::api::name(binding);
         let fail_closed = get_str(policy, &["spec", "failurePolicy"]).unwrap_or("Fail") == "Fail";
-        let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect();
+        let actions: BTreeSet<&str> = get_array(binding, &["spec", "validationActions"]).iter().filter_map(Value::as_str).collect_tree();
         let params = match resolve_params(store, req, policy, binding) {
             Params::None => Value::Null,
             Params::Found(p) => p,

@@ -3,6 +3,7 @@
 //! impersonation (`k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`).
 
 use super::*;
+use crate::foundation::sort::Sort;
 use crate::foundation::status::FieldError;
 
 /// A service account token issued by `serviceaccounts/NAME/token`: it authenticates as the
@@ -155,7 +156,7 @@ impl ApiServer {
                 }
             }
             bound_claims.push((kind.to_ascii_lowercase(), json!({"name": name, "uid": api::uid(&obj)})));
-            bound_claims.sort_by(|a, b| a.0.cmp(&b.0));
+            bound_claims.sort_stable_by(|a, b| a.0.cmp(&b.0));
             bound = Some((rid, name.to_string(), api::uid(&obj).to_string()));
         }
         let audiences = match get(&body, &["spec", "audiences"]).and_then(Value::as_array).filter(|a| !a.is_empty()) {

@@ -27,7 +27,7 @@ use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::store::Store;
 use crate::foundation::api::{get, get_array, get_i64, get_str, rid, ResourceInfo};
 use crate::foundation::sim::Millis;
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::Value;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -338,7 +338,7 @@ impl FlowControl {
             let l = self.levels.get(name).cloned().unwrap_or_default();
             let waiting = l.waiting.keys().filter(|(s, _)| *s > now).count();
             let executing = l.runs.iter().filter(|(s, e)| *s <= now && now < *e).count();
-            let queues: std::collections::BTreeSet<&str> = l.waiting.iter().filter(|((s, _), _)| *s > now).map(|(_, f)| f.as_str()).collect();
+            let queues: std::collections::BTreeSet<&str> = l.waiting.iter().filter(|((s, _), _)| *s > now).map(|(_, f)| f.as_str()).collect_tree();
             let cells = [
                 name.to_string(),
                 queues.len().to_string(),

@@ -17,7 +17,7 @@
 
 use crate::apiserver::schema::{Cursor, ListType, Shape};
 use crate::foundation::sim::{rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -258,7 +258,7 @@ fn field_set(obj: &Value, api_version: &str, kind: &str, subresource: &str) -> S
             (meta.children.get_mut("f:ownerReferences"), crate::foundation::api::get(obj, &["metadata", "ownerReferences"]).and_then(Value::as_array))
         {
             refs.own = true;
-            refs.children = list.iter().map(|r| (key_of(r, &["uid".to_string()]), Set { own: true, ..Set::default() })).collect();
+            refs.children = list.iter().map(|r| (key_of(r, &["uid".to_string()]), Set { own: true, ..Set::default() })).collect_tree();
         }
     }
     s

@@ -11,6 +11,7 @@
 
 use super::*;
 use crate::foundation::quantity::format_bytes;
+use crate::foundation::sort::CollectTree;
 
 /// metrics-server's `--metric-resolution`.
 pub const METRIC_RESOLUTION: Millis = 15_000;
@@ -117,7 +118,7 @@ impl MetricsServer {
             .iter()
             .filter(|n| prev.nodes.contains(*n))
             .map(|n| (n.clone(), Usage { cpu_nano: NODE_SYSTEM_CPU_MILLI * 1_000_000, memory: NODE_SYSTEM_MEMORY }))
-            .collect();
+            .collect_tree();
         for (node, ctrs) in pods.values() {
             if let Some(u) = out.get_mut(node) {
                 for (_, c) in ctrs {

@@ -14,7 +14,7 @@
 
 use crate::foundation::api::{get, get_array, get_i64, get_str, rid, ResourceId, ResourceInfo, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,7 +59,7 @@ pub type ResourceList = BTreeMap<String, Amount>;
 
 /// The resource list in a JSON map (`spec.hard`, `status.used`); unparseable values are skipped.
 pub fn parse_list(v: Option<&Value>) -> ResourceList {
-    v.and_then(Value::as_object).into_iter().flatten().filter_map(|(k, q)| Amount::parse(q).map(|a| (k.to_string(), a))).collect()
+    v.and_then(Value::as_object).into_iter().flatten().filter_map(|(k, q)| Amount::parse(q).map(|a| (k.to_string(), a))).collect_tree()
 }
 
 /// A resource list as the API server serialises it.
@@ -80,8 +80,8 @@ pub fn add(a: &ResourceList, b: &ResourceList) -> ResourceList {
 
 /// `quota.Mask`: only the named resources.
 pub fn mask<'a>(l: &ResourceList, names: impl IntoIterator<Item = &'a String>) -> ResourceList {
-    let names: BTreeSet<&String> = names.into_iter().collect();
-    l.iter().filter(|(k, _)| names.contains(k)).map(|(k, v)| (k.clone(), *v)).collect()
+    let names: BTreeSet<&String> = names.into_iter().collect_tree();
+    l.iter().filter(|(k, _)| names.contains(k)).map(|(k, v)| (k.clone(), *v)).collect_tree()
 }
 
 /// `quota.Equals`: the same names with the same values.
@@ -276,7 +276,7 @@ impl Evaluator {
                 .into_iter()
                 .flatten()
                 .filter(|n| !n.is_empty())
-                .collect();
+                .collect_tree();
                 if s.operator == "Exists" {
                     return !names.is_empty();
                 }
@@ -362,7 +362,7 @@ impl Evaluator {
         if *self != Evaluator::Pod {
             return Ok(());
         }
-        let required: BTreeSet<&str> = required.iter().map(String::as_str).filter(|r| VALIDATION_SET.contains(r)).collect();
+        let required: BTreeSet<&str> = required.iter().map(String::as_str).filter(|r| VALIDATION_SET.contains(r)).collect_tree();
         let mut missing: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         for list in ["containers", "initContainers"] {
             for c in get_array(obj, &["spec", list]) {
@@ -525,7 +525,7 @@ pub fn check_request(quotas: &[&Value], ev: &Evaluator, operation: &str, obj: &V
         let names: Vec<&str> = negative.iter().map(|s| s.as_str()).collect();
         return Err(format!("quota usage is negative for resource(s): {}", names.join(",")));
     }
-    let mut deltas: BTreeMap<usize, ResourceList> = interesting.iter().map(|i| (*i, input.clone())).collect();
+    let mut deltas: BTreeMap<usize, ResourceList> = interesting.iter().map(|i| (*i, input.clone())).collect_tree();
     if operation == "UPDATE" {
         let Some(prev) = old else { return Err("unable to get previous usage since prior version of object was not found".into()) };
         if !crate::foundation::api::resource_version(prev).is_empty() {
@@ -575,7 +575,7 @@ pub fn calculate_usage<'a>(quota: &Value, objects: &dyn Fn(ResourceId) -> Vec<&'
     let hard: Vec<String> = parse_list(get(quota, &["spec", "hard"])).into_keys().collect();
     let scopes = scope_selectors(quota);
     let evaluators = evaluators_for(&hard);
-    let matched: BTreeSet<String> = evaluators.iter().flat_map(|(_, e)| e.matching_resources(&hard)).collect();
+    let matched: BTreeSet<String> = evaluators.iter().flat_map(|(_, e)| e.matching_resources(&hard)).collect_tree();
     let mut usage = ResourceList::new();
     for (r, ev) in &evaluators {
         // `CalculateUsageStats`: each tracked resource starts at zero.

@@ -6,6 +6,7 @@
 //! does not declare is an `unknown field`, a value of the wrong JSON type cannot be
 //! decoded, and both reject the request with 400 BadRequest before any validation runs.
 
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
@@ -71,7 +72,7 @@ fn schema() -> &'static Schema {
                 },
                 Value::Object(m) => {
                     if let Some(Value::Object(props)) = m.get("o") {
-                        Ty::Obj(props.iter().map(|(k, v)| (k.to_string(), conv(v, index))).collect(), m.contains_key("a"))
+                        Ty::Obj(props.iter().map(|(k, v)| (k.to_string(), conv(v, index))).collect_tree(), m.contains_key("a"))
                     } else if let Some(t) = m.get("m") {
                         Ty::Map(Box::new(conv(t, index)))
                     } else if let Some(t) = m.get("l") {

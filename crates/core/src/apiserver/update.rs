@@ -5,6 +5,7 @@
 //! then etcd (or nothing, for a no-op).
 
 use super::*;
+use crate::foundation::sort::CollectTree;
 
 impl ApiServer {
     pub(super) fn update(
@@ -335,7 +336,7 @@ fn check_finalizers_while_deleting(res: &ResourceInfo, name: &str, current: &Obj
     if !api::is_deleting(current) {
         return Ok(());
     }
-    let old_f: BTreeSet<&str> = api::get_array(current, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).collect();
+    let old_f: BTreeSet<&str> = api::get_array(current, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).collect_tree();
     let added: Vec<String> =
         api::get_array(new, &["metadata", "finalizers"]).iter().filter_map(Value::as_str).filter(|f| !old_f.contains(f)).map(|f| format!("{f:?}")).collect();
     if added.is_empty() {

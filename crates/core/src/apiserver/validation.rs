@@ -8,6 +8,7 @@ use crate::foundation::status::{render_value, FieldError};
 use crate::foundation::value::{json, Map, Value};
 
 use crate::foundation::labels::{label_key_errors, label_value_errors, matches_dns1123_label, matches_dns1123_subdomain, DNS1123_SUBDOMAIN_MSG};
+use crate::foundation::sort::CollectTree;
 
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
@@ -234,7 +235,7 @@ fn validate_limit_range(obj: &Value, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::duplicate(format!("{idx}.type"), &json!(ty)));
         }
         let list = |f: &str| -> std::collections::BTreeMap<String, Value> {
-            get(item, &[f]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect()
+            get(item, &[f]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect_tree()
         };
         let (max, min, ratio) = (list("max"), list("min"), list("maxLimitRequestRatio"));
         let (mut default, mut default_request) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
@@ -252,7 +253,7 @@ fn validate_limit_range(obj: &Value, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::required(format!("{idx}.limits"), "either minimum or maximum storage value is required, but neither was provided"));
         }
         let keys: std::collections::BTreeSet<&String> =
-            max.keys().chain(min.keys()).chain(default.keys()).chain(default_request.keys()).chain(ratio.keys()).collect();
+            max.keys().chain(min.keys()).chain(default.keys()).chain(default_request.keys()).chain(ratio.keys()).collect_tree();
         let q = |m: &std::collections::BTreeMap<String, Value>, k: &str| m.get(k).and_then(|v| quantity_of(v).map(|q| (q.milli, quantity_string(v))));
         for k in keys {
             let (mn, mx, df, dr, ra) = (q(&min, k), q(&max, k), q(&default, k), q(&default_request, k), q(&ratio, k));

@@ -25,6 +25,7 @@ use crate::apiserver::ExecOutput;
 use crate::apiserver::{ApiServer, Credentials, Request};
 use crate::foundation::api::{self, rid, Object, RESOURCES};
 use crate::foundation::sim::{Millis, Queue};
+use crate::foundation::sort::CollectTree;
 use crate::foundation::status::Status;
 use crate::foundation::value::json;
 use crate::loops::controllers::autoscaler::NodeGroup;
@@ -269,7 +270,7 @@ impl Cluster {
             }
             api.bootstrap_object(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "cluster-autoscaler", "namespace": "kube-system"}}));
         }
-        api.unsimulated = RESOURCES.iter().enumerate().filter(|(_, r)| UNSIMULATED.contains(&r.kind)).map(|(i, _)| i).collect();
+        api.unsimulated = RESOURCES.iter().enumerate().filter(|(_, r)| UNSIMULATED.contains(&r.kind)).map(|(i, _)| i).collect_tree();
         let total = nodes.len();
         let mut controllers: Vec<Box<dyn Controller>> = vec![
             Box::new(crate::loops::controllers::replicaset::ReplicaSetController::new()),

@@ -14,6 +14,7 @@ use crate::cluster::scenario::{add_file, Scenario};
 use crate::cluster::Cluster;
 use crate::foundation::api::{self, get_array, get_bool, get_i64, get_str, rid, RESOURCES};
 use crate::foundation::sim::{Millis, Rng, Stream};
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -271,7 +272,7 @@ pub fn generate(seed: u64, end: Millis) -> Plan {
         }
     }
     // Stable by time: equal times keep the order they were drawn in.
-    steps.sort_by_key(|(at, _)| *at);
+    steps.sort_stable_by_key(|(at, _)| *at);
     Plan { seed, end, steps }
 }
 
@@ -434,7 +435,7 @@ impl Checker {
                 Err(e) => return self.fail(c, "a watch replays the history", format!("{}: history after {} is gone: {e:?}", RESOURCES[r].kind, self.revision)),
             }
         }
-        events.sort_by_key(|(rev, _, _)| *rev);
+        events.sort_stable_by_key(|(rev, _, _)| *rev);
         self.checks += 1;
         let expected: Vec<u64> = (self.revision + 1..=now_rev).collect();
         let got: Vec<u64> = events.iter().map(|(rev, _, _)| *rev).collect();
@@ -512,8 +513,8 @@ impl Checker {
         let store = &c.api.store;
         self.checks += 1;
         for (r, shadow) in self.shadow.iter().enumerate() {
-            let actual: BTreeMap<String, u64> = store.list(r, None).map(|o| (key(o), api::resource_version(o).parse().unwrap_or(0))).collect();
-            let replayed: BTreeMap<String, u64> = shadow.iter().map(|(k, v)| (k.clone(), v.rv)).collect();
+            let actual: BTreeMap<String, u64> = store.list(r, None).map(|o| (key(o), api::resource_version(o).parse().unwrap_or(0))).collect_tree();
+            let replayed: BTreeMap<String, u64> = shadow.iter().map(|(k, v)| (k.clone(), v.rv)).collect_tree();
             if actual != replayed {
                 let diff = actual
                     .iter()
@@ -538,7 +539,7 @@ impl Checker {
                         _ => state.insert(key(&e.object), e.revision),
                     };
                 }
-                let now: BTreeMap<String, u64> = self.shadow[r].iter().map(|(k, v)| (k.clone(), v.rv)).collect();
+                let now: BTreeMap<String, u64> = self.shadow[r].iter().map(|(k, v)| (k.clone(), v.rv)).collect_tree();
                 if state != now {
                     return self.fail(
                         c,
@@ -582,7 +583,7 @@ impl Checker {
 
     fn converged(&mut self, c: &Cluster) -> Result<(), Violation> {
         let store = &c.api.store;
-        let nodes: BTreeMap<&str, &Value> = store.list(rid::NODE, None).map(|n| (api::name(n), &**n)).collect();
+        let nodes: BTreeMap<&str, &Value> = store.list(rid::NODE, None).map(|n| (api::name(n), &**n)).collect_tree();
         let node_ready = |n: &str| {
             nodes.get(n).is_some_and(|n| {
                 get_array(n, &["status", "conditions"]).iter().any(|c| get_str(c, &["type"]) == Some("Ready") && get_str(c, &["status"]) == Some("True"))
@@ -809,7 +810,7 @@ pub fn scenario(text: &str) -> Result<Scenario, Violation> {
 pub fn faults_left(steps: &[crate::cluster::Step]) -> Vec<String> {
     use crate::loops::Fault as F;
     let mut order: Vec<&crate::cluster::Step> = steps.iter().collect();
-    order.sort_by_key(|s| s.at);
+    order.sort_stable_by_key(|s| s.at);
     let mut left: BTreeMap<String, String> = BTreeMap::new();
     for s in order {
         let crate::cluster::Action::Fault(f) = &s.action else { continue };

@@ -8,6 +8,7 @@
 
 use super::apply::LAST_APPLIED;
 use super::*;
+use crate::foundation::sort::Sort;
 
 /// The comment kubectl puts above the object it opens.
 pub const HEADER: &str = "# Please edit the object below. Lines beginning with a '#' will be ignored,\n# and an empty file will abort the edit. If an error occurs while saving this file will be\n# reopened with the relevant failures.\n#\n";
@@ -339,7 +340,7 @@ fn list_diff(original: &[Value], modified: &[Value], key: &str) -> (Vec<Value>, 
             changes.push((id(o), Value::Object(d)));
         }
     }
-    changes.sort_by(|a, b| a.0.cmp(&b.0));
+    changes.sort_stable_by(|a, b| a.0.cmp(&b.0));
     let order = modified
         .iter()
         .map(|m| {

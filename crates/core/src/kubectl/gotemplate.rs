@@ -7,6 +7,7 @@
 //! `or`, `not`, `len`, `index`, `print`, `printf`, `println`, `eq`, `ne`, `lt`, `le`, `gt`,
 //! `ge`, `html`, `js`, `urlquery`.
 
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{Map, Value};
 
 /// Render `template` over `data`, or kubectl's parse or execution error.
@@ -693,7 +694,7 @@ fn g(v: &Value) -> G {
 
 fn sorted(m: &Map) -> Vec<(String, Value)> {
     let mut v: Vec<(String, Value)> = m.iter().map(|(k, x)| (k.to_string(), x.clone())).collect();
-    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.sort_stable_by(|a, b| a.0.cmp(&b.0));
     v
 }
 

@@ -7,6 +7,7 @@
 
 use crate::foundation::api::{self, get_array, get_str, Object};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::Value;
 use crate::loops::informer::Informer;
 
@@ -196,7 +197,7 @@ pub fn sidecar_sources(
             let c: &'static str = Box::leak(component(&d.name).into_boxed_str());
             (d.name.clone(), crate::loops::events::Source { component: c, host: String::new(), user: user.clone() })
         })
-        .collect()
+        .collect_tree()
 }
 
 /// Which of a sidecar's drivers are down (`Fault::StorageDriverDown` until

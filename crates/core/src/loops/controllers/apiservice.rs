@@ -13,6 +13,7 @@ use crate::apiserver::rbac::UserInfo;
 use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_str, rid, ResourceId, RESOURCES};
 use crate::foundation::sim::{rfc3339, Millis};
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
@@ -50,7 +51,7 @@ fn priority(group: &str, version: &str) -> Option<(i64, i64)> {
 /// access-review groups. (kubeloop's API server also serves `metrics.k8s.io` itself, where
 /// a real cluster's APIService names the metrics-server Service: it is listed as Local.)
 pub fn local_apiservices() -> Vec<Value> {
-    let mut gvs: BTreeSet<(&str, &str)> = RESOURCES.iter().map(|r| (r.group, r.version)).collect();
+    let mut gvs: BTreeSet<(&str, &str)> = RESOURCES.iter().map(|r| (r.group, r.version)).collect_tree();
     gvs.insert(("authentication.k8s.io", "v1"));
     gvs.insert(("authorization.k8s.io", "v1"));
     gvs.into_iter()

@@ -16,6 +16,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, PatchType, Request};
 use crate::foundation::api::{self, get, get_array, get_str, rid, Object, ResourceId};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::{json, Value};
 use crate::loops::csi::{attach_required, attachment_name, claimed_volume, csi_source, multi_attach_allowed, unique_volume_name};
 use crate::loops::events::Source;
@@ -202,7 +203,7 @@ impl AttachDetachController {
                 }
             }
         }
-        let live: BTreeSet<&str> = vas.iter().map(|v| api::name(v)).collect();
+        let live: BTreeSet<&str> = vas.iter().map(|v| api::name(v)).collect_tree();
         self.attach_reported.retain(|n| live.contains(n.as_str()));
         self.error_reported.retain(|n, _| live.contains(n.as_str()));
 
@@ -257,7 +258,7 @@ impl AttachDetachController {
         }
 
         // Attach what pods need.
-        let by_name: BTreeMap<&str, &Object> = vas.iter().map(|v| (api::name(v), v)).collect();
+        let by_name: BTreeMap<&str, &Object> = vas.iter().map(|v| (api::name(v), v)).collect_tree();
         for ((unique, node), want) in &desired {
             let name = attachment_name(&want.handle, &want.driver, node);
             if let Some(va) = by_name.get(name.as_str()) {
@@ -277,7 +278,7 @@ impl AttachDetachController {
                     .any(|v| !api::is_deleting(v) && (api::get_bool(v, &["status", "attached"]) == Some(true) || get(v, &["status", "attachError"]).is_some()));
                 let key = (unique.clone(), node.clone());
                 if settled && self.multi_reported.insert(key) {
-                    let other_nodes: BTreeSet<&str> = others.iter().filter_map(|v| get_str(v, &["spec", "nodeName"])).collect();
+                    let other_nodes: BTreeSet<&str> = others.iter().filter_map(|v| get_str(v, &["spec", "nodeName"])).collect_tree();
                     let users: Vec<Object> = desired
                         .iter()
                         .filter(|((u, n), _)| u == unique && other_nodes.contains(n.as_str()))
@@ -307,7 +308,7 @@ impl AttachDetachController {
                 Err(s) => cx.trace(Flow::NodeError, "attach", format!("VolumeAttachment/{name}"), "error", "", s.message),
             }
         }
-        let wanted: BTreeSet<&(String, String)> = desired.keys().collect();
+        let wanted: BTreeSet<&(String, String)> = desired.keys().collect_tree();
         self.multi_reported.retain(|k| wanted.contains(k));
     }
 

@@ -35,6 +35,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::condition;
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -218,7 +219,7 @@ pub fn plan_scale_up(pods: &[Object], snapshot: &mut [SimNode], groups: &[GroupS
 /// emptyDir not in memory, or a hostPath, unless named in the safe-to-evict-local-volumes
 /// annotation.
 pub fn has_blocking_local_storage(pod: &Value) -> bool {
-    let allowed: BTreeSet<&str> = api::annotation(pod, SAFE_TO_EVICT_LOCAL_VOLUMES).map(|s| s.split(',').map(str::trim).collect()).unwrap_or_default();
+    let allowed: BTreeSet<&str> = api::annotation(pod, SAFE_TO_EVICT_LOCAL_VOLUMES).map(|s| s.split(',').map(str::trim).collect_tree()).unwrap_or_default();
     get_array(pod, &["spec", "volumes"]).iter().any(|v| {
         let local = v.get("hostPath").is_some() || v.get("emptyDir").is_some_and(|e| get_str(e, &["medium"]) != Some("Memory"));
         local && !allowed.contains(get_str(v, &["name"]).unwrap_or(""))
@@ -378,7 +379,7 @@ impl ClusterAutoscaler {
             user,
             clouds: groups
                 .iter()
-                .map(|g| Cloud { group: g.clone(), target: g.min, instances: (1..=g.min).map(|i| g.node_spec(i).name).collect(), next: g.min + 1 })
+                .map(|g| Cloud { group: g.clone(), target: g.min, instances: (1..=g.min).map(|i| g.node_spec(i).name).collect_tree(), next: g.min + 1 })
                 .collect(),
             nodes: Informer::new(rid::NODE),
             pods: Informer::new(rid::POD),
@@ -485,7 +486,7 @@ impl ClusterAutoscaler {
 
     fn scale_up(&mut self, cx: &mut Cx) {
         let pods = self.unschedulable_pods();
-        let live: BTreeSet<(String, String)> = pods.iter().map(|p| (api::namespace(p).to_string(), api::name(p).to_string())).collect();
+        let live: BTreeSet<(String, String)> = pods.iter().map(|p| (api::namespace(p).to_string(), api::name(p).to_string())).collect_tree();
         self.reported.retain(|k, _| live.contains(k));
         if pods.is_empty() {
             return;

@@ -17,7 +17,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_bool, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::cron::{self, Schedule};
 use crate::foundation::sim::{epoch, parse_rfc3339, rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::job::finished_type;
 use crate::loops::events::Source;
@@ -316,7 +316,7 @@ impl CronJobController {
         let cj_name = api::name(cj).to_string();
         let obj = format!("CronJob/{ns}/{cj_name}");
         let mut update = false;
-        let children: BTreeSet<&str> = jobs.iter().map(|j| api::uid(j)).collect();
+        let children: BTreeSet<&str> = jobs.iter().map(|j| api::uid(j)).collect_tree();
         for j in jobs {
             let found = in_active(status, api::uid(j));
             let finished = finished_type(j);

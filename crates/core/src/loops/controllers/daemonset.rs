@@ -17,7 +17,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::selector_matches;
 use crate::foundation::pod::{condition, pod_is_available, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::deployment::pod_template_hash;
 use crate::loops::controllers::history::{self, REVISION_HASH_LABEL};
@@ -280,7 +280,7 @@ pub fn manage(ds: &Value, nodes: &[Object], node_pods: &NodePods, hash: &str, no
         }
     }
     // Unscheduled pods meant for nodes that no longer exist are never scheduled.
-    let names: BTreeSet<&str> = nodes.iter().map(|n| api::name(n)).collect();
+    let names: BTreeSet<&str> = nodes.iter().map(|n| api::name(n)).collect_tree();
     for (nname, pods) in node_pods {
         if names.contains(nname.as_str()) {
             continue;
@@ -788,7 +788,7 @@ impl DaemonSetController {
         // `cleanupHistory`: old revisions beyond the limit whose hash no pod carries.
         let limit = get_i64(&ds, &["spec", "revisionHistoryLimit"]).unwrap_or(10).max(0) as usize;
         if old.len() > limit {
-            let live: BTreeSet<&str> = pods.iter().filter_map(|p| api::label(p, REVISION_HASH_LABEL)).collect();
+            let live: BTreeSet<&str> = pods.iter().filter_map(|p| api::label(p, REVISION_HASH_LABEL)).collect_tree();
             let mut old = old.clone();
             history::sort_by_revision(&mut old);
             let mut to_kill = old.len() - limit;

@@ -14,7 +14,7 @@ use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::pod_is_active;
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Map, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -737,7 +737,7 @@ impl DeploymentController {
             return;
         }
         // Wait until no old pod is running.
-        let old_uids: BTreeSet<&str> = old.iter().map(|r| api::uid(r)).collect();
+        let old_uids: BTreeSet<&str> = old.iter().map(|r| api::uid(r)).collect_tree();
         let running = self.pods.list(Some(api::namespace(d))).any(|p| {
             api::controller_ref(p).and_then(|r| get_str(r, &["uid"])).is_some_and(|u| old_uids.contains(u))
                 && !matches!(get_str(p, &["status", "phase"]), Some("Succeeded") | Some("Failed"))

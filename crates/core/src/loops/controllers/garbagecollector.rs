@@ -11,6 +11,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, PatchType, Request, Verb};
 use crate::foundation::api::{self, get_array, get_bool, get_str, resource_for_kind, rid, Object, ObjectKey, ResourceId};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
@@ -180,7 +181,7 @@ impl GarbageCollector {
             if dangling.is_empty() && waiting.is_empty() {
                 return;
             }
-            let gone: BTreeSet<&str> = dangling.iter().chain(waiting.iter()).filter_map(|r| get_str(r, &["uid"])).collect();
+            let gone: BTreeSet<&str> = dangling.iter().chain(waiting.iter()).filter_map(|r| get_str(r, &["uid"])).collect_tree();
             let keep: Vec<Value> = refs.iter().filter(|r| !gone.contains(get_str(r, &["uid"]).unwrap_or(""))).cloned().collect();
             let _ = cx.api.handle(req_as(
                 Request::patch(k.resource, &k.namespace, &k.name, PatchType::Merge, json!({"metadata": {"ownerReferences": keep}}), self.creds()),

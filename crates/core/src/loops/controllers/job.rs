@@ -22,7 +22,7 @@ use crate::apiserver::{Credentials, PatchType, Request};
 use crate::foundation::api::{self, get, get_array, get_bool, get_i64, get_str, rid, Object, ResourceId};
 use crate::foundation::pod::{condition, pod_is_active, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::{Informer, WatchState};
@@ -963,8 +963,8 @@ impl JobController {
             ready: active_pods.iter().filter(|p| pod_is_ready(p)).count() as i64,
             terminating: pods.iter().filter(|p| is_terminating(p)).count() as i64,
             expected_rm_finalizers: self.finalizer_expectations.get(key).cloned().unwrap_or_default(),
-            uncounted_succeeded: st.uncounted_succeeded.iter().cloned().collect(),
-            uncounted_failed: st.uncounted_failed.iter().cloned().collect(),
+            uncounted_succeeded: st.uncounted_succeeded.iter().cloned().collect_tree(),
+            uncounted_failed: st.uncounted_failed.iter().cloned().collect_tree(),
             pods,
             active_pods,
             finished: None,
@@ -1027,7 +1027,7 @@ impl JobController {
                 .filter(|p| phase(p) == "Succeeded" && has_tracking_finalizer(p))
                 .filter_map(|p| completion_index(p))
                 .filter(|&i| i < n)
-                .collect::<BTreeSet<i64>>()
+                .collect_tree::<BTreeSet<i64>>()
                 .into_iter()
                 .collect();
             fresh.sort_unstable();
@@ -1042,7 +1042,7 @@ impl JobController {
                     .filter_map(|p| completion_index(p).filter(|&i| i < n).map(|i| (i, p)))
                     .filter(|(_, p)| is_index_failed(&job, p, per_index))
                     .map(|(i, _)| i)
-                    .collect::<BTreeSet<i64>>()
+                    .collect_tree::<BTreeSet<i64>>()
                     .into_iter()
                     .collect();
                 let failed_ix = prev.with_indexes(&newly);
@@ -1188,11 +1188,11 @@ impl JobController {
         let mut indexes: Vec<i64> = Vec::new();
         if is_indexed(job) {
             let n = n_completions.unwrap_or(0);
-            let active_ix: Vec<i64> = c.active_pods.iter().filter_map(|p| completion_index(p)).collect::<BTreeSet<_>>().into_iter().collect();
+            let active_ix: Vec<i64> = c.active_pods.iter().filter_map(|p| completion_index(p)).collect_tree::<BTreeSet<_>>().into_iter().collect();
             let mut taken = c.succeeded_indexes.with_indexes(&active_ix);
             if only_replace_failed(job) {
                 let term: Vec<i64> =
-                    c.pods.iter().filter(|p| is_terminating(p)).filter_map(|p| completion_index(p)).collect::<BTreeSet<_>>().into_iter().collect();
+                    c.pods.iter().filter(|p| is_terminating(p)).filter_map(|p| completion_index(p)).collect_tree::<BTreeSet<_>>().into_iter().collect();
                 taken = taken.with_indexes(&term);
             }
             if let Some(f) = &c.failed_indexes {
@@ -1345,8 +1345,12 @@ impl JobController {
         if indexed {
             c.pods.sort_stable_by_key(|p| completion_index(p).unwrap_or(-1));
         }
-        let mut with_finalizer: BTreeSet<String> =
-            c.pods.iter().filter(|p| has_tracking_finalizer(p) && !c.expected_rm_finalizers.contains(api::uid(p))).map(|p| api::uid(p).to_string()).collect();
+        let mut with_finalizer: BTreeSet<String> = c
+            .pods
+            .iter()
+            .filter(|p| has_tracking_finalizer(p) && !c.expected_rm_finalizers.contains(api::uid(p)))
+            .map(|p| api::uid(p).to_string())
+            .collect_tree();
         let old = st.clone();
         if st.clean_uncounted(&with_finalizer) {
             needs_flush = true;
@@ -1430,7 +1434,7 @@ impl JobController {
         }
         let mut rm_failed = false;
         if !to_remove.is_empty() {
-            let uids: BTreeSet<String> = to_remove.iter().map(|p| api::uid(p).to_string()).collect();
+            let uids: BTreeSet<String> = to_remove.iter().map(|p| api::uid(p).to_string()).collect_tree();
             self.finalizer_expectations.entry(key.clone()).or_default().extend(uids);
             for p in &to_remove {
                 match self.remove_finalizer(cx, p) {
@@ -1560,7 +1564,7 @@ fn is_index_failed(job: &Value, p: &Value, per_index: i64) -> bool {
 /// finalizer) until its replacement exists so that the failure count carries over.
 fn pods_with_delayed_deletion(job: &Value, c: &SyncCtx) -> BTreeMap<i64, Object> {
     let n = completions(job).unwrap_or(0);
-    let active: BTreeSet<i64> = c.active_pods.iter().filter_map(|p| completion_index(p)).collect();
+    let active: BTreeSet<i64> = c.active_pods.iter().filter_map(|p| completion_index(p)).collect_tree();
     let mut out: BTreeMap<i64, Object> = BTreeMap::new();
     for p in &c.pods {
         if !has_tracking_finalizer(p) || c.expected_rm_finalizers.contains(api::uid(p)) || !is_pod_failed(p, job) {

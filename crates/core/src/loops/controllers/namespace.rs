@@ -23,7 +23,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request, Verb};
 use crate::foundation::api::{self, get_str, rid, Object, ResourceId, RESOURCES};
 use crate::foundation::sim::{parse_rfc3339, rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::status::Status;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
@@ -369,7 +369,7 @@ impl NamespaceController {
         }
         // `finalizeNamespace`, retried on conflicts with the latest namespace.
         for _ in 0..3 {
-            let mut fins: BTreeSet<String> = api::get_array(&ns, &["spec", "finalizers"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
+            let mut fins: BTreeSet<String> = api::get_array(&ns, &["spec", "finalizers"]).iter().filter_map(Value::as_str).map(str::to_string).collect_tree();
             fins.remove(FINALIZER_KUBERNETES);
             let mut body = ns.clone();
             api::set(&mut body, &["spec", "finalizers"], json!(fins.into_iter().collect::<Vec<_>>()));

@@ -19,7 +19,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request, Verb};
 use crate::foundation::api::{self, get, get_array, get_str, rid, ResourceId};
 use crate::foundation::sim::Millis;
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -72,7 +72,7 @@ fn volume_mode(o: &Value) -> &str {
 }
 
 fn access_modes(o: &Value, path: &[&str]) -> BTreeSet<String> {
-    get_array(o, path).iter().filter_map(Value::as_str).map(str::to_string).collect()
+    get_array(o, path).iter().filter_map(Value::as_str).map(str::to_string).collect_tree()
 }
 
 /// `CheckAccessModes`: the volume offers every mode the claim asks for.

@@ -25,6 +25,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request, Verb};
 use crate::foundation::api::{self, get_array, get_str, rid, Object, ResourceId};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::Sort;
 use crate::foundation::value::{json, Value};
 use crate::loops::informer::Informer;
 use crate::loops::{req_as, Controller, Cx};
@@ -234,7 +235,7 @@ impl PodGcController {
 
 /// `byEvictionAndCreationTimestamp`: evicted pods first, then the oldest, then by name.
 fn sort_for_deletion(pods: &mut [Object]) {
-    pods.sort_by(|a, b| {
+    pods.sort_stable_by(|a, b| {
         let evicted = |p: &Value| get_str(p, &["status", "phase"]) == Some("Failed") && get_str(p, &["status", "reason"]) == Some("Evicted");
         let created = |p: &Value| get_str(p, &["metadata", "creationTimestamp"]).unwrap_or("").to_string();
         evicted(b).cmp(&evicted(a)).then_with(|| created(a).cmp(&created(b))).then_with(|| api::name(a).cmp(api::name(b)))

@@ -21,6 +21,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, PatchType, Request, Verb};
 use crate::foundation::api::{self, get, get_array, get_str, rid, ResourceId};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::{json, Value};
 use crate::loops::controllers::persistentvolume::{
     claim_class, claim_ref, ANN_BETA_STORAGE_PROVISIONER, ANN_DYNAMICALLY_PROVISIONED, ANN_SELECTED_NODE, ANN_STORAGE_PROVISIONER,
@@ -231,7 +232,7 @@ impl CsiProvisioner {
         }
         let Some(driver) = self.driver(&driver_name).cloned() else { return };
         let Some(class) = self.classes.get("", claim_class(&claim)).map(|c| (**c).clone()) else { return };
-        let zones: BTreeSet<String> = self.nodes.list(None).filter_map(|n| api::label(n, ZONE_KEY)).map(str::to_string).collect();
+        let zones: BTreeSet<String> = self.nodes.list(None).filter_map(|n| api::label(n, ZONE_KEY)).map(str::to_string).collect_tree();
         let selected = api::annotation(&claim, ANN_SELECTED_NODE).and_then(|n| self.nodes.get("", n)).and_then(|n| api::label(n, ZONE_KEY)).map(str::to_string);
         let zone = pick_zone(selected.as_deref(), &zones, uid);
         let pv = provisioned_volume(&driver, &self.identity(&driver), &claim, &class, zone.as_deref());

@@ -21,6 +21,7 @@ use crate::apiserver::trace::Flow;
 use crate::apiserver::{Credentials, Request};
 use crate::foundation::api::{self, get, get_str, rid, Object, ResourceId, RESOURCES};
 use crate::foundation::sim::Millis;
+use crate::foundation::sort::CollectTree;
 use crate::foundation::value::Value;
 use crate::loops::informer::{Delta, Informer};
 use crate::loops::{req_as, Controller, Cx};
@@ -118,7 +119,7 @@ impl ResourceQuotaController {
                 let mut inf = Informer::new(r);
                 inf.sync(&cx.api.store);
                 e.insert(inf);
-                let namespaces: BTreeSet<String> = self.quotas.list(None).map(|q| api::namespace(q).to_string()).collect();
+                let namespaces: BTreeSet<String> = self.quotas.list(None).map(|q| api::namespace(q).to_string()).collect_tree();
                 for ns in namespaces {
                     self.queue_namespace(&ns);
                 }

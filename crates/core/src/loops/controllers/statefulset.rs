@@ -17,7 +17,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::selector_matches;
 use crate::foundation::pod::{condition, pod_is_available, pod_is_ready};
 use crate::foundation::sim::{parse_rfc3339, Millis};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Map, Value};
 use crate::loops::controllers::history;
 use crate::loops::events::Source;
@@ -943,7 +943,7 @@ impl StatefulSetController {
             let _ = self.call(cx, Request::update(rid::STATEFULSET, &key.0, &key.1, body, self.creds()).with_sub("status"));
         }
         // `truncateHistory`: live revisions are the current, the update and the pods'.
-        let mut live: BTreeSet<String> = pods.iter().map(|p| pod_revision(p).to_string()).collect();
+        let mut live: BTreeSet<String> = pods.iter().map(|p| pod_revision(p).to_string()).collect_tree();
         live.insert(api::name(&current).to_string());
         live.insert(api::name(&update).to_string());
         let limit = get_i64(&set, &["spec", "revisionHistoryLimit"]).unwrap_or(10);

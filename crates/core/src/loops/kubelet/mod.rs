@@ -14,7 +14,7 @@
 use crate::apiserver::{Credentials, Request};
 use crate::apiserver::{ExecInput, ExecOutput, ExecProgress};
 use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object, ResourceId};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 mod expand;
 pub mod node;
 pub mod registry;
@@ -473,7 +473,7 @@ impl Kubelets {
             .iter()
             .filter(|d| d.kind != EventType::Deleted && crate::foundation::volume::awaits_node_expansion(&d.object))
             .map(|d| api::queue_key(&d.object))
-            .collect();
+            .collect_tree();
         storage_changed |= !self.csidrivers.sync(&cx.api.store).deltas.is_empty();
         for d in self.pvs.sync(&cx.api.store).deltas {
             storage_changed = true;
@@ -2786,7 +2786,7 @@ impl Controller for Kubelets {
             self.heartbeat(cx, ni);
             // Resync every pod the API binds here and every pod this node still runs.
             self.sync_informers(cx);
-            let mut keys: BTreeSet<Key> = self.nodes[ni].pods.keys().cloned().collect();
+            let mut keys: BTreeSet<Key> = self.nodes[ni].pods.keys().cloned().collect_tree();
             for p in self.pods.list(None) {
                 if get_str(p, &["spec", "nodeName"]) == Some(name.as_str()) {
                     keys.insert((api::namespace(p).to_string(), api::name(p).to_string()));

@@ -20,7 +20,7 @@ use crate::foundation::api::{self, get, get_array, get_i64, get_str, rid, Object
 use crate::foundation::labels::{node_selector_term_matches, selector_matches};
 use crate::foundation::quantity::value_milli;
 use crate::foundation::sim::{Millis, Rng, Stream};
-use crate::foundation::sort::Sort;
+use crate::foundation::sort::{CollectTree, Sort};
 use crate::foundation::value::{json, Value};
 use crate::loops::events::Source;
 use crate::loops::informer::Informer;
@@ -875,7 +875,7 @@ impl Scheduler {
                 domains.push(BTreeMap::new());
                 continue;
             }
-            let zeros: BTreeMap<&str, i64> = scored.iter().map(|&ni| (self.infos[ni].label(c.key).unwrap_or(""), 0)).collect();
+            let zeros: BTreeMap<&str, i64> = scored.iter().map(|&ni| (self.infos[ni].label(c.key).unwrap_or(""), 0)).collect_tree();
             weights.push(((zeros.len() + 2) as f64).ln());
             // The matching pods of every existing node, added to its domain.
             let sum_nodes = |counts: &mut BTreeMap<&str, i64>| {
@@ -907,7 +907,7 @@ impl Scheduler {
                 // that sum, without a walk over thousands of nodes for each pod.
                 (Some(o), "topology.kubernetes.io/zone", false, false, false) => {
                     let zones = self.zone_counts(o);
-                    let counts: BTreeMap<&str, i64> = zeros.keys().map(|z| (*z, zones.get(*z).copied().unwrap_or(0))).collect();
+                    let counts: BTreeMap<&str, i64> = zeros.keys().map(|z| (*z, zones.get(*z).copied().unwrap_or(0))).collect_tree();
                     if cfg!(debug_assertions) {
                         let mut summed = zeros;
                         sum_nodes(&mut summed);
@@ -1315,7 +1315,7 @@ impl Scheduler {
         let mut victims: Vec<(i64, &Key, &Placed)> =
             info.pods.iter().filter_map(|k| self.placed.get(k).map(|p| (p.priority, k, p))).filter(|(p, _, _)| *p < prio).collect();
         // The most important first, as util.MoreImportantPod orders them.
-        victims.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        victims.sort_stable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         let mut free_cpu = info.alloc_cpu - info.req.cpu;
         let mut free_mem = info.alloc_mem - info.req.memory;
         let mut free_eph = info.alloc_ephemeral - info.req.ephemeral;

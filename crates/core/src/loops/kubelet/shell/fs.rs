@@ -3,6 +3,7 @@
 //! their paths (emptyDir shared by the pod's containers and kept across restarts;
 //! ConfigMap, Secret, downward API and projected volumes read-only, holding real contents).
 
+use crate::foundation::sort::CollectTree;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -287,7 +288,7 @@ impl ReadView<'_> {
         }
         let at = self.locate(path);
         let (t, p) = self.tree(&at).ok_or(FsError::NotFound)?;
-        let mut out: BTreeMap<String, bool> = t.list(&p).into_iter().collect();
+        let mut out: BTreeMap<String, bool> = t.list(&p).into_iter().collect_tree();
         let base = normalise(path);
         let prefix = if base == "/" { "/".to_string() } else { format!("{base}/") };
         for m in self.mounts {

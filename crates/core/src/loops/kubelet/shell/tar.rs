@@ -4,6 +4,7 @@
 
 use super::applets::{bytes_text, text_bytes};
 use super::{Flow, Host, Process};
+use crate::foundation::sort::Sort;
 
 const BLOCK: usize = 512;
 
@@ -132,7 +133,7 @@ fn add(host: &dyn Host, full: &str, name: &str, archive: &mut Vec<u8>) {
         Some(true) => {
             archive.extend(header(&format!("{}/", name.trim_end_matches('/')), 0, b'5', 0o755));
             let mut children = host.list(full).unwrap_or_default();
-            children.sort();
+            children.sort_stable();
             for (child, _) in children {
                 add(host, &format!("{}/{child}", full.trim_end_matches('/')), &format!("{}/{child}", name.trim_end_matches('/')), archive);
             }
