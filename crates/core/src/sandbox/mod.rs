@@ -638,9 +638,10 @@ impl Opening {
         }
     }
 
-    /// Where the replay is (simulated time), and the moment it goes to.
-    pub fn progress(&self) -> (Millis, Millis) {
-        (self.sb.cluster.now, self.end)
+    /// Where the replay is (simulated time), the moment it goes to, and how many of the
+    /// cluster's tasks it has run.
+    pub fn progress(&self) -> (Millis, Millis, u64) {
+        (self.sb.cluster.now, self.end, self.bound - self.tasks)
     }
 
     /// The sandbox (at the link's moment once [`Opening::go_on`] said so).
@@ -1176,7 +1177,10 @@ mod tests {
             assert!(opening.progress().0 <= 600_000);
         }
         assert!(slices > 100, "one task a slice: {slices}");
-        assert_eq!(opening.progress(), (600_000, 600_000));
+        let (t, end, tasks) = opening.progress();
+        assert_eq!((t, end), (600_000, 600_000));
+        // Each paused slice ran one task; the last ran one or none.
+        assert!(tasks == slices || tasks == slices + 1, "{tasks} tasks in {slices} slices");
         let sliced = opening.into_sandbox();
         assert_eq!(crate::cluster::sweep::fingerprint(&sliced.cluster), crate::cluster::sweep::fingerprint(&opened.cluster));
         assert_eq!(sliced.share(), opened.share());
