@@ -63,6 +63,45 @@ await test('the default scenario reaches two Ready pods', async (page) => {
   }
 });
 
+// The page's wasm is split (crates/split): the functions a first visit runs, and the rest.
+const restModule = /_rest\.wasm$/;
+await test('a first visit runs without the rest of the code', async (page) => {
+  // The rest never arrives: a function outside web/first-visit.txt would stop the page.
+  await page.route(restModule, (route) => route.abort());
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.locator('.lessons-bar .progress', { hasText: /^0 of \d\d+ done$/ }).waitFor();
+  const editor = page.locator('.code textarea');
+  const text = await editor.inputValue();
+  const at = text.indexOf('replicas: ') + 'replicas: '.length;
+  await editor.focus();
+  await editor.evaluate((el, at) => el.setSelectionRange(at, at + 1), at);
+  await page.keyboard.type('3');
+  await readyCheckout(page).nth(2).waitFor({ timeout: 20000 });
+  const state = await page.evaluate(() => document.documentElement.dataset.rest);
+  if (state !== 'failed') throw new Error(`the rest's background load should have failed, it is ${state}`);
+});
+
+await test('the rest of the code loads after the first frame, or when first needed', async (page) => {
+  // Held: the background load never completes; the terminal's first command needs the
+  // rest, and loads it there and then.
+  const asked = [];
+  await page.route(restModule, (route) => {
+    asked.push(route.request().resourceType());
+    if (asked.length > 1) route.continue();
+  });
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.waitForFunction(() => document.documentElement.dataset.rest === 'fetching');
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  await input.fill('get deployments');
+  await input.press('Enter');
+  await page.locator('.term-out').getByText(/^checkout\s+2\/2\s+2\s+2\s+\S+$/).waitFor();
+  if ((await page.evaluate(() => document.documentElement.dataset.rest)) !== 'loaded') throw new Error('the rest is not loaded');
+  if (asked.length !== 2 || asked[1] !== 'xhr') throw new Error(`requests for the rest: ${asked.join(', ')}`);
+});
+
 await test('changing replicas adds pods and moves the counters', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
@@ -932,8 +971,9 @@ await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
 });
 
 // Bytes a first visit transfers, compressed as a static host would serve them: the page
-// itself, the CEL module it fetches when a manifest first needs CEL, and the API
-// documentation it fetches for the first `kubectl explain`.
+// itself (what it needs to draw and run the default example), the rest of its code (fetched
+// after the first frame), the CEL module it fetches when a manifest first needs CEL, and
+// the API documentation it fetches for the first `kubectl explain`.
 async function sizes(dir, skip) {
   const out = { raw: 0, gzip: 0, brotli: 0 };
   for (const f of await readdir(dir, { recursive: true })) {
@@ -946,11 +986,13 @@ async function sizes(dir, skip) {
   }
   return out;
 }
-const page = await sizes(dist, (f) => f.startsWith('cel') || f === 'openapi.json');
+const page = await sizes(dist, (f) => f.startsWith('cel') || f === 'openapi.json' || f.endsWith('_rest.wasm') || f === 'embed-example.html');
+const rest = await sizes(dist, (f) => !f.endsWith('_rest.wasm'));
 const cel = await sizes(join(dist, 'cel'), () => false);
 const docs = await sizes(dist, (f) => f !== 'openapi.json');
 Object.assign(results, {
   page_bytes_raw: page.raw, page_bytes_gzip: page.gzip, page_bytes_brotli: page.brotli,
+  rest_module_bytes_raw: rest.raw, rest_module_bytes_gzip: rest.gzip, rest_module_bytes_brotli: rest.brotli,
   cel_module_bytes_raw: cel.raw, cel_module_bytes_gzip: cel.gzip, cel_module_bytes_brotli: cel.brotli,
   api_docs_bytes_gzip: docs.gzip, api_docs_bytes_brotli: docs.brotli,
 });

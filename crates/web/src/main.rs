@@ -11,6 +11,7 @@ mod diagram;
 mod docs;
 mod embed;
 mod lessons;
+mod rest;
 mod sweep;
 mod timeline;
 
@@ -794,6 +795,8 @@ impl App {
         if self.lessons_read {
             return;
         }
+        // The first frame is drawn: fetch the code it did not need.
+        rest::prefetch();
         let (all, error) = load_lessons();
         self.lessons = all;
         self.lessons_read = true;
@@ -2348,6 +2351,7 @@ fn object_key(o: &Object) -> String {
 }
 
 fn main() {
+    rest::init();
     kubeloop_core::apiserver::cel::install(|| Box::new(cel::JsCel::default()));
     yew::Renderer::<App>::new().render();
 }

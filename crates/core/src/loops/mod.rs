@@ -149,7 +149,10 @@ pub trait Controller: ControllerClone {
     fn user(&self) -> &UserInfo;
     /// Resources whose changes wake it.
     fn watches(&self) -> &'static [ResourceId];
-    /// Sync informers and reconcile what is queued.
+    /// Sync informers and reconcile what is queued. The reconcile of one object (`sync`) is
+    /// `#[inline(never)]`: every loop's `run` runs in every cluster, and the page's first
+    /// download holds only the functions a first visit runs (crates/split), so a `sync`
+    /// inlined here would come with it for kinds the cluster does not have.
     fn run(&mut self, cx: &mut Cx);
     /// A timer it set fired.
     fn timer(&mut self, cx: &mut Cx, key: &str);

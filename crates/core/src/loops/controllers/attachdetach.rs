@@ -190,6 +190,7 @@ impl AttachDetachController {
         Some(unique_volume_name(driver, handle))
     }
 
+    #[inline(never)]
     fn reconcile(&mut self, cx: &mut Cx) {
         let desired = desired_state(&self.pods, &self.nodes, &self.pvcs, &self.pvs, &self.csidrivers);
         let vas: Vec<Object> = self.vas.list(None).cloned().collect();

@@ -228,6 +228,7 @@ impl CronJobController {
         }
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &Key) {
         let Some(cj) = self.cronjobs.get(&key.0, &key.1).cloned() else { return };
         let jobs: Vec<Object> =

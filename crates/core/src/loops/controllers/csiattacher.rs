@@ -130,6 +130,7 @@ impl CsiAttacher {
         cx.every(delay, name);
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, name: &str) {
         let Some(va) = self.vas.get("", name).cloned() else {
             self.in_flight.remove(name);

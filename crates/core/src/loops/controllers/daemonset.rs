@@ -729,6 +729,7 @@ impl DaemonSetController {
         e.1
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(ds) = self.sets.get(&key.0, &key.1).cloned() else { return };
         let ns = key.0.clone();

@@ -440,6 +440,7 @@ impl DeploymentController {
         }
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(d) = self.deployments.get(&key.0, &key.1).cloned() else { return };
         let dname = format!("Deployment/{}/{}", key.0, key.1);

@@ -232,6 +232,7 @@ impl DisruptionController {
         }
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(pdb) = self.pdbs.get(&key.0, &key.1).cloned() else { return };
         if api::is_deleting(&pdb) {

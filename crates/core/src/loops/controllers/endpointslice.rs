@@ -139,6 +139,7 @@ impl EndpointSliceController {
         }
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let creds = Credentials::User(self.user.clone());
         let owned: Vec<Object> = self

@@ -46,6 +46,7 @@ impl ExpandController {
     }
 
     /// `syncHandler` for one claim.
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(claim) = self.claims.get(&key.0, &key.1).map(|c| (**c).clone()) else { return };
         if !claim_needs_resize(&claim) {

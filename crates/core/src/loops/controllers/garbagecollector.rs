@@ -158,6 +158,7 @@ impl GarbageCollector {
         (api::uid(&o) == get_str(r, &["uid"]).unwrap_or("")).then_some(o)
     }
 
+    #[inline(never)]
     fn attempt_to_delete(&mut self, cx: &mut Cx, k: &ObjectKey) {
         let Some(obj) = self.cached(k).cloned() else { return };
         let fins = finalizers(&obj);
@@ -209,6 +210,7 @@ impl GarbageCollector {
         }
     }
 
+    #[inline(never)]
     fn process_owner(&mut self, cx: &mut Cx, k: &ObjectKey) {
         let Some(obj) = self.cached(k).cloned() else { return };
         if !api::is_deleting(&obj) {

@@ -749,6 +749,7 @@ impl HorizontalController {
         }
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &Key) {
         let Some(hpa) = self.hpas.get(&key.0, &key.1).cloned() else { return };
         let (ns, name) = (key.0.as_str(), key.1.as_str());

@@ -857,6 +857,7 @@ impl JobController {
     }
 
     /// `syncOrphanPod`: remove the finalizer unless a running Job owns the pod.
+    #[inline(never)]
     fn sync_orphan(&mut self, cx: &mut Cx, key: &Key) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         if let Some(r) = api::controller_ref(&pod) {
@@ -937,6 +938,7 @@ impl JobController {
         (ready, deleted)
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &Key) {
         let Some(job) = self.jobs.get(&key.0, &key.1).cloned() else {
             self.expectations.remove(key);

@@ -335,6 +335,7 @@ impl NamespaceController {
     }
 
     /// `namespacedResourcesDeleter.Delete`.
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, name: &str) -> Outcome {
         let creds = self.creds();
         let mut ns = match self.call(cx, Request::new(Verb::Get, rid::NAMESPACE, "", name, creds.clone())) {

@@ -346,6 +346,7 @@ impl PersistentVolumeController {
         Some(())
     }
 
+    #[inline(never)]
     fn sync_claim(&mut self, cx: &mut Cx, claim: &Value) {
         if api::annotation(claim, ANN_BIND_COMPLETED).is_none() {
             self.sync_unbound_claim(cx, claim);
@@ -483,6 +484,7 @@ impl PersistentVolumeController {
         }
     }
 
+    #[inline(never)]
     fn sync_volume(&mut self, cx: &mut Cx, volume: &Value) {
         let Some(r) = get(volume, &["spec", "claimRef"]).filter(|r| !r.is_null()) else {
             self.update_volume_phase(cx, volume, "Available", "");

@@ -431,6 +431,7 @@ impl ReplicaSetController {
             .unwrap_or_default()
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(rs) = self.rs.get(&key.0, &key.1).cloned() else { return };
         let obj_name = format!("{}/{}/{}", self.kind.kind, key.0, key.1);

@@ -124,6 +124,7 @@ impl CsiResizer {
     }
 
     /// `syncPVC`.
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &Key) {
         let Some((claim, pv, driver)) = self.claim_and_volume(key) else { return };
         if !claim_needs_resize(&claim) || self.expanding.contains_key(key) || self.failures.get(key).is_some_and(|(_, at)| *at > cx.now) {

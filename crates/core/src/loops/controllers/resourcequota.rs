@@ -139,6 +139,7 @@ impl ResourceQuotaController {
     }
 
     /// `syncResourceQuota`.
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(q) = self.quotas.get(&key.0, &key.1).cloned() else { return };
         let counted = &self.counted;

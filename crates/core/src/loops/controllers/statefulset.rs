@@ -882,6 +882,7 @@ impl StatefulSetController {
         Ok((current, update, collision))
     }
 
+    #[inline(never)]
     fn sync(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(set) = self.sets.get(&key.0, &key.1).cloned() else { return };
         let obj = format!("StatefulSet/{}/{}", key.0, key.1);

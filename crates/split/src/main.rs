@@ -1,0 +1,656 @@
+//! `kubeloop-split`: the page's WebAssembly in two parts, so that a first visit downloads
+//! only the code it runs.
+//!
+//! * `instrument IN OUT` writes IN with a one-byte mark per function, set when the function
+//!   first runs, in a second memory exported as `__kubeloop_profile`.
+//! * `hits IN PROFILE` prints the names of the functions whose mark is set in PROFILE, the
+//!   bytes of that memory. A name carries its symbol hash, which comes from the crate's
+//!   build metadata, the item's path and its generic arguments, not from its code: the list
+//!   outlives edits, and a new toolchain or dependency renews every name (the split then
+//!   warns that the list is out of date).
+//! * `split IN KEEP PRIMARY REST` writes PRIMARY, IN with every function whose name is not
+//!   listed in KEEP (and that is worth moving) replaced by a stub, and REST, a module that
+//!   holds those functions. A stub loads REST (through the page's `kubeloopLoadRest`
+//!   import) the first time one runs, then calls the function through the function table,
+//!   where REST's element segment put it. REST imports what it uses from PRIMARY's exports
+//!   (`$f…`, `$g…`, `$t…`, `$m…`); its start function sets PRIMARY's `$loaded` global.
+//!
+//! The page prefetches REST after its first frame (crates/web/src/rest.rs), so a stub
+//! rarely waits; `scripts/split-profile` writes KEEP (web/first-visit.txt) from a run of
+//! the instrumented page.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::process::ExitCode;
+
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{
+    CodeSection, ConstExpr, ElementSection, Elements, EntityType, ExportKind, ExportSection, Function, FunctionSection, GlobalType, ImportSection, Instruction,
+    MemArg, MemoryType, Module as Out, RawSection, StartSection, TableSection, TypeSection, ValType,
+};
+use wasmparser::{FunctionBody, Operator, Parser, Payload, TypeRef};
+
+type Error = Box<dyn std::error::Error>;
+
+/// The name of the page's import that loads the rest: wasm-bindgen names it
+/// `__wbg_<js name>_<hash>`.
+const LOADER: &str = "__wbg_kubeloopLoadRest_";
+/// A body this small costs less than its stub and its exports; it stays.
+const WORTH_MOVING: usize = 40;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let run = || -> Result<(), Error> {
+        match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["instrument", input, out] => {
+                let data = std::fs::read(input)?;
+                std::fs::write(out, instrument(&Module::parse(&data)?)?)?;
+            }
+            ["hits", input, profile] => {
+                let data = std::fs::read(input)?;
+                let m = Module::parse(&data)?;
+                let marks = std::fs::read(profile)?;
+                let names: BTreeSet<String> = (0..m.bodies.len())
+                    .filter(|&i| marks.get(i).is_some_and(|&b| b != 0))
+                    .filter_map(|i| m.names.get(&(m.func_imports + i as u32)).map(|n| n.to_string()))
+                    .collect();
+                for n in names {
+                    println!("{n}");
+                }
+            }
+            ["split", input, keep, primary, rest] => {
+                let data = std::fs::read(input)?;
+                let m = Module::parse(&data)?;
+                let keep: BTreeSet<String> =
+                    std::fs::read_to_string(keep)?.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect();
+                let (p, r, moved) = split(&m, &keep)?;
+                let mut features = wasmparser::WasmFeatures::default();
+                features.insert(wasmparser::WasmFeatures::MULTI_MEMORY);
+                for (what, bytes) in [("first part", &p), ("rest", &r)] {
+                    wasmparser::Validator::new_with_features(features).validate_all(bytes).map_err(|e| format!("the {what} is not valid: {e}"))?;
+                }
+                std::fs::write(primary, &p)?;
+                std::fs::write(rest, &r)?;
+                eprintln!("kubeloop-split: {} of {} functions moved to the rest; first part {} B, rest {} B", moved, m.bodies.len(), p.len(), r.len());
+            }
+            _ => return Err("usage: kubeloop-split instrument IN OUT | hits IN PROFILE | split IN KEEP PRIMARY REST".into()),
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kubeloop-split: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the splitter needs of a module; sections it does not change are copied as bytes.
+struct Module<'a> {
+    data: &'a [u8],
+    /// Every non-custom section but code, in order: (id, body range).
+    sections: Vec<(u8, Range<usize>)>,
+    /// Index of the code section among `sections` (it is inserted there).
+    code_at: usize,
+    /// Parameter count of each type (0 for non-function types).
+    params: Vec<u32>,
+    func_imports: u32,
+    /// The type of each imported function.
+    import_types: Vec<u32>,
+    loader: Option<u32>,
+    func_types: Vec<u32>,
+    tables: Vec<wasmparser::TableType>,
+    defined_tables: Vec<wasmparser::Table<'a>>,
+    memories: Vec<wasmparser::MemoryType>,
+    globals: Vec<wasmparser::GlobalType>,
+    start: Option<u32>,
+    bodies: Vec<FunctionBody<'a>>,
+    names: BTreeMap<u32, &'a str>,
+}
+
+impl<'a> Module<'a> {
+    fn parse(data: &'a [u8]) -> Result<Self, Error> {
+        let mut m = Module {
+            data,
+            sections: vec![],
+            code_at: 0,
+            params: vec![],
+            func_imports: 0,
+            import_types: vec![],
+            loader: None,
+            func_types: vec![],
+            tables: vec![],
+            defined_tables: vec![],
+            memories: vec![],
+            globals: vec![],
+            start: None,
+            bodies: vec![],
+            names: BTreeMap::new(),
+        };
+        for payload in Parser::new(0).parse_all(data) {
+            let payload = payload?;
+            if let Some((id, range)) = payload.as_section() {
+                if id != 0 && id != 10 {
+                    m.sections.push((id, range));
+                }
+            }
+            match payload {
+                Payload::TypeSection(r) => {
+                    for group in r {
+                        for ty in group?.into_types() {
+                            m.params.push(match &ty.composite_type.inner {
+                                wasmparser::CompositeInnerType::Func(f) => f.params().len() as u32,
+                                _ => 0,
+                            });
+                        }
+                    }
+                }
+                Payload::ImportSection(r) => {
+                    for import in r.into_imports() {
+                        let import = import?;
+                        match import.ty {
+                            TypeRef::Func(t) | TypeRef::FuncExact(t) => {
+                                if import.name.starts_with(LOADER) && m.params.get(t as usize) == Some(&1) {
+                                    m.loader = Some(m.func_imports);
+                                }
+                                m.import_types.push(t);
+                                m.func_imports += 1;
+                            }
+                            TypeRef::Table(t) => m.tables.push(t),
+                            TypeRef::Memory(t) => m.memories.push(t),
+                            TypeRef::Global(t) => m.globals.push(t),
+                            TypeRef::Tag(_) => return Err("tags are not supported".into()),
+                        }
+                    }
+                }
+                Payload::FunctionSection(r) => {
+                    for t in r {
+                        m.func_types.push(t?);
+                    }
+                }
+                Payload::TableSection(r) => {
+                    for t in r {
+                        let t = t?;
+                        m.tables.push(t.ty);
+                        m.defined_tables.push(t);
+                    }
+                }
+                Payload::MemorySection(r) => {
+                    for t in r {
+                        m.memories.push(t?);
+                    }
+                }
+                Payload::GlobalSection(r) => {
+                    for g in r {
+                        m.globals.push(g?.ty);
+                    }
+                }
+                Payload::StartSection { func, .. } => m.start = Some(func),
+                Payload::CodeSectionStart { .. } => m.code_at = m.sections.len(),
+                Payload::CodeSectionEntry(body) => m.bodies.push(body),
+                Payload::CustomSection(c) => {
+                    if let wasmparser::KnownCustom::Name(names) = c.as_known() {
+                        for sub in names {
+                            if let wasmparser::Name::Function(map) = sub? {
+                                for n in map {
+                                    let n = n?;
+                                    m.names.insert(n.index, n.name);
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The split adds globals and exports: a module without those sections gets empty ones.
+        const ORDER: [u8; 13] = [1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11];
+        let rank = |id: u8| ORDER.iter().position(|&o| o == id).unwrap_or(usize::MAX);
+        for id in [6, 7] {
+            if !m.sections.iter().any(|s| s.0 == id) {
+                let at = m.sections.iter().position(|s| rank(s.0) > rank(id)).unwrap_or(m.sections.len());
+                m.sections.insert(at, (id, 0..0));
+                if at <= m.code_at {
+                    m.code_at += 1;
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    fn bytes(&self, range: &Range<usize>) -> &'a [u8] {
+        &self.data[range.clone()]
+    }
+
+    fn type_of(&self, func: u32) -> u32 {
+        match func.checked_sub(self.func_imports) {
+            Some(i) => self.func_types[i as usize],
+            None => self.import_types[func as usize],
+        }
+    }
+
+    fn body_bytes(&self, i: usize) -> &'a [u8] {
+        self.bytes(&self.bodies[i].range())
+    }
+}
+
+/// A section whose entries are kept, with more appended.
+fn appended(m: &Module, id: u8, extra_count: u32, extra: &[u8]) -> Result<RawSection<'static>, Error> {
+    let range = m.sections.iter().find(|s| s.0 == id).map(|s| s.1.clone()).ok_or("a section the split needs is missing")?;
+    let mut reader = wasmparser::BinaryReader::new(m.bytes(&range), 0);
+    let count = if range.is_empty() { 0 } else { reader.read_var_u32()? };
+    let rest = &m.bytes(&range)[reader.original_position()..];
+    let mut body = vec![];
+    wasm_encoder::Encode::encode(&(count + extra_count), &mut body);
+    body.extend_from_slice(rest);
+    body.extend_from_slice(extra);
+    Ok(RawSection { id, data: Box::leak(body.into_boxed_slice()) })
+}
+
+/// Writes `m`'s sections in order, `replace` choosing what stands in for some of them;
+/// the code section is `code`. Custom sections are left out.
+fn assemble(m: &Module, code: &CodeSection, mut replace: impl FnMut(u8) -> Result<Option<RawSection<'static>>, Error>) -> Result<Vec<u8>, Error> {
+    let mut out = Out::new();
+    for (i, (id, range)) in m.sections.iter().enumerate() {
+        if i == m.code_at {
+            out.section(code);
+        }
+        match replace(*id)? {
+            Some(s) => out.section(&s),
+            // An empty section the parse made up.
+            None if range.is_empty() => &mut out,
+            None => out.section(&RawSection { id: *id, data: m.bytes(range) }),
+        };
+    }
+    if m.code_at == m.sections.len() {
+        out.section(code);
+    }
+    Ok(out.finish())
+}
+
+/// An encoded section's body (its count and entries), without its size.
+fn body(section: &impl wasm_encoder::Encode) -> Result<Vec<u8>, Error> {
+    let mut bytes = vec![];
+    section.encode(&mut bytes);
+    let mut r = wasmparser::BinaryReader::new(&bytes, 0);
+    r.read_var_u32()?;
+    Ok(bytes[r.original_position()..].to_vec())
+}
+
+/// An encoded section's entries, without its size and count.
+fn entries(section: &impl wasm_encoder::Encode) -> Result<Vec<u8>, Error> {
+    let bytes = body(section)?;
+    let mut r = wasmparser::BinaryReader::new(&bytes, 0);
+    r.read_var_u32()?;
+    Ok(bytes[r.original_position()..].to_vec())
+}
+
+fn encode<T: wasm_encoder::Encode>(items: impl IntoIterator<Item = T>) -> Vec<u8> {
+    let mut v = vec![];
+    for i in items {
+        i.encode(&mut v);
+    }
+    v
+}
+
+fn instrument(m: &Module) -> Result<Vec<u8>, Error> {
+    if m.memories.is_empty() || !m.sections.iter().any(|s| s.0 == 5) {
+        return Err("the module defines no memory".into());
+    }
+    let profile = m.memories.len() as u32;
+    let pages = (m.bodies.len() as u64).div_ceil(65536).max(1);
+    let mut code = CodeSection::new();
+    for (i, body) in m.bodies.iter().enumerate() {
+        let mut locals = body.get_locals_reader()?;
+        for _ in 0..locals.get_count() {
+            locals.read()?;
+        }
+        let ops_at = locals.original_position() - body.range().start;
+        let bytes = m.body_bytes(i);
+        let mut mark = bytes[..ops_at].to_vec();
+        for ins in [Instruction::I32Const(i as i32), Instruction::I32Const(1), Instruction::I32Store8(MemArg { offset: 0, align: 0, memory_index: profile })] {
+            wasm_encoder::Encode::encode(&ins, &mut mark);
+        }
+        mark.extend_from_slice(&bytes[ops_at..]);
+        code.raw(&mark);
+    }
+    let memory = MemoryType { minimum: pages, maximum: None, memory64: false, shared: false, page_size_log2: None };
+    let mut export = vec![];
+    wasm_encoder::Encode::encode("__kubeloop_profile", &mut export);
+    export.push(0x02);
+    wasm_encoder::Encode::encode(&profile, &mut export);
+    assemble(m, &code, |id| match id {
+        5 => appended(m, 5, 1, &encode([memory])).map(Some),
+        7 => appended(m, 7, 1, &export).map(Some),
+        _ => Ok(None),
+    })
+}
+
+/// What a function body refers to, so that it can live in the rest.
+#[derive(Default)]
+struct Refs {
+    funcs: BTreeSet<u32>,
+    globals: BTreeSet<u32>,
+}
+
+/// The functions and globals `body` uses; None if it uses something the rest cannot
+/// import (data or element segments, `ref.func`).
+fn refs(body: &FunctionBody) -> Result<Option<Refs>, Error> {
+    let mut r = Refs::default();
+    let mut ops = body.get_operators_reader()?;
+    while !ops.eof() {
+        match ops.read()? {
+            Operator::Call { function_index } | Operator::ReturnCall { function_index } => {
+                r.funcs.insert(function_index);
+            }
+            Operator::GlobalGet { global_index } | Operator::GlobalSet { global_index } => {
+                r.globals.insert(global_index);
+            }
+            Operator::RefFunc { .. } | Operator::MemoryInit { .. } | Operator::DataDrop { .. } | Operator::TableInit { .. } | Operator::ElemDrop { .. } => {
+                return Ok(None)
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(r))
+}
+
+/// Renumbers a moved body's functions and globals into the rest's index spaces.
+struct Renumber<'m> {
+    funcs: &'m BTreeMap<u32, u32>,
+    globals: &'m BTreeMap<u32, u32>,
+}
+
+impl Reencode for Renumber<'_> {
+    type Error = std::convert::Infallible;
+    fn function_index(&mut self, func: u32) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
+        Ok(self.funcs[&func])
+    }
+    fn global_index(&mut self, global: u32) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
+        Ok(self.globals[&global])
+    }
+}
+
+/// An export name for index `i` of a kind: `$f12`, `$g0`.
+fn export_name(kind: char, i: u32) -> String {
+    format!("${kind}{i}")
+}
+
+fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize), Error> {
+    let loader = m.loader.ok_or("the page's wasm does not import kubeloopLoadRest")?;
+    let Some(table0) = m.defined_tables.first().filter(|_| m.tables.len() == m.defined_tables.len()) else {
+        return Err("the function table is imported; the split needs it defined".into());
+    };
+    // The functions to move, and what each uses.
+    let mut moved: BTreeMap<u32, Refs> = BTreeMap::new();
+    for (i, body) in m.bodies.iter().enumerate() {
+        let index = m.func_imports + i as u32;
+        // A function with no name cannot be found in the list: it stays.
+        let kept = m.names.get(&index).is_none_or(|n| keep.contains(*n));
+        if kept || Some(index) == m.start || m.body_bytes(i).len() < WORTH_MOVING {
+            continue;
+        }
+        if let Some(r) = refs(body)? {
+            moved.insert(index, r);
+        }
+    }
+    let found = m.names.values().filter(|n| keep.contains(**n)).count();
+    if found * 10 < keep.len() * 9 {
+        eprintln!(
+            "kubeloop-split: warning: only {found} of the {} functions listed to keep are in this build: \
+             the list is out of date (run scripts/split-profile)",
+            keep.len()
+        );
+    }
+    let base = table0.ty.initial as u32;
+    let slot: BTreeMap<u32, u32> = moved.keys().enumerate().map(|(k, &f)| (f, base + k as u32)).collect();
+    let loaded = m.globals.len() as u32;
+
+    // The rest imports these from the first part.
+    let used_funcs: BTreeSet<u32> = moved.values().flat_map(|r| r.funcs.iter().copied()).filter(|f| !moved.contains_key(f)).collect();
+    let used_globals: BTreeSet<u32> = moved.values().flat_map(|r| r.globals.iter().copied()).chain([loaded]).collect();
+    let mut funcs: BTreeMap<u32, u32> = used_funcs.iter().enumerate().map(|(k, &f)| (f, k as u32)).collect();
+    let imported = used_funcs.len() as u32;
+    funcs.extend(moved.keys().enumerate().map(|(k, &f)| (f, imported + k as u32)));
+    let globals: BTreeMap<u32, u32> = used_globals.iter().enumerate().map(|(k, &g)| (g, k as u32)).collect();
+
+    // The first part: stubs, a larger table, the `$loaded` global and the exports.
+    let mut code = CodeSection::new();
+    for (i, _) in m.bodies.iter().enumerate() {
+        let index = m.func_imports + i as u32;
+        let Some(&s) = slot.get(&index) else {
+            code.raw(m.body_bytes(i));
+            continue;
+        };
+        let ty = m.func_types[i];
+        let mut f = Function::new([]);
+        f.instruction(&Instruction::GlobalGet(loaded))
+            .instruction(&Instruction::I32Eqz)
+            .instruction(&Instruction::If(wasm_encoder::BlockType::Empty))
+            .instruction(&Instruction::I32Const(1))
+            .instruction(&Instruction::Call(loader))
+            .instruction(&Instruction::End);
+        for p in 0..m.params[ty as usize] {
+            f.instruction(&Instruction::LocalGet(p));
+        }
+        f.instruction(&Instruction::I32Const(s as i32))
+            .instruction(&Instruction::CallIndirect { type_index: ty, table_index: 0 })
+            .instruction(&Instruction::End);
+        code.function(&f);
+    }
+    let mut tables = TableSection::new();
+    let mut re = RoundtripReencoder;
+    for (k, t) in m.defined_tables.iter().enumerate() {
+        let mut ty = re.table_type(t.ty)?;
+        if k == 0 {
+            ty.minimum += moved.len() as u64;
+            ty.maximum = ty.maximum.map(|x| x + moved.len() as u64);
+        }
+        match &t.init {
+            wasmparser::TableInit::RefNull => tables.table(ty),
+            wasmparser::TableInit::Expr(e) => tables.table_with_init(ty, &re.const_expr(e.clone())?),
+        };
+    }
+    let loaded_global = encode([GlobalType { val_type: ValType::I32, mutable: true, shared: false }]);
+    let mut loaded_global = loaded_global;
+    wasm_encoder::Encode::encode(&ConstExpr::i32_const(0), &mut loaded_global);
+    let mut exports = ExportSection::new();
+    for &f in &used_funcs {
+        exports.export(&export_name('f', f), ExportKind::Func, f);
+    }
+    for &g in &used_globals {
+        exports.export(&export_name('g', g), ExportKind::Global, g);
+    }
+    for t in 0..m.tables.len() as u32 {
+        exports.export(&export_name('t', t), ExportKind::Table, t);
+    }
+    for t in 0..m.memories.len() as u32 {
+        exports.export(&export_name('m', t), ExportKind::Memory, t);
+    }
+    let export_entries = entries(&exports)?;
+    let primary = assemble(m, &code, |id| match id {
+        4 => Ok(Some(RawSection { id: 4, data: Box::leak(body(&tables)?.into_boxed_slice()) })),
+        6 => appended(m, 6, 1, &loaded_global).map(Some),
+        7 => appended(m, 7, exports.len(), &export_entries).map(Some),
+        _ => Ok(None),
+    })?;
+
+    // The rest.
+    let mut rest = Out::new();
+    let start_type = m.params.len() as u32;
+    let mut unit = TypeSection::new();
+    unit.ty().function([], []);
+    let unit_entry = entries(&unit)?;
+    rest.section(&appended(m, 1, 1, &unit_entry)?);
+    let mut imports = ImportSection::new();
+    for &f in &used_funcs {
+        let t = m.type_of(f);
+        imports.import("p", &export_name('f', f), EntityType::Function(t));
+    }
+    for (k, t) in m.tables.iter().enumerate() {
+        let mut ty = re.table_type(*t)?;
+        if k == 0 {
+            ty.minimum += moved.len() as u64;
+            ty.maximum = ty.maximum.map(|x| x + moved.len() as u64);
+        }
+        imports.import("p", &export_name('t', k as u32), EntityType::Table(ty));
+    }
+    for (k, t) in m.memories.iter().enumerate() {
+        imports.import("p", &export_name('m', k as u32), EntityType::Memory(re.memory_type(*t)?));
+    }
+    for &g in &used_globals {
+        let ty = if g == loaded { GlobalType { val_type: ValType::I32, mutable: true, shared: false } } else { re.global_type(m.globals[g as usize])? };
+        imports.import("p", &export_name('g', g), EntityType::Global(ty));
+    }
+    rest.section(&imports);
+    let mut functions = FunctionSection::new();
+    for &f in moved.keys() {
+        functions.function(m.func_types[(f - m.func_imports) as usize]);
+    }
+    functions.function(start_type);
+    rest.section(&functions);
+    let start = imported + moved.len() as u32;
+    rest.section(&StartSection { function_index: start });
+    let mut elements = ElementSection::new();
+    let members: Vec<u32> = (imported..start).collect();
+    elements.active(Some(0), &ConstExpr::i32_const(base as i32), Elements::Functions(members.into()));
+    rest.section(&elements);
+    let mut code = CodeSection::new();
+    let mut renumber = Renumber { funcs: &funcs, globals: &globals };
+    for &f in moved.keys() {
+        let body = &m.bodies[(f - m.func_imports) as usize];
+        let mut out = renumber.new_function_with_parsed_locals(body)?;
+        let mut ops = body.get_operators_reader()?;
+        while !ops.eof() {
+            out.instruction(&renumber.parse_instruction(&mut ops)?);
+        }
+        code.function(&out);
+    }
+    let mut set = Function::new([]);
+    set.instruction(&Instruction::I32Const(1)).instruction(&Instruction::GlobalSet(globals[&loaded])).instruction(&Instruction::End);
+    code.function(&set);
+    rest.section(&code);
+    Ok((primary, rest.finish(), moved.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_encoder::{GlobalSection, IndirectNameMap, MemorySection, NameMap, NameSection};
+
+    /// A module as the page's looks to the split: the loader import, a table, a memory,
+    /// a stack pointer, and two functions worth moving (`kept` and `moved`) and one too
+    /// small to (`tiny`); `kept` calls `moved`, which calls `tiny` and uses the global.
+    fn page() -> Vec<u8> {
+        let mut m = Out::new();
+        let mut types = TypeSection::new();
+        types.ty().function([ValType::I32], []);
+        types.ty().function([ValType::I32, ValType::I32], [ValType::I32]);
+        m.section(&types);
+        let mut imports = ImportSection::new();
+        imports.import("wbg", "__wbg_kubeloopLoadRest_0123", EntityType::Function(0));
+        m.section(&imports);
+        let mut funcs = FunctionSection::new();
+        funcs.function(1).function(1).function(1);
+        m.section(&funcs);
+        let mut tables = TableSection::new();
+        tables.table(wasm_encoder::TableType { element_type: wasm_encoder::RefType::FUNCREF, minimum: 1, maximum: Some(1), table64: false, shared: false });
+        m.section(&tables);
+        let mut memories = MemorySection::new();
+        memories.memory(MemoryType { minimum: 1, maximum: None, memory64: false, shared: false, page_size_log2: None });
+        m.section(&memories);
+        let mut globals = GlobalSection::new();
+        globals.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(1024));
+        m.section(&globals);
+        let mut code = CodeSection::new();
+        let long = |f: &mut Function| {
+            for _ in 0..12 {
+                f.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::Drop);
+            }
+        };
+        let mut kept = Function::new([]);
+        long(&mut kept);
+        kept.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::LocalGet(1)).instruction(&Instruction::Call(2)).instruction(&Instruction::End);
+        let mut moved = Function::new([]);
+        long(&mut moved);
+        moved.instruction(&Instruction::GlobalGet(0)).instruction(&Instruction::LocalGet(1)).instruction(&Instruction::Call(3)).instruction(&Instruction::End);
+        let mut tiny = Function::new([]);
+        tiny.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::End);
+        code.function(&kept).function(&moved).function(&tiny);
+        m.section(&code);
+        let mut names = NameSection::new();
+        let mut map = NameMap::new();
+        map.append(1, "kept");
+        map.append(2, "moved");
+        map.append(3, "tiny");
+        names.functions(&map);
+        names.locals(&IndirectNameMap::new());
+        m.section(&names);
+        m.finish()
+    }
+
+    #[test]
+    fn moves_what_is_not_kept_behind_a_stub_and_a_table_slot() {
+        let data = page();
+        let m = Module::parse(&data).unwrap();
+        let keep = BTreeSet::from(["kept".to_string()]);
+        let (p, r, moved) = split(&m, &keep).unwrap();
+        assert_eq!(moved, 1, "only `moved`: `kept` is listed, `tiny` costs less than its stub");
+        let features = wasmparser::WasmFeatures::default();
+        wasmparser::Validator::new_with_features(features).validate_all(&p).unwrap();
+        wasmparser::Validator::new_with_features(features).validate_all(&r).unwrap();
+
+        let first = Module::parse(&p).unwrap();
+        assert_eq!(first.tables[0].initial, 2, "the table has a slot for the moved function");
+        assert_eq!(first.globals.len(), 2, "and a `$loaded` global");
+        // The stub: load the rest unless loaded, then call slot 1.
+        let mut ops = first.bodies[1].get_operators_reader().unwrap();
+        let mut seen = vec![];
+        while !ops.eof() {
+            seen.push(format!("{:?}", ops.read().unwrap()));
+        }
+        assert_eq!(
+            seen,
+            [
+                "GlobalGet { global_index: 1 }",
+                "I32Eqz",
+                "If { blockty: Empty }",
+                "I32Const { value: 1 }",
+                "Call { function_index: 0 }",
+                "End",
+                "LocalGet { local_index: 0 }",
+                "LocalGet { local_index: 1 }",
+                "I32Const { value: 1 }",
+                "CallIndirect { type_index: 1, table_index: 0 }",
+                "End"
+            ]
+        );
+        assert_eq!(first.body_bytes(0), m.body_bytes(0), "a kept function is copied as it was");
+
+        // The rest imports `tiny`, the table, the memory and both globals, and puts `moved`
+        // in slot 1; its start function sets `$loaded`.
+        let rest = Module::parse(&r).unwrap();
+        assert_eq!(rest.func_imports, 1);
+        assert_eq!(rest.globals.len(), 2);
+        assert_eq!(rest.bodies.len(), 2);
+        assert_eq!(rest.start, Some(2));
+        let mut exports = vec![];
+        for payload in Parser::new(0).parse_all(&p) {
+            if let Payload::ExportSection(s) = payload.unwrap() {
+                exports.extend(s.into_iter().map(|e| e.unwrap().name.to_string()));
+            }
+        }
+        assert_eq!(exports, ["$f3", "$g0", "$g1", "$t0", "$m0"]);
+    }
+
+    #[test]
+    fn the_page_must_import_the_loader() {
+        let mut data = page();
+        let at = data.windows(16).position(|w| w == b"kubeloopLoadRest").unwrap();
+        data[at..at + 16].copy_from_slice(b"somethingElse!!!");
+        let m = Module::parse(&data).unwrap();
+        let err = split(&m, &BTreeSet::new()).err().unwrap();
+        assert!(err.to_string().contains("does not import kubeloopLoadRest"), "{err}");
+    }
+}
