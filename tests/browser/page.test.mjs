@@ -29,6 +29,7 @@ async function test(name, fn) {
   } catch (e) {
     failed++;
     console.log(`FAIL ${name}\n     ${String(e.stack || e).split('\n').slice(0, 4).join('\n     ')}`);
+    if (errors.length) console.log(`     page errors: ${errors.join('; ')}`);
     await page.screenshot({ path: `target/browser-${name.replace(/\W+/g, '-')}.png` }).catch(() => {});
   }
   await context.close();
