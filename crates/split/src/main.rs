@@ -105,6 +105,9 @@ struct Module<'a> {
     memories: Vec<wasmparser::MemoryType>,
     globals: Vec<wasmparser::GlobalType>,
     start: Option<u32>,
+    /// Functions the module's element segments and exports name (callable from outside
+    /// any function body).
+    named_outside: BTreeSet<u32>,
     bodies: Vec<FunctionBody<'a>>,
     names: BTreeMap<u32, &'a str>,
 }
@@ -125,6 +128,7 @@ impl<'a> Module<'a> {
             memories: vec![],
             globals: vec![],
             start: None,
+            named_outside: BTreeSet::new(),
             bodies: vec![],
             names: BTreeMap::new(),
         };
@@ -187,6 +191,35 @@ impl<'a> Module<'a> {
                     }
                 }
                 Payload::StartSection { func, .. } => m.start = Some(func),
+                Payload::ExportSection(r) => {
+                    for e in r {
+                        let e = e?;
+                        if e.kind == wasmparser::ExternalKind::Func {
+                            m.named_outside.insert(e.index);
+                        }
+                    }
+                }
+                Payload::ElementSection(r) => {
+                    for segment in r {
+                        match segment?.items {
+                            wasmparser::ElementItems::Functions(fs) => {
+                                for f in fs {
+                                    m.named_outside.insert(f?);
+                                }
+                            }
+                            wasmparser::ElementItems::Expressions(_, es) => {
+                                for e in es {
+                                    let mut ops = e?.get_operators_reader();
+                                    while !ops.eof() {
+                                        if let Operator::RefFunc { function_index } = ops.read()? {
+                                            m.named_outside.insert(function_index);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
                 Payload::CodeSectionStart { .. } => m.code_at = m.sections.len(),
                 Payload::CodeSectionEntry(body) => m.bodies.push(body),
                 Payload::CustomSection(c) => {
@@ -334,26 +367,29 @@ struct Refs {
     globals: BTreeSet<u32>,
 }
 
-/// The functions and globals `body` uses; None if it uses something the rest cannot
+/// The functions and globals `body` uses, and whether it uses nothing the rest cannot
 /// import (data or element segments, `ref.func`).
-fn refs(body: &FunctionBody) -> Result<Option<Refs>, Error> {
+fn refs(body: &FunctionBody) -> Result<(Refs, bool), Error> {
     let mut r = Refs::default();
+    let mut movable = true;
     let mut ops = body.get_operators_reader()?;
     while !ops.eof() {
         match ops.read()? {
             Operator::Call { function_index } | Operator::ReturnCall { function_index } => {
                 r.funcs.insert(function_index);
             }
+            Operator::RefFunc { function_index } => {
+                r.funcs.insert(function_index);
+                movable = false;
+            }
             Operator::GlobalGet { global_index } | Operator::GlobalSet { global_index } => {
                 r.globals.insert(global_index);
             }
-            Operator::RefFunc { .. } | Operator::MemoryInit { .. } | Operator::DataDrop { .. } | Operator::TableInit { .. } | Operator::ElemDrop { .. } => {
-                return Ok(None)
-            }
+            Operator::MemoryInit { .. } | Operator::DataDrop { .. } | Operator::TableInit { .. } | Operator::ElemDrop { .. } => movable = false,
             _ => {}
         }
     }
-    Ok(Some(r))
+    Ok((r, movable))
 }
 
 /// Renumbers a moved body's functions and globals into the rest's index spaces.
@@ -382,19 +418,43 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     let Some(table0) = m.defined_tables.first().filter(|_| m.tables.len() == m.defined_tables.len()) else {
         return Err("the function table is imported; the split needs it defined".into());
     };
-    // The functions to move, and what each uses.
-    let mut moved: BTreeMap<u32, Refs> = BTreeMap::new();
+    // The functions that could move (not listed, no data or element segment instructions),
+    // with what each uses.
+    let mut movable: BTreeMap<u32, Refs> = BTreeMap::new();
     for (i, body) in m.bodies.iter().enumerate() {
         let index = m.func_imports + i as u32;
         // A function with no name cannot be found in the list: it stays.
-        let kept = m.names.get(&index).is_none_or(|n| keep.contains(*n));
-        if kept || Some(index) == m.start || m.body_bytes(i).len() < WORTH_MOVING {
+        let listed = m.names.get(&index).is_none_or(|n| keep.contains(*n));
+        if listed || Some(index) == m.start {
             continue;
         }
-        if let Some(r) = refs(body)? {
-            moved.insert(index, r);
+        if let (r, true) = refs(body)? {
+            movable.insert(index, r);
         }
     }
+    // What the first part calls needs a stub where it was; a function too small to be worth
+    // its stub then stays, and what it calls is called from the first part in turn.
+    let mut called: BTreeSet<u32> = m.named_outside.clone();
+    called.extend(m.start);
+    for (i, body) in m.bodies.iter().enumerate() {
+        let index = m.func_imports + i as u32;
+        if !movable.contains_key(&index) {
+            called.extend(refs(body)?.0.funcs);
+        }
+    }
+    loop {
+        let small: Vec<u32> =
+            movable.keys().copied().filter(|f| called.contains(f) && m.body_bytes((f - m.func_imports) as usize).len() < WORTH_MOVING).collect();
+        if small.is_empty() {
+            break;
+        }
+        for f in small {
+            if let Some(r) = movable.remove(&f) {
+                called.extend(r.funcs);
+            }
+        }
+    }
+    let moved = movable;
     let found = m.names.values().filter(|n| keep.contains(**n)).count();
     if found * 10 < keep.len() * 9 {
         eprintln!(
@@ -404,7 +464,9 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
         );
     }
     let base = table0.ty.initial as u32;
-    let slot: BTreeMap<u32, u32> = moved.keys().enumerate().map(|(k, &f)| (f, base + k as u32)).collect();
+    // A table slot, and a stub, for each moved function the first part calls; the others
+    // leave an `unreachable` behind.
+    let slot: BTreeMap<u32, u32> = moved.keys().filter(|f| called.contains(f)).enumerate().map(|(k, &f)| (f, base + k as u32)).collect();
     let loaded = m.globals.len() as u32;
 
     // The rest imports these from the first part.
@@ -420,7 +482,11 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     for (i, _) in m.bodies.iter().enumerate() {
         let index = m.func_imports + i as u32;
         let Some(&s) = slot.get(&index) else {
-            code.raw(m.body_bytes(i));
+            if moved.contains_key(&index) {
+                code.function(Function::new([]).instruction(&Instruction::Unreachable).instruction(&Instruction::End));
+            } else {
+                code.raw(m.body_bytes(i));
+            }
             continue;
         };
         let ty = m.func_types[i];
@@ -444,8 +510,8 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     for (k, t) in m.defined_tables.iter().enumerate() {
         let mut ty = re.table_type(t.ty)?;
         if k == 0 {
-            ty.minimum += moved.len() as u64;
-            ty.maximum = ty.maximum.map(|x| x + moved.len() as u64);
+            ty.minimum += slot.len() as u64;
+            ty.maximum = ty.maximum.map(|x| x + slot.len() as u64);
         }
         match &t.init {
             wasmparser::TableInit::RefNull => tables.table(ty),
@@ -491,8 +557,8 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     for (k, t) in m.tables.iter().enumerate() {
         let mut ty = re.table_type(*t)?;
         if k == 0 {
-            ty.minimum += moved.len() as u64;
-            ty.maximum = ty.maximum.map(|x| x + moved.len() as u64);
+            ty.minimum += slot.len() as u64;
+            ty.maximum = ty.maximum.map(|x| x + slot.len() as u64);
         }
         imports.import("p", &export_name('t', k as u32), EntityType::Table(ty));
     }
@@ -513,7 +579,7 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     let start = imported + moved.len() as u32;
     rest.section(&StartSection { function_index: start });
     let mut elements = ElementSection::new();
-    let members: Vec<u32> = (imported..start).collect();
+    let members: Vec<u32> = slot.keys().map(|f| funcs[f]).collect();
     elements.active(Some(0), &ConstExpr::i32_const(base as i32), Elements::Functions(members.into()));
     rest.section(&elements);
     let mut code = CodeSection::new();
@@ -540,8 +606,9 @@ mod tests {
     use wasm_encoder::{GlobalSection, IndirectNameMap, MemorySection, NameMap, NameSection};
 
     /// A module as the page's looks to the split: the loader import, a table, a memory,
-    /// a stack pointer, and two functions worth moving (`kept` and `moved`) and one too
-    /// small to (`tiny`); `kept` calls `moved`, which calls `tiny` and uses the global.
+    /// a stack pointer, two functions worth a stub (`kept`, listed, and `moved`) and two
+    /// smaller (`tiny`, `helper`); `kept` calls `moved` and `helper`, `moved` calls `tiny`
+    /// and uses the global.
     fn page() -> Vec<u8> {
         let mut m = Out::new();
         let mut types = TypeSection::new();
@@ -552,7 +619,7 @@ mod tests {
         imports.import("wbg", "__wbg_kubeloopLoadRest_0123", EntityType::Function(0));
         m.section(&imports);
         let mut funcs = FunctionSection::new();
-        funcs.function(1).function(1).function(1);
+        funcs.function(1).function(1).function(1).function(1);
         m.section(&funcs);
         let mut tables = TableSection::new();
         tables.table(wasm_encoder::TableType { element_type: wasm_encoder::RefType::FUNCREF, minimum: 1, maximum: Some(1), table64: false, shared: false });
@@ -571,19 +638,25 @@ mod tests {
         };
         let mut kept = Function::new([]);
         long(&mut kept);
-        kept.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::LocalGet(1)).instruction(&Instruction::Call(2)).instruction(&Instruction::End);
+        kept.instruction(&Instruction::LocalGet(0))
+            .instruction(&Instruction::LocalGet(1))
+            .instruction(&Instruction::Call(4))
+            .instruction(&Instruction::LocalGet(1))
+            .instruction(&Instruction::Call(2))
+            .instruction(&Instruction::End);
         let mut moved = Function::new([]);
         long(&mut moved);
         moved.instruction(&Instruction::GlobalGet(0)).instruction(&Instruction::LocalGet(1)).instruction(&Instruction::Call(3)).instruction(&Instruction::End);
         let mut tiny = Function::new([]);
         tiny.instruction(&Instruction::LocalGet(0)).instruction(&Instruction::End);
-        code.function(&kept).function(&moved).function(&tiny);
+        code.function(&kept).function(&moved).function(&tiny).function(&tiny);
         m.section(&code);
         let mut names = NameSection::new();
         let mut map = NameMap::new();
         map.append(1, "kept");
         map.append(2, "moved");
         map.append(3, "tiny");
+        map.append(4, "helper");
         names.functions(&map);
         names.locals(&IndirectNameMap::new());
         m.section(&names);
@@ -596,7 +669,7 @@ mod tests {
         let m = Module::parse(&data).unwrap();
         let keep = BTreeSet::from(["kept".to_string()]);
         let (p, r, moved) = split(&m, &keep).unwrap();
-        assert_eq!(moved, 1, "only `moved`: `kept` is listed, `tiny` costs less than its stub");
+        assert_eq!(moved, 2, "`moved`, and `tiny`, which only `moved` calls; `helper` is too small for a stub");
         let features = wasmparser::WasmFeatures::default();
         wasmparser::Validator::new_with_features(features).validate_all(&p).unwrap();
         wasmparser::Validator::new_with_features(features).validate_all(&r).unwrap();
@@ -627,21 +700,24 @@ mod tests {
             ]
         );
         assert_eq!(first.body_bytes(0), m.body_bytes(0), "a kept function is copied as it was");
+        assert_eq!(first.body_bytes(3), m.body_bytes(3), "and so is one too small for a stub");
+        assert_eq!(first.body_bytes(2), [0, 0x00, 0x0b], "what only the rest calls leaves `unreachable` behind");
 
-        // The rest imports `tiny`, the table, the memory and both globals, and puts `moved`
-        // in slot 1; its start function sets `$loaded`.
+        // The rest imports the table, the memory and both globals, and puts `moved` in slot
+        // 1; its start function sets `$loaded`.
         let rest = Module::parse(&r).unwrap();
-        assert_eq!(rest.func_imports, 1);
+        assert_eq!(rest.func_imports, 0);
         assert_eq!(rest.globals.len(), 2);
-        assert_eq!(rest.bodies.len(), 2);
+        assert_eq!(rest.bodies.len(), 3);
         assert_eq!(rest.start, Some(2));
+        assert_eq!(rest.named_outside, BTreeSet::from([0]), "the element segment names `moved`");
         let mut exports = vec![];
         for payload in Parser::new(0).parse_all(&p) {
             if let Payload::ExportSection(s) = payload.unwrap() {
                 exports.extend(s.into_iter().map(|e| e.unwrap().name.to_string()));
             }
         }
-        assert_eq!(exports, ["$f3", "$g0", "$g1", "$t0", "$m0"]);
+        assert_eq!(exports, ["$g0", "$g1", "$t0", "$m0"]);
     }
 
     #[test]
