@@ -83,7 +83,7 @@ await test('a first visit runs without the rest of the code', async (page) => {
   if (state !== 'failed') throw new Error(`the rest's background load should have failed, it is ${state}`);
 });
 
-await test('the rest of the code loads after the first frame, or when first needed', async (page) => {
+await test('the rest of the code loads in the background, or when first needed', async (page) => {
   // Held: the background load never completes; the terminal's first command needs the
   // rest, and loads it there and then.
   const asked = [];
@@ -973,7 +973,7 @@ await test('measure: keystroke to diagram, long tasks at 1x', async (page) => {
 
 // Bytes a first visit transfers, compressed as a static host would serve them: the page
 // itself (what it needs to draw and run the default example), the rest of its code (fetched
-// after the first frame), the CEL module it fetches when a manifest first needs CEL, and
+// in the background once the page runs), the CEL module it fetches when a manifest first needs CEL, and
 // the API documentation it fetches for the first `kubectl explain`.
 async function sizes(dir, skip) {
   const out = { raw: 0, gzip: 0, brotli: 0 };

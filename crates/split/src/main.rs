@@ -15,7 +15,7 @@
 //!   where REST's element segment put it. REST imports what it uses from PRIMARY's exports
 //!   (`$f…`, `$g…`, `$t…`, `$m…`); its start function sets PRIMARY's `$loaded` global.
 //!
-//! The page prefetches REST after its first frame (crates/web/src/rest.rs), so a stub
+//! The page fetches REST in the background as soon as it runs (crates/web/src/rest.rs), so a stub
 //! rarely waits; `scripts/split-profile` writes KEEP (web/first-visit.txt) from a run of
 //! the instrumented page.
 

@@ -795,8 +795,6 @@ impl App {
         if self.lessons_read {
             return;
         }
-        // The first frame is drawn: fetch the code it did not need.
-        rest::prefetch();
         let (all, error) = load_lessons();
         self.lessons = all;
         self.lessons_read = true;
@@ -2351,7 +2349,10 @@ fn object_key(o: &Object) -> String {
 }
 
 fn main() {
+    // The page's module is loaded: fetch the rest of the code in the background. The page
+    // runs without it until something it has not yet needed is first called.
     rest::init();
+    rest::prefetch();
     kubeloop_core::apiserver::cel::install(|| Box::new(cel::JsCel::default()));
     yew::Renderer::<App>::new().render();
 }

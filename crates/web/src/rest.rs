@@ -2,8 +2,9 @@
 //! keeps in the page's wasm the functions a first visit runs (`web/first-visit.txt`) and
 //! moves the others into `<name>_rest.wasm`, leaving a stub for each that calls
 //! `kubeloopLoadRest(true)` before its first use. The page fetches and compiles the rest in
-//! the background after its first frame (`prefetch`); a stub that runs before that has
-//! finished loads it there and then, synchronously.
+//! the background from the moment its module runs (`prefetch`: the download of the first
+//! part is over by then, and compiling happens off the main thread); a stub that runs
+//! before that has finished loads it there and then, synchronously.
 
 use wasm_bindgen::prelude::*;
 
