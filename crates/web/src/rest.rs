@@ -28,7 +28,7 @@ export function kubeloopRestState() { return state; }
 export function kubeloopLoadRest(now) {
   if (state === 'loaded') return;
   const where = url();
-  if (!where || !exports) throw new Error('kubeloop: this page has no rest module to load');
+  if (!where || !exports) throw new Error("kubeloop: the rest of the page's code was needed before the page could load it");
   if (!now) {
     if (!compiling) {
       set('fetching');
@@ -40,12 +40,17 @@ export function kubeloopLoadRest(now) {
     return;
   }
   // A stub runs before the background load has finished: load it here.
-  const request = new XMLHttpRequest();
-  request.open('GET', where, false);
-  request.overrideMimeType('text/plain; charset=x-user-defined');
-  request.send();
-  if (request.status !== 200) throw new Error(`kubeloop: the rest of the page's code (${where}) did not load: HTTP ${request.status}`);
-  const text = request.responseText;
+  let text;
+  try {
+    const request = new XMLHttpRequest();
+    request.open('GET', where, false);
+    request.overrideMimeType('text/plain; charset=x-user-defined');
+    request.send();
+    if (request.status !== 200) throw new Error(`HTTP ${request.status}`);
+    text = request.responseText;
+  } catch (e) {
+    throw new Error(`kubeloop: the rest of the page's code (${where}) did not load: ${e.message || e}`);
+  }
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i) & 0xff;
   install(new WebAssembly.Module(bytes));
