@@ -505,21 +505,24 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
             .instruction(&Instruction::End);
         code.function(&f);
     }
+    // The function table, in both parts, with a slot for each stub.
+    let grow = |ty: &mut wasm_encoder::TableType| {
+        ty.minimum += slot.len() as u64;
+        ty.maximum = ty.maximum.map(|x| x + slot.len() as u64);
+    };
     let mut tables = TableSection::new();
     let mut re = RoundtripReencoder;
     for (k, t) in m.defined_tables.iter().enumerate() {
         let mut ty = re.table_type(t.ty)?;
         if k == 0 {
-            ty.minimum += slot.len() as u64;
-            ty.maximum = ty.maximum.map(|x| x + slot.len() as u64);
+            grow(&mut ty);
         }
         match &t.init {
             wasmparser::TableInit::RefNull => tables.table(ty),
             wasmparser::TableInit::Expr(e) => tables.table_with_init(ty, &re.const_expr(e.clone())?),
         };
     }
-    let loaded_global = encode([GlobalType { val_type: ValType::I32, mutable: true, shared: false }]);
-    let mut loaded_global = loaded_global;
+    let mut loaded_global = encode([GlobalType { val_type: ValType::I32, mutable: true, shared: false }]);
     wasm_encoder::Encode::encode(&ConstExpr::i32_const(0), &mut loaded_global);
     let mut exports = ExportSection::new();
     for &f in &used_funcs {
@@ -557,8 +560,7 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     for (k, t) in m.tables.iter().enumerate() {
         let mut ty = re.table_type(*t)?;
         if k == 0 {
-            ty.minimum += slot.len() as u64;
-            ty.maximum = ty.maximum.map(|x| x + slot.len() as u64);
+            grow(&mut ty);
         }
         imports.import("p", &export_name('t', k as u32), EntityType::Table(ty));
     }
