@@ -55,7 +55,7 @@ await test('the default scenario reaches two Ready pods', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
   if ((await readyCheckout(page).count()) !== 2) throw new Error('expected exactly 2 Ready checkout pods');
-  // The lessons are read after the page is first drawn; the bar then counts them.
+  // The bar counts the lessons from the index built into the page.
   await page.locator('.lessons-bar .progress', { hasText: /^0 of \d\d+ done$/ }).waitFor();
   await page.locator('.lessons-bar').getByRole('button', { name: /^Start with L1 · / }).waitFor();
   // The diagram counted every step of the happy path.
@@ -69,6 +69,9 @@ const restModule = /_rest\.wasm$/;
 await test('a first visit runs without the rest of the code', async (page) => {
   // The rest never arrives: a function outside web/first-visit.txt would stop the page.
   await page.route(restModule, (route) => route.abort());
+  // The lessons' bodies are downloaded only when a lesson is opened.
+  const lessonsAsked = [];
+  page.on('request', (r) => { if (/lessons\.yaml$/.test(r.url())) lessonsAsked.push(r.url()); });
   let needed = false;
   page.on('pageerror', (e) => { needed ||= /rest of the page's code/.test(String(e)); });
   try {
@@ -88,6 +91,18 @@ await test('a first visit runs without the rest of the code', async (page) => {
   }
   const state = await page.evaluate(() => document.documentElement.dataset.rest);
   if (state !== 'failed') throw new Error(`the rest's background load should have failed, it is ${state}`);
+  if (lessonsAsked.length) throw new Error('a first visit downloaded the lessons: ' + lessonsAsked.join(', '));
+});
+
+await test('a lesson that cannot be downloaded says so, and the page goes on', async (page) => {
+  await page.route(/lessons\.yaml$/, (route) => route.fulfill({ status: 404, body: 'not here' }));
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  await page.getByRole('button', { name: 'Lessons' }).click();
+  await page.locator('.lesson-list .group').getByRole('button', { name: /^L1 ·/ }).click();
+  await page.locator('[role=status], .notice', { hasText: /The lessons could not be read: .*lessons\.yaml: HTTP 404/ }).first().waitFor({ timeout: 10000 });
+  if (await page.locator('article.lesson').count()) throw new Error('a lesson opened without its body');
+  if (!(await editorText(page)).includes('name: checkout')) throw new Error('the example was replaced');
 });
 
 await test('the rest of the code loads in the background, or when first needed', async (page) => {
@@ -267,7 +282,7 @@ await test('the embed API answers only the origins it allows', async (page) => {
   }, { base, origin });
   if (heard.refused.length) throw new Error('an origin not allowed heard: ' + heard.refused.join(', '));
   if (!heard.allowed.includes('ready') || !heard.allowed.includes('tick #9') || !heard.allowed.includes('error #10')) throw new Error('the allowed origin heard only: ' + heard.allowed.join(', '));
-  // Said once, with every lesson's id (the page reads the lessons after it is first drawn).
+  // Said once, with every lesson's id (from the index built into the page).
   if (heard.allowed.filter((e) => e === 'ready').length !== 1) throw new Error('ready was said other than once: ' + heard.allowed.join(', '));
   const ids = heard.readyLessons[0] || [];
   if (ids.length < 10 || !ids.includes('l1-apply-stores-intent')) throw new Error('ready named the lessons ' + JSON.stringify(ids));
@@ -994,15 +1009,17 @@ async function sizes(dir, skip) {
   }
   return out;
 }
-const page = await sizes(dist, (f) => f.startsWith('cel') || f === 'openapi.json' || f.endsWith('_rest.wasm') || f === 'embed-example.html');
+const page = await sizes(dist, (f) => f.startsWith('cel') || f === 'openapi.json' || f.endsWith('_rest.wasm') || f === 'embed-example.html' || f === 'lessons.yaml');
 const rest = await sizes(dist, (f) => !f.endsWith('_rest.wasm'));
 const cel = await sizes(join(dist, 'cel'), () => false);
 const docs = await sizes(dist, (f) => f !== 'openapi.json');
+const lessons = await sizes(dist, (f) => f !== 'lessons.yaml');
 Object.assign(results, {
   page_bytes_raw: page.raw, page_bytes_gzip: page.gzip, page_bytes_brotli: page.brotli,
   rest_module_bytes_raw: rest.raw, rest_module_bytes_gzip: rest.gzip, rest_module_bytes_brotli: rest.brotli,
   cel_module_bytes_raw: cel.raw, cel_module_bytes_gzip: cel.gzip, cel_module_bytes_brotli: cel.brotli,
   api_docs_bytes_gzip: docs.gzip, api_docs_bytes_brotli: docs.brotli,
+  lessons_bytes_gzip: lessons.gzip,
 });
 console.log(JSON.stringify(results));
 

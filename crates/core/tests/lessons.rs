@@ -101,3 +101,11 @@ fn the_readme_lists_every_lesson() {
         assert!(readme.contains(&format!("`{}`", l.id)), "README.md does not list lesson {}", l.id);
     }
 }
+
+#[test]
+fn the_index_is_the_lessons_ids_groups_and_titles_in_order() {
+    let all = lessons::load().unwrap();
+    let from_file: Vec<(&str, lessons::Group, &str)> = all.iter().map(|l| (l.id.as_str(), l.group, l.title.as_str())).collect();
+    let index: Vec<(&str, lessons::Group, &str)> = lessons::INDEX.iter().map(|e| (e.id, e.group, e.title)).collect();
+    assert_eq!(index, from_file);
+}

@@ -8,6 +8,13 @@
 //!   build metadata, the item's path and its generic arguments, not from its code: the list
 //!   outlives edits, and a new toolchain or dependency renews every name (the split then
 //!   warns that the list is out of date).
+//! * `instrument --blocks IN OUT` marks every stretch of straight-line code instead (the
+//!   start of a body, and after each `block`, `loop`, `if`, `else`, `end` and `br_if`);
+//!   `cold IN PROFILE [N]` then lists the N functions that ran with the most bytes that did
+//!   not: the cold paths a first visit downloads because they sit inside hot functions,
+//!   to be moved out of line in the source (`#[inline(never)]`); `cold IN PROFILE --in
+//!   NAME` shows where in the function named NAME: each stretch, whether it ran, its bytes
+//!   and the functions it calls.
 //! * `split IN KEEP PRIMARY REST` writes PRIMARY, IN with every function whose name is not
 //!   listed in KEEP (and that is worth moving) replaced by a stub, and REST, a module that
 //!   holds those functions. A stub loads REST (through the page's `kubeloopLoadRest`
@@ -44,7 +51,20 @@ fn main() -> ExitCode {
         match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
             ["instrument", input, out] => {
                 let data = std::fs::read(input)?;
-                std::fs::write(out, instrument(&Module::parse(&data)?)?)?;
+                std::fs::write(out, instrument(&Module::parse(&data)?, false)?)?;
+            }
+            ["instrument", "--blocks", input, out] => {
+                let data = std::fs::read(input)?;
+                std::fs::write(out, instrument(&Module::parse(&data)?, true)?)?;
+            }
+            ["cold", input, profile, "--in", name] => {
+                let data = std::fs::read(input)?;
+                print!("{}", cold_stretches(&Module::parse(&data)?, &std::fs::read(profile)?, name)?);
+            }
+            ["cold", input, profile, ref top @ ..] if top.len() <= 1 => {
+                let data = std::fs::read(input)?;
+                let top = top.first().map_or(Ok(40), |n| n.parse()).map_err(|_| "N is a number")?;
+                print!("{}", cold(&Module::parse(&data)?, &std::fs::read(profile)?, top)?);
             }
             ["hits", input, profile] => {
                 let data = std::fs::read(input)?;
@@ -73,7 +93,12 @@ fn main() -> ExitCode {
                 std::fs::write(rest, &r)?;
                 eprintln!("kubeloop-split: {} of {} functions moved to the rest; first part {} B, rest {} B", moved, m.bodies.len(), p.len(), r.len());
             }
-            _ => return Err("usage: kubeloop-split instrument IN OUT | hits IN PROFILE | split IN KEEP PRIMARY REST".into()),
+            _ => {
+                return Err(
+                    "usage: kubeloop-split instrument [--blocks] IN OUT | hits IN PROFILE | cold IN PROFILE [N | --in NAME] | split IN KEEP PRIMARY REST"
+                        .into(),
+                )
+            }
         }
         Ok(())
     };
@@ -327,27 +352,34 @@ fn encode<T: wasm_encoder::Encode>(items: impl IntoIterator<Item = T>) -> Vec<u8
     v
 }
 
-fn instrument(m: &Module) -> Result<Vec<u8>, Error> {
+fn instrument(m: &Module, blocks: bool) -> Result<Vec<u8>, Error> {
     if m.memories.is_empty() || !m.sections.iter().any(|s| s.0 == 5) {
         return Err("the module defines no memory".into());
     }
     let profile = m.memories.len() as u32;
-    let pages = (m.bodies.len() as u64).div_ceil(65536).max(1);
     let mut code = CodeSection::new();
-    for (i, body) in m.bodies.iter().enumerate() {
-        let mut locals = body.get_locals_reader()?;
-        for _ in 0..locals.get_count() {
-            locals.read()?;
-        }
-        let ops_at = locals.original_position() - body.range().start;
+    let mut next_mark = 0u32;
+    for i in 0..m.bodies.len() {
         let bytes = m.body_bytes(i);
-        let mut mark = bytes[..ops_at].to_vec();
-        for ins in [Instruction::I32Const(i as i32), Instruction::I32Const(1), Instruction::I32Store8(MemArg { offset: 0, align: 0, memory_index: profile })] {
-            wasm_encoder::Encode::encode(&ins, &mut mark);
+        let points = if blocks { mark_points(&m.bodies[i])? } else { vec![code_start(&m.bodies[i])?] };
+        let mut out = Vec::with_capacity(bytes.len() + 12 * points.len());
+        let mut from = 0;
+        for at in points {
+            out.extend_from_slice(&bytes[from..at]);
+            for ins in [
+                Instruction::I32Const(next_mark as i32),
+                Instruction::I32Const(1),
+                Instruction::I32Store8(MemArg { offset: 0, align: 0, memory_index: profile }),
+            ] {
+                wasm_encoder::Encode::encode(&ins, &mut out);
+            }
+            next_mark += 1;
+            from = at;
         }
-        mark.extend_from_slice(&bytes[ops_at..]);
-        code.raw(&mark);
+        out.extend_from_slice(&bytes[from..]);
+        code.raw(&out);
     }
+    let pages = u64::from(next_mark).div_ceil(65536).max(1);
     let memory = MemoryType { minimum: pages, maximum: None, memory64: false, shared: false, page_size_log2: None };
     let mut export = vec![];
     wasm_encoder::Encode::encode("__kubeloop_profile", &mut export);
@@ -358,6 +390,106 @@ fn instrument(m: &Module) -> Result<Vec<u8>, Error> {
         7 => appended(m, 7, 1, &export).map(Some),
         _ => Ok(None),
     })
+}
+
+/// Where a body's instructions start, from the start of the body.
+fn code_start(body: &FunctionBody) -> Result<usize, Error> {
+    let mut locals = body.get_locals_reader()?;
+    for _ in 0..locals.get_count() {
+        locals.read()?;
+    }
+    Ok(locals.original_position() - body.range().start)
+}
+
+/// The places in a body (offsets from its start) where a run enters a stretch of
+/// straight-line code: the first instruction, and after each instruction that opens or
+/// closes a block or branches on a condition. A mark there costs no stack: it pushes
+/// two values and stores them.
+fn mark_points(body: &FunctionBody) -> Result<Vec<usize>, Error> {
+    let start = body.range().start;
+    let len = body.range().end - start;
+    let mut points = vec![code_start(body)?];
+    let mut ops = body.get_operators_reader()?;
+    while !ops.eof() {
+        let op = ops.read()?;
+        let after = ops.original_position() - start;
+        if after < len
+            && matches!(op, Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } | Operator::Else | Operator::End | Operator::BrIf { .. })
+        {
+            points.push(after);
+        }
+    }
+    Ok(points)
+}
+
+/// The functions that ran (their first mark set in a `--blocks` PROFILE), the `top` with
+/// the most bytes that did not run first: bytes cold, bytes run, name.
+fn cold(m: &Module, profile: &[u8], top: usize) -> Result<String, Error> {
+    let mut rows = vec![];
+    let mut next_mark = 0usize;
+    let (mut all_hot, mut all_cold) = (0, 0);
+    for (i, body) in m.bodies.iter().enumerate() {
+        let points = mark_points(body)?;
+        let len = body.range().end - body.range().start;
+        let ran = |k: usize| profile.get(next_mark + k).is_some_and(|&b| b != 0);
+        if ran(0) {
+            let (mut hot, mut cold) = (points[0], 0);
+            for (k, at) in points.iter().enumerate() {
+                let end = points.get(k + 1).copied().unwrap_or(len);
+                if ran(k) {
+                    hot += end - at;
+                } else {
+                    cold += end - at;
+                }
+            }
+            all_hot += hot;
+            all_cold += cold;
+            rows.push((cold, hot, m.names.get(&(m.func_imports + i as u32)).copied().unwrap_or("?")));
+        }
+        next_mark += points.len();
+    }
+    rows.sort_by(|a, b| b.cmp(a));
+    let mut out = format!("{} functions ran: {all_hot} B of their code ran, {all_cold} B did not\n", rows.len());
+    for (cold, hot, name) in rows.into_iter().take(top) {
+        out += &format!("{cold:8} {hot:8}  {name}\n");
+    }
+    Ok(out)
+}
+
+/// The stretches of the functions whose name contains `name`, in order: ran or not,
+/// bytes, and the functions each calls.
+fn cold_stretches(m: &Module, profile: &[u8], name: &str) -> Result<String, Error> {
+    let mut next_mark = 0usize;
+    let mut out = String::new();
+    for (i, body) in m.bodies.iter().enumerate() {
+        let points = mark_points(body)?;
+        let fname = m.names.get(&(m.func_imports + i as u32)).copied().unwrap_or("?");
+        if fname.contains(name) {
+            let start = body.range().start;
+            let len = body.range().end - start;
+            let mut calls: Vec<Vec<u32>> = vec![vec![]; points.len()];
+            let mut ops = body.get_operators_reader()?;
+            let mut k = 0;
+            while !ops.eof() {
+                let at = ops.original_position() - start;
+                while k + 1 < points.len() && points[k + 1] <= at {
+                    k += 1;
+                }
+                if let Operator::Call { function_index } = ops.read()? {
+                    calls[k].push(function_index);
+                }
+            }
+            out += &format!("{fname}\n");
+            for (k, at) in points.iter().enumerate() {
+                let end = points.get(k + 1).copied().unwrap_or(len);
+                let ran = profile.get(next_mark + k).is_some_and(|&b| b != 0);
+                let names: Vec<&str> = calls[k].iter().map(|f| m.names.get(f).copied().unwrap_or("?")).collect();
+                out += &format!("  {} {:6} {}\n", if ran { "ran " } else { "cold" }, end - at, names.join(" "));
+            }
+        }
+        next_mark += points.len();
+    }
+    Ok(out)
 }
 
 /// What a function body refers to, so that it can live in the rest.

@@ -2,9 +2,42 @@
 //! its goal checked on every tick, hints one at a time, and the answer on request.
 
 use super::{window, App, Msg};
-use kubeloop_core::sandbox::lessons::{Group, Lesson, CHART};
+use kubeloop_core::sandbox::lessons::{Group, Lesson, CHART, INDEX};
 use std::collections::BTreeSet;
+use wasm_bindgen::prelude::*;
 use yew::prelude::*;
+
+// The lessons' bodies are `lessons.yaml` beside the page (copied into `dist/` by Trunk),
+// downloaded when a lesson is first opened: the list needs only `INDEX`, built in. The
+// download is synchronous: it is one small file, asked for when the page has nothing to
+// show until it arrives, and the paths that open a lesson (a link, the list, an embedding
+// page) stay as simple as when the lessons were built in.
+#[wasm_bindgen(inline_js = r#"
+export function kubeloopLessonsText() {
+  const where = new URL('lessons.yaml', document.baseURI).href;
+  const request = new XMLHttpRequest();
+  request.open('GET', where, false);
+  request.overrideMimeType('text/plain; charset=utf-8');
+  request.send();
+  if (request.status !== 200) throw new Error(`${where}: HTTP ${request.status}`);
+  return request.responseText;
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = kubeloopLessonsText)]
+    fn lessons_text() -> Result<String, JsValue>;
+}
+
+/// Every lesson, downloaded and read, in the order of `INDEX` (which the list was drawn
+/// from), or why not.
+pub fn load() -> Result<Vec<Lesson>, String> {
+    let text = lessons_text().map_err(|e| js_sys::Error::from(e).message().as_string().unwrap_or_default())?;
+    let all = kubeloop_core::sandbox::lessons::parse(&text)?;
+    if !all.iter().map(|l| l.id.as_str()).eq(INDEX.iter().map(|e| e.id)) {
+        return Err("lessons.yaml is not the one this page was built with (reload the page)".into());
+    }
+    Ok(all)
+}
 
 /// Where the browser keeps the ids of the lessons whose goal was met.
 const DONE_KEY: &str = "kubeloop.lessons.done";
@@ -57,7 +90,13 @@ impl App {
 
     /// Look at the open lesson's goal (after anything that may have changed the cluster).
     pub fn observe_lesson(&mut self) {
-        let Some(i) = self.lesson else { return };
+        if let Some(i) = self.lesson {
+            self.observe_open_lesson(i);
+        }
+    }
+
+    #[inline(never)]
+    fn observe_open_lesson(&mut self, i: usize) {
         let l = &self.lessons[i];
         let before = self.progress.met_at;
         self.checks = l.observe(&self.sb, &mut self.progress);
@@ -72,19 +111,17 @@ impl App {
     /// The bar under the header: the open lesson, or a way into the lessons.
     pub fn lessons_view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
-        let total = self.lessons.len();
-        let done = self.lessons.iter().filter(|l| self.done.contains(&l.id)).count();
+        let total = INDEX.len();
+        let done = INDEX.iter().filter(|l| self.done.contains(l.id)).count();
         let toggle = link.callback(|_| Msg::ToggleLessons);
         html! {
             <section class="lessons" aria-label="Lessons">
                 <div class="lessons-bar">
                     <button class="lessons-toggle" onclick={toggle} aria-expanded={self.lessons_open.to_string()}>{ if self.lessons_open { "Hide lessons" } else { "Lessons" } }</button>
-                    if self.lessons_read {
-                        <span class="progress" aria-label="lesson progress">{ format!("{done} of {total} done") }</span>
-                    }
+                    <span class="progress" aria-label="lesson progress">{ format!("{done} of {total} done") }</span>
                     if self.lesson.is_none() {
                         <span class="intro">{ "New here? Each lesson opens a small cluster, asks one question, and checks your answer against the running cluster." }</span>
-                        if let Some(first) = self.lessons.first() {
+                        if let Some(first) = INDEX.first() {
                             <button class="link" onclick={link.callback(|_| Msg::OpenLesson(0))}>{ format!("Start with {}", first.title) }</button>
                         }
                     }
@@ -96,20 +133,21 @@ impl App {
     }
 
     fn lesson_button(&self, ctx: &Context<Self>, i: usize) -> Html {
-        let l = &self.lessons[i];
-        let done = self.done.contains(&l.id);
+        let l = &INDEX[i];
+        let done = self.done.contains(l.id);
         let current = self.lesson == Some(i);
         html! {
             <li class={classes!(done.then_some("done"), current.then_some("current"))}>
                 <button class="link" onclick={ctx.link().callback(move |_| Msg::OpenLesson(i))} aria-current={current.then_some("true")}>
-                    { if done { "✓ " } else { "" } }{ &l.title }
+                    { if done { "✓ " } else { "" } }{ l.title }
                 </button>
             </li>
         }
     }
 
+    #[inline(never)]
     fn lesson_list(&self, ctx: &Context<Self>) -> Html {
-        let index = |id: &str| self.lessons.iter().position(|l| l.id == id);
+        let index = |id: &str| INDEX.iter().position(|l| l.id == id);
         html! {
             <div class="lesson-list">
                 <div class="chart" role="group" aria-label="Where do I start?">
@@ -123,7 +161,7 @@ impl App {
                     </ul>
                 </div>
                 { for Group::ALL.iter().map(|g| {
-                    let members: Vec<usize> = (0..self.lessons.len()).filter(|i| self.lessons[*i].group == *g).collect();
+                    let members: Vec<usize> = (0..INDEX.len()).filter(|i| INDEX[*i].group == *g).collect();
                     html! {
                         <div class="group">
                             <h3>{ g.title() }</h3>
@@ -135,6 +173,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn lesson_card(&self, ctx: &Context<Self>, l: &Lesson) -> Html {
         let link = ctx.link();
         let n_checks = l.goal.checks.len();

@@ -133,8 +133,8 @@ enum Msg {
     EditCancel,
     OpenFull,
     ToggleLessons,
-    /// Read the lessons (deferred from the first draw).
-    LessonsRead,
+    /// The page has drawn: tell an embedding page it is ready.
+    Ready,
     OpenLesson(usize),
     LeaveLesson,
     /// The open lesson's text and cluster as they were at its start.
@@ -293,8 +293,10 @@ struct App {
     term_seen: usize,
     /// Every lesson; the open one, where the person is in it, and its goal as last seen.
     lessons: Vec<Lesson>,
-    /// The lessons have been read (Msg::LessonsRead).
+    /// The lessons' bodies have been read (`lessons::load`, when one is first opened).
     lessons_read: bool,
+    /// An embedding page has been told the sandbox is ready.
+    ready: bool,
     lesson: Option<usize>,
     progress: Progress,
     checks: Vec<CheckState>,
@@ -454,7 +456,7 @@ fn download(name: &str, text: &str) -> Result<(), wasm_bindgen::JsValue> {
 
 /// Every lesson, or why they could not be read.
 fn load_lessons() -> (Vec<Lesson>, Option<String>) {
-    match kubeloop_core::sandbox::lessons::load() {
+    match lessons::load() {
         Ok(l) => (l, None),
         Err(e) => (Vec::new(), Some(format!("The lessons could not be read: {e}"))),
     }
@@ -542,12 +544,8 @@ impl App {
         // What the terminal's commands printed as the run went on (`kubectl run -it`).
         let printed = std::mem::take(&mut self.sb.cluster.printed);
         self.term_lines.extend(printed.into_iter().map(|l| (false, l)));
-        if let Some(w) = &mut self.term_watch {
-            let (lines, done) = w.poll(&self.sb.cluster.api, self.sb.cluster.kubelet());
-            self.term_lines.extend(lines.into_iter().map(|l| (false, l)));
-            if done {
-                self.term_watch = None;
-            }
+        if self.term_watch.is_some() {
+            self.poll_watch();
         }
         let trace = &self.sb.cluster.api.trace;
         // Records are numbered from the start of the run; the page keeps only the latest
@@ -567,6 +565,17 @@ impl App {
         }
         self.seen_records = trace.records_end();
         self.observe_lesson();
+    }
+
+    /// The lines a watching terminal command (`get -w`) has to show now.
+    #[inline(never)]
+    fn poll_watch(&mut self) {
+        let Some(w) = &mut self.term_watch else { return };
+        let (lines, done) = w.poll(&self.sb.cluster.api, self.sb.cluster.kubelet());
+        self.term_lines.extend(lines.into_iter().map(|l| (false, l)));
+        if done {
+            self.term_watch = None;
+        }
     }
 
     /// What the editor starts from here: the open lesson's text, or the example.
@@ -775,38 +784,36 @@ impl App {
         self.sb.docs.iter().find(|d| d.start_line == start_line).map(|d| d.key.clone()).unwrap_or_default()
     }
 
-    /// Read the lessons once the page has drawn what it holds now: parsing them takes a first
-    /// visit's page tens of milliseconds, and nothing on the first screen waits for them
-    /// but the lessons bar's count (a link to a lesson reads them at once).
-    fn read_lessons_later(&self, ctx: &Context<Self>) {
-        if self.lessons_read {
+    /// Say the page is ready once it has drawn what it holds now.
+    fn ready_later(&self, ctx: &Context<Self>) {
+        if self.ready {
             return;
         }
         let link = ctx.link().clone();
         // The frame's callbacks run before it is drawn; a task queued from one runs after.
-        let after_frame = wasm_bindgen::closure::Closure::once_into_js(move || Timeout::new(0, move || link.send_message(Msg::LessonsRead)).forget());
+        let after_frame = wasm_bindgen::closure::Closure::once_into_js(move || Timeout::new(0, move || link.send_message(Msg::Ready)).forget());
         if window().request_animation_frame(wasm_bindgen::JsCast::unchecked_ref(&after_frame)).is_err() {
-            ctx.link().send_message(Msg::LessonsRead);
+            ctx.link().send_message(Msg::Ready);
         }
     }
 
-    /// Read the lessons, if that has not been done, and then say the page is ready.
+    /// Read the lessons' bodies, if that has not been done (a lesson is being opened).
     fn read_lessons(&mut self) {
         if self.lessons_read {
             return;
         }
         let (all, error) = load_lessons();
         self.lessons = all;
-        self.lessons_read = true;
+        self.lessons_read = error.is_none();
         if error.is_some() {
             self.notice = error;
         }
-        self.post_ready();
     }
 
     /// Tell an embedding page that the sandbox is ready, and which lessons it offers.
     fn post_ready(&self) {
-        self.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": self.lessons.iter().map(|l| l.id.clone()).collect::<Vec<_>>()}));
+        let lessons: Vec<&str> = kubeloop_core::sandbox::lessons::INDEX.iter().map(|l| l.id).collect();
+        self.post(serde_json::json!({"event": "ready", "version": env!("CARGO_PKG_VERSION"), "lessons": lessons}));
     }
 
     /// Post an event to the embedding page, if there is one.
@@ -983,7 +990,7 @@ impl App {
                     if std::mem::take(&mut self.apply_after_cel) {
                         self.apply();
                     }
-                    self.read_lessons_later(ctx);
+                    self.ready_later(ctx);
                 }
                 Err(e) => {
                     self.notice =
@@ -991,7 +998,7 @@ impl App {
                     if let Some(init) = self.waiting.take() {
                         self.start(init);
                     }
-                    self.read_lessons_later(ctx);
+                    self.ready_later(ctx);
                 }
             },
             Msg::Tick => {
@@ -1011,7 +1018,7 @@ impl App {
                             let init = self.waiting.take().expect("the link's start");
                             self.opened(init, done.map(|_| opening.into_sandbox()));
                             self.ticked_at = now_ms();
-                            self.read_lessons_later(ctx);
+                            self.ready_later(ctx);
                         }
                     }
                     return true;
@@ -1092,6 +1099,34 @@ impl App {
                 self.stale |= moved;
                 return self.stale && now_ms() - self.drawn_at >= DRAW_MS;
             }
+            Msg::Ready => {
+                if !std::mem::replace(&mut self.ready, true) {
+                    self.post_ready();
+                }
+                return false;
+            }
+            // The rest, which a first visit does not send, out of line: the page's first
+            // download keeps only the code a first visit runs (crates/split).
+            other => {
+                if let Some(changed) = self.handle_more(ctx, other) {
+                    return changed;
+                }
+            }
+        }
+        if act && keep_later {
+            self.session_dirty = true;
+        } else if act {
+            self.session_saved = now_ms();
+            self.save_session();
+        }
+        true
+    }
+
+    /// The messages [`App::handle`] leaves to this: what it should return at once, or
+    /// `None` to go on as after any other message.
+    #[inline(never)]
+    fn handle_more(&mut self, ctx: &Context<Self>, msg: Msg) -> Option<bool> {
+        match msg {
             Msg::TogglePlay => self.playing = !self.playing,
             Msg::SetSpeed(s) => self.speed = s,
             Msg::StepOnce => {
@@ -1104,7 +1139,7 @@ impl App {
                 if cel::needed_by(&self.text) && !cel::ready() {
                     self.waiting = Some(Init::Text(self.text.clone()));
                     self.load_cel(ctx);
-                    return true;
+                    return Some(true);
                 }
                 let seed = self.seed_input.trim().parse().ok();
                 let user = self.sb.user.clone();
@@ -1116,12 +1151,13 @@ impl App {
                 self.link = None;
                 self.notice = None;
             }
-            Msg::ToggleLessons => {
+            Msg::ToggleLessons => self.lessons_open = !self.lessons_open,
+            Msg::OpenLesson(i) => {
                 self.read_lessons();
-                self.lessons_open = !self.lessons_open;
+                if i < self.lessons.len() {
+                    self.open_lesson(ctx, Some(i));
+                }
             }
-            Msg::LessonsRead => self.read_lessons(),
-            Msg::OpenLesson(i) => self.open_lesson(ctx, Some(i)),
             Msg::LeaveLesson => self.open_lesson(ctx, None),
             Msg::RestartLesson => {
                 let text = self.base_text().to_string();
@@ -1140,7 +1176,7 @@ impl App {
                 self.observe_lesson();
             }
             Msg::Embed(origin, text) => {
-                let Some((id, cmd)) = embed::parse(&text) else { return false };
+                let Some((id, cmd)) = embed::parse(&text) else { return Some(false) };
                 match cmd {
                     Ok(c) => self.embed_command(ctx, &origin, id, c),
                     Err(e) => embed::post(&[origin], serde_json::json!({"event": "error", "id": id, "message": e})),
@@ -1187,7 +1223,7 @@ impl App {
             }
             Msg::WsName(n) => {
                 self.ws_name = n;
-                return false;
+                return Some(false);
             }
             Msg::WsKeep => {
                 let name = self.ws_name.trim().to_string();
@@ -1227,9 +1263,9 @@ impl App {
                 self.apply();
                 let script = kubeloop_core::sandbox::export::kind_script(&self.sb);
                 self.notice = Some(match download("kubeloop-kind.sh", &script) {
-                    Ok(()) => "Downloaded kubeloop-kind.sh: run it with sh where kind and kubectl are installed. It creates a kind cluster with these nodes (zones as labels, taints) and applies the editor's manifests; its comments say what kubeloop only simulates.".into(),
-                    Err(e) => format!("The download failed: {e:?}"),
-                });
+                Ok(()) => "Downloaded kubeloop-kind.sh: run it with sh where kind and kubectl are installed. It creates a kind cluster with these nodes (zones as labels, taints) and applies the editor's manifests; its comments say what kubeloop only simulates.".into(),
+                Err(e) => format!("The download failed: {e:?}"),
+            });
             }
             Msg::PlayJourney => {
                 let trace = &self.sb.cluster.api.trace;
@@ -1285,18 +1321,18 @@ impl App {
                 self.apply();
                 let url = format!("./#{}", self.sb.share_with_base(DEFAULT_TEXT));
                 let _ = window().open_with_url_and_target(&url, "_blank");
-                return false;
+                return Some(false);
             }
             Msg::TermInput(t) => {
                 self.term_input = t;
-                return false;
+                return Some(false);
             }
             Msg::TermRun => {
                 self.apply();
                 let line = std::mem::take(&mut self.term_input);
                 let line = line.trim();
                 if line.is_empty() && self.sb.cluster.attached.is_none() {
-                    return true;
+                    return Some(true);
                 }
                 // Attached to a command (`kubectl exec -i`): the line is its stdin.
                 if let Some(prompt) = self.sb.cluster.prompt() {
@@ -1306,7 +1342,7 @@ impl App {
                     let out = self.sb.stdin(Some(line));
                     self.term_lines.extend(out.into_iter().map(|l| (false, l)));
                     self.absorb();
-                    return true;
+                    return Some(true);
                 }
                 // The terminal's machine runs `curl` itself (to its port-forwards); every
                 // other line is kubectl's.
@@ -1322,7 +1358,7 @@ impl App {
                     self.term_lines.push((false, "(fetching the API documentation…)".into()));
                     let (link, line) = (ctx.link().clone(), line.to_string());
                     wasm_bindgen_futures::spawn_local(async move { link.send_message(Msg::DocsLoaded(docs::load().await, line)) });
-                    return true;
+                    return Some(true);
                 }
                 let line = line.to_string();
                 // `kubectl edit` opens the object in the editor pane; saving it runs the
@@ -1333,7 +1369,7 @@ impl App {
                         Ok(text) => self.term_edit = Some((line, text, false)),
                         Err(lines) => self.term_lines.extend(lines.into_iter().map(|l| (false, l))),
                     }
-                    return true;
+                    return Some(true);
                 }
                 self.run_term_line(&line);
             }
@@ -1341,10 +1377,10 @@ impl App {
                 if let Some(e) = self.term_edit.as_mut() {
                     e.1 = t;
                 }
-                return false;
+                return Some(false);
             }
             Msg::EditSave => {
-                let Some((line, text, _)) = self.term_edit.take() else { return false };
+                let Some((line, text, _)) = self.term_edit.take() else { return Some(false) };
                 let (out, again) = self.sb.edit_save(&line, &text);
                 self.term_lines.extend(out.into_iter().map(|l| (false, l)));
                 self.term_edit = again.map(|t| (line, t, true));
@@ -1365,7 +1401,7 @@ impl App {
                 let options = kubeloop_core::kubectl::complete(&self.sb.cluster.api, &self.term_input);
                 let partial_start = if self.term_input.ends_with(' ') { self.term_input.len() } else { self.term_input.rfind(' ').map_or(0, |i| i + 1) };
                 match options.as_slice() {
-                    [] => return false,
+                    [] => return Some(false),
                     [one] => self.term_input = format!("{}{one} ", &self.term_input[..partial_start]),
                     many => {
                         // Extend to the longest common prefix, and list the choices.
@@ -1382,7 +1418,7 @@ impl App {
                 }
             }
             Msg::TermEof => {
-                let Some(prompt) = self.sb.cluster.prompt() else { return false };
+                let Some(prompt) = self.sb.cluster.prompt() else { return Some(false) };
                 self.term_lines.push((true, format!("{prompt}^D")));
                 let out = self.sb.stdin(None);
                 self.term_lines.extend(out.into_iter().map(|l| (false, l)));
@@ -1396,7 +1432,7 @@ impl App {
             Msg::TermHistory(delta) => {
                 let len = self.term_history.len();
                 if len == 0 {
-                    return false;
+                    return Some(false);
                 }
                 self.term_pos = (self.term_pos as i64 + i64::from(delta)).clamp(0, len as i64) as usize;
                 self.term_input = self.term_history.get(self.term_pos).cloned().unwrap_or_default();
@@ -1412,14 +1448,11 @@ impl App {
                 let _ = window().navigator().clipboard().write_text(&url);
                 self.link = Some(url);
             }
+            Msg::NodesMoved(..) | Msg::Edit(_) | Msg::ApplyNow | Msg::LoadExample | Msg::CelLoaded(_) | Msg::Tick | Msg::Ready => {
+                unreachable!("App::handle answers this message itself")
+            }
         }
-        if act && keep_later {
-            self.session_dirty = true;
-        } else if act {
-            self.session_saved = now_ms();
-            self.save_session();
-        }
-        true
+        None
     }
 }
 
@@ -1433,8 +1466,7 @@ impl Component for App {
         let search = location.search().unwrap_or_default();
         let panes = Panes::from_query(&search);
         let wanted = lessons::from_query(&search);
-        // The lessons are read now only when the link opens one; otherwise right after the
-        // page is first drawn (Msg::LessonsRead), so that a first visit draws sooner.
+        // The lessons' bodies are downloaded and read only when a lesson is opened.
         let (all_lessons, lesson_error) = if wanted.is_some() { load_lessons() } else { (Vec::new(), None) };
         let lesson = wanted.as_ref().and_then(|id| all_lessons.iter().position(|l| l.id == *id));
         let bench = bench::from_query(&search);
@@ -1501,7 +1533,8 @@ impl Component for App {
             term_edit: None,
             term_seen: 0,
             lessons: all_lessons,
-            lessons_read: wanted.is_some(),
+            lessons_read: wanted.is_some() && lesson_error.is_none(),
+            ready: false,
             lesson,
             progress: Progress::default(),
             checks: Vec::new(),
@@ -1562,10 +1595,8 @@ impl Component for App {
         }
         app.sb.sync_view();
         app.start_ticker(ctx);
-        if app.lessons_read {
-            app.post_ready();
-        } else if app.waiting.is_none() {
-            app.read_lessons_later(ctx);
+        if app.waiting.is_none() {
+            app.ready_later(ctx);
         }
         app
     }
@@ -1896,6 +1927,7 @@ impl App {
 
     /// Claims and volumes: each claim's phase and volume, the volume's zone and the node it
     /// is attached to; volumes no claim holds (Available, Released).
+    #[inline(never)]
     fn volumes(&self) -> Html {
         let store = &self.sb.cluster.api.store;
         let attached_to = |pv: &str| -> Vec<String> {
@@ -1987,8 +2019,8 @@ impl App {
             _ => "Unknown",
         };
         html! {
-            <div class={classes!("node", state.to_lowercase())} aria-label={format!("node {name}, {state}")}>
-                <div class="node-head"><strong>{ name }</strong>{ " " }<span class={classes!("badge", state.to_lowercase())}>{ state }</span></div>
+            <div class={classes!("node", state.to_ascii_lowercase())} aria-label={format!("node {name}, {state}")}>
+                <div class="node-head"><strong>{ name }</strong>{ " " }<span class={classes!("badge", state.to_ascii_lowercase())}>{ state }</span></div>
                 <div class="node-meta">{ format!("{zone} · {count} pods") }</div>
                 <div class="node-meta" title="requested / allocatable">{ format!("{cpu} · {mem}") }</div>
                 if !taints.is_empty() { <div class="node-meta taints">{ taints.join(", ") }</div> }
@@ -2131,6 +2163,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn terminal(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         let oninput = link.callback(|e: InputEvent| Msg::TermInput(e.target_unchecked_into::<HtmlTextAreaElement>().value()));
@@ -2188,6 +2221,7 @@ impl App {
     }
 
     /// `kubectl edit`'s editor: the file kubectl opened, Save (Ctrl+S) and Cancel (Esc).
+    #[inline(never)]
     fn edit_pane(&self, ctx: &Context<Self>, line: &str, text: &str) -> Html {
         let link = ctx.link();
         let oninput = link.callback(|e: InputEvent| Msg::EditText(e.target_unchecked_into::<HtmlTextAreaElement>().value()));
@@ -2211,6 +2245,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn records(&self, ctx: &Context<Self>) -> Html {
         let Some(flow) = self.flow else { return html! { <p>{ "Select a step of the diagram." }</p> } };
         let trace = &self.sb.cluster.api.trace;
@@ -2256,6 +2291,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn objects(&self, ctx: &Context<Self>) -> Html {
         let store = &self.sb.cluster.api.store;
         let list = store.all().filter(|o| get_str(o, &["kind"]) != Some("Event")).map(|o| {
@@ -2273,6 +2309,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn inspector(&self, ctx: &Context<Self>, o: &Object) -> Html {
         let mut spec = (**o).clone();
         let status = spec.as_object_mut().and_then(|m| m.remove("status"));
@@ -2321,6 +2358,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     fn events(&self) -> Html {
         let now = self.sb.cluster.now;
         let mut evs: Vec<&Object> = self.sb.cluster.api.store.list(rid::EVENT, None).collect();
@@ -2328,11 +2366,11 @@ impl App {
         let rows = evs.iter().rev().take(300).map(|e| {
             let last = get_str(e, &["lastTimestamp"]).and_then(kubeloop_core::foundation::sim::parse_rfc3339).map(|t| human_duration(now.saturating_sub(t))).unwrap_or_default();
             let inv = e.get("involvedObject").cloned().unwrap_or_default();
-            let obj = format!("{}/{}", get_str(&inv, &["kind"]).unwrap_or("").to_lowercase(), get_str(&inv, &["name"]).unwrap_or(""));
+            let obj = format!("{}/{}", get_str(&inv, &["kind"]).unwrap_or("").to_ascii_lowercase(), get_str(&inv, &["name"]).unwrap_or(""));
             let ty = get_str(e, &["type"]).unwrap_or("");
             // Keyed: a new event is one new row, not every row rewritten.
             let key = format!("{}/{}", api::namespace(e), api::name(e));
-            html! { <tr {key} class={classes!(ty.to_lowercase())}><td>{ last }</td><td>{ ty }</td><td>{ get_str(e, &["reason"]).unwrap_or("") }</td><td>{ obj }</td><td class="msg">{ get_str(e, &["message"]).unwrap_or("") }</td></tr> }
+            html! { <tr {key} class={classes!(ty.to_ascii_lowercase())}><td>{ last }</td><td>{ ty }</td><td>{ get_str(e, &["reason"]).unwrap_or("") }</td><td>{ obj }</td><td class="msg">{ get_str(e, &["message"]).unwrap_or("") }</td></tr> }
         });
         html! {
             <table class="events">

@@ -10,6 +10,7 @@ use yew::prelude::*;
 
 impl App {
     /// Named workspaces: keep this session under a name, and open, rename or delete one.
+    #[inline(never)]
     pub fn workspaces_view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         let names: Vec<String> = super::workspaces().keys().cloned().collect();
@@ -72,6 +73,7 @@ impl App {
     }
 
     /// "Why these values?": each field, and the write that set it (with a link to its record).
+    #[inline(never)]
     pub fn why_view(&self, ctx: &Context<Self>, o: &Object) -> Html {
         let link = ctx.link();
         let toggle = link.callback(|_| Msg::ToggleWhy);
@@ -94,6 +96,7 @@ impl App {
         }
     }
 
+    #[inline(never)]
     pub fn history(&self, ctx: &Context<Self>, o: &Object) -> Html {
         let (versions, _) = kubeloop_core::sandbox::why::versions(&self.sb, o);
         if versions.is_empty() {

@@ -242,6 +242,13 @@ pub fn persistent_volume_claim_resize(store: &Store, req: &Request) -> Result<bo
         return Ok(false);
     }
     let (Some(new), Some(old)) = (req.object, req.old_object) else { return Ok(false) };
+    resize_allowed(store, req, new, old)
+}
+
+/// [`persistent_volume_claim_resize`] for an update of a claim, out of line: the other
+/// requests never run it (crates/split keeps a first visit's download to what it runs).
+#[inline(never)]
+fn resize_allowed(store: &Store, req: &Request, new: &Value, old: &Value) -> Result<bool, Status> {
     let size = |o: &Value| {
         get(o, &["spec", "resources", "requests", "storage"])
             .and_then(|q| crate::foundation::quantity::parse(q.as_str().map(str::to_string).unwrap_or_else(|| q.to_string()).trim()).ok())
@@ -590,10 +597,21 @@ pub fn limit_ranger_validate(store: &Store, req: &Request) -> Result<(), Status>
     let applies = req.subresource.is_empty()
         && ((kind == "Pod" && req.operation == "CREATE") || (kind == "PersistentVolumeClaim" && (req.operation == "CREATE" || req.operation == "UPDATE")));
     let Some(obj) = req.object.filter(|_| applies) else { return Ok(()) };
+    for lr in store.list(crate::foundation::api::rid::LIMITRANGE, Some(req.namespace)) {
+        limit_range_validate(lr, req, obj)?;
+    }
+    Ok(())
+}
+
+/// [`limit_ranger_validate`] against one LimitRange, out of line (a namespace without one
+/// never runs it).
+#[inline(never)]
+fn limit_range_validate(lr: &Value, req: &Request, obj: &Value) -> Result<(), Status> {
+    let kind = req.resource.kind;
     let bounds = |item: &Value, field: &str| -> Vec<(String, Value)> {
         get(item, &[field]).and_then(Value::as_object).into_iter().flatten().map(|(k, v)| (k.to_string(), v.clone())).collect()
     };
-    for lr in store.list(crate::foundation::api::rid::LIMITRANGE, Some(req.namespace)) {
+    {
         let mut errs: Vec<String> = Vec::new();
         for item in get_array(lr, &["spec", "limits"]) {
             let ty = get_str(item, &["type"]).unwrap_or("");
@@ -683,6 +701,19 @@ pub fn validating_policies(store: &Store, cache: &mut CelCache, req: &Request, v
     if matched.is_empty() {
         return Ok(());
     }
+    evaluate_policies(store, cache, req, verdict, matched)
+}
+
+/// [`validating_policies`] for the policies that match, out of line (a cluster without
+/// policies never runs it).
+#[inline(never)]
+fn evaluate_policies(
+    store: &Store,
+    cache: &mut CelCache,
+    req: &Request,
+    verdict: &mut Verdict,
+    matched: Vec<(&str, &std::sync::Arc<Value>, &std::sync::Arc<Value>)>,
+) -> Result<(), Status> {
     let object = req.object.cloned().unwrap_or(Value::Null);
     let old = req.old_object.cloned().unwrap_or(Value::Null);
     let request = req.cel_request();
@@ -899,6 +930,20 @@ pub fn webhooks(
     if !any {
         return Ok(vec![]);
     }
+    call_webhooks(store, cache, req, mutating, down, verdict)
+}
+
+/// [`webhooks`] once one matches, out of line (a cluster without webhooks never runs it).
+#[inline(never)]
+fn call_webhooks(
+    store: &Store,
+    cache: &mut CelCache,
+    req: &Request,
+    mutating: bool,
+    down: &BTreeSet<String>,
+    verdict: &mut Verdict,
+) -> Result<Vec<Value>, Status> {
+    let rid = if mutating { crate::foundation::api::rid::MWC } else { crate::foundation::api::rid::VWC };
     let mut patches = Vec::new();
     let object = req.object.cloned().unwrap_or(Value::Null);
     let old = req.old_object.cloned().unwrap_or(Value::Null);

@@ -90,6 +90,7 @@ impl ApiServer {
     /// a token for the account, for the audiences asked (the API server's by default), for
     /// `spec.expirationSeconds` (default one hour, at least ten minutes), bound to a Pod,
     /// Secret or Node if asked. Nothing is stored; the token authenticates from now on.
+    #[inline(never)]
     pub(super) fn create_token(&mut self, c: &Ctx, ns: &str, req: &Request) -> Result<Object, Status> {
         let mut body = req.body.clone().unwrap_or_else(|| json!({}));
         if !body.is_object() {

@@ -502,6 +502,7 @@ impl ApiServer {
     /// A request for `autoscaling/v1`: its body converted to v2 after strict decoding in
     /// v1 terms, a patch applied to the v1 view of the stored object, the answer converted
     /// back.
+    #[inline(never)]
     pub(super) fn handle_hpa_v1(&mut self, mut req: Request) -> Result<Object, Status> {
         let v1 = &RESOURCES[api::rid::HPA_V1];
         let ns = if req.namespace.is_empty() && req.verb != Verb::List {

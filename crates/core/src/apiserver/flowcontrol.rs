@@ -283,30 +283,12 @@ impl FlowControl {
         let mut taken: Vec<Millis> = (0..width).filter_map(|_| level.seats.pop().map(|Reverse(t)| t)).collect();
         let start = taken.iter().copied().max().unwrap_or(0).max(now);
         let waited = start - now;
-        let refuse = |level: &mut Level, taken: &mut Vec<Millis>, timed_out: bool| {
-            for t in taken.drain(..) {
-                level.seats.push(Reverse(t));
-            }
-            level.rejected += 1;
-            level.timed_out += u64::from(timed_out);
-        };
         if waited > 0 {
-            let Some(q) = queuing else {
-                refuse(level, &mut taken, false);
-                return Admit::Rejected { flow_schema: fs, level: level_name, why: "the level rejects requests when its seats are taken" };
-            };
-            let (queues, per_queue) = (get_i64(q, &["queues"]).unwrap_or(64), get_i64(q, &["queueLengthLimit"]).unwrap_or(50));
-            if level.per_flow.get(&flow).copied().unwrap_or(0) >= hand * per_queue || level.waiting.len() as i64 >= queues * per_queue {
-                refuse(level, &mut taken, false);
-                return Admit::Rejected { flow_schema: fs, level: level_name, why: "its queues are full" };
+            // Waiting for seats: queued, or refused (out of line: crates/split keeps a first
+            // visit's download to what it runs).
+            if let Err(why) = queue(level, &mut taken, queuing, flow, hand, start, waited) {
+                return Admit::Rejected { flow_schema: fs, level: level_name, why };
             }
-            if waited > MAX_WAIT {
-                refuse(level, &mut taken, true);
-                return Admit::Rejected { flow_schema: fs, level: level_name, why: "it waited in the queue for longer than 15s" };
-            }
-            level.seq += 1;
-            level.waiting.insert((start, level.seq), flow.clone());
-            *level.per_flow.entry(flow).or_default() += 1;
         }
         for _ in taken.drain(..) {
             level.seats.push(Reverse(start + dur));
@@ -356,4 +338,42 @@ impl FlowControl {
         }
         out
     }
+}
+
+/// A request that must wait for seats: queue it on its flow, or say why it is refused (its
+/// seats given back).
+#[inline(never)]
+fn queue(
+    level: &mut Level,
+    taken: &mut Vec<Millis>,
+    queuing: Option<&Value>,
+    flow: String,
+    hand: i64,
+    start: Millis,
+    waited: Millis,
+) -> Result<(), &'static str> {
+    let refuse = |level: &mut Level, taken: &mut Vec<Millis>, timed_out: bool| {
+        for t in taken.drain(..) {
+            level.seats.push(Reverse(t));
+        }
+        level.rejected += 1;
+        level.timed_out += u64::from(timed_out);
+    };
+    let Some(q) = queuing else {
+        refuse(level, taken, false);
+        return Err("the level rejects requests when its seats are taken");
+    };
+    let (queues, per_queue) = (get_i64(q, &["queues"]).unwrap_or(64), get_i64(q, &["queueLengthLimit"]).unwrap_or(50));
+    if level.per_flow.get(&flow).copied().unwrap_or(0) >= hand * per_queue || level.waiting.len() as i64 >= queues * per_queue {
+        refuse(level, taken, false);
+        return Err("its queues are full");
+    }
+    if waited > MAX_WAIT {
+        refuse(level, taken, true);
+        return Err("it waited in the queue for longer than 15s");
+    }
+    level.seq += 1;
+    level.waiting.insert((start, level.seq), flow.clone());
+    *level.per_flow.entry(flow).or_default() += 1;
+    Ok(())
 }

@@ -173,6 +173,7 @@ impl ApiServer {
 
     /// GET and LIST of `pods.metrics.k8s.io` and `nodes.metrics.k8s.io`; anything else is
     /// refused as metrics-server refuses it.
+    #[inline(never)]
     pub(super) fn serve_metrics(&self, res: &ResourceInfo, rid: ResourceId, ns: &str, req: &Request) -> Result<Object, Status> {
         if !matches!(req.verb, Verb::Get | Verb::List) || !req.subresource.is_empty() {
             return Err(Status::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));

@@ -452,12 +452,12 @@ impl ApiServer {
                 "request",
                 "error",
                 "",
-                format!("{} {}: connection refused (kube-apiserver is down)", verb_str.to_uppercase(), req.path())
+                format!("{} {}: connection refused (kube-apiserver is down)", verb_str.to_ascii_uppercase(), req.path())
             );
             return Err(Status::connection_refused());
         }
         if writes {
-            record!(self, &c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_uppercase(), req.path()));
+            record!(self, &c, Flow::Request, "request", "ok", "", format!("{} {}", verb_str.to_ascii_uppercase(), req.path()));
         }
 
         // Authentication.
@@ -607,22 +607,29 @@ impl ApiServer {
             }
             // Server-side apply of an object that does not exist yet creates it.
             Verb::Patch(PatchType::Apply { force }) if self.store.get_by(req.resource, &ns, &req.name).is_none() => {
-                let body = req.body.take().unwrap_or(Value::Null);
-                let body_name = api::name(&body).to_string();
-                if body_name != req.name {
-                    let s = Status::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({})", req.name));
-                    return self.fail(&c, "decode", s);
-                }
-                match crate::apiserver::managed::apply(None, &body, &req.field_manager, force, &res.api_version(), res.kind, &req.subresource, self.now) {
-                    Ok(obj) => self.create(&mut c, &user, res, req.resource, &ns, &req, Some(obj)),
-                    Err(s) => self.fail(&c, "conflict", s),
-                }
+                self.apply_create(&mut c, &user, res, &ns, req, force)
             }
             Verb::Update | Verb::Patch(_) => {
                 let body = req.body.take();
                 self.update(&c, &user, res, req.resource, &ns, &req, body)
             }
             Verb::Delete => self.delete(&c, &user, res, req.resource, &ns, &req),
+        }
+    }
+
+    /// A server-side apply that creates the object (out of line: crates/split keeps a first
+    /// visit's download to what it runs).
+    #[inline(never)]
+    fn apply_create(&mut self, c: &mut Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, mut req: Request, force: bool) -> Result<Object, Status> {
+        let body = req.body.take().unwrap_or(Value::Null);
+        let body_name = api::name(&body).to_string();
+        if body_name != req.name {
+            let s = Status::bad_request(format!("the name of the object ({body_name}) does not match the name on the URL ({})", req.name));
+            return self.fail(c, "decode", s);
+        }
+        match crate::apiserver::managed::apply(None, &body, &req.field_manager, force, &res.api_version(), res.kind, &req.subresource, self.now) {
+            Ok(obj) => self.create(c, user, res, req.resource, ns, &req, Some(obj)),
+            Err(s) => self.fail(c, "conflict", s),
         }
     }
 
@@ -787,9 +794,16 @@ impl ApiServer {
         if quotas.is_empty() {
             return Ok(vec![]);
         }
+        self.charge_quotas(req, &ev, quotas, obj)
+    }
+
+    /// [`ApiServer::resource_quota`] in a namespace with quotas, out of line (one without
+    /// never runs it; crates/split keeps a first visit's download to what it runs).
+    #[inline(never)]
+    fn charge_quotas(&mut self, req: &admission::Request, ev: &quota::Evaluator, quotas: Vec<Object>, obj: &Value) -> Result<Vec<String>, Status> {
         let refs: Vec<&Value> = quotas.iter().map(|q| &**q).collect();
         let charge =
-            quota::check_request(&refs, &ev, req.operation, obj, req.old_object, self.now).map_err(|m| Status::forbidden(req.resource, &req.name, &m))?;
+            quota::check_request(&refs, ev, req.operation, obj, req.old_object, self.now).map_err(|m| Status::forbidden(req.resource, &req.name, &m))?;
         let mut names = Vec::new();
         for (i, used) in charge.charged {
             let q = &quotas[i];

@@ -8,6 +8,7 @@ impl ApiServer {
     /// `POST pods/NAME/eviction` (`pkg/registry/core/pod/storage/eviction.go`): a delete
     /// that a PodDisruptionBudget may refuse with 429, judged from the budget's status as
     /// the disruption controller last wrote it.
+    #[inline(never)]
     pub(super) fn evict(&mut self, c: &Ctx, user: &UserInfo, res: &ResourceInfo, ns: &str, req: &Request) -> Result<Object, Status> {
         let body = req.body.clone().unwrap_or(Value::Null);
         let body_name = get_str(&body, &["metadata", "name"]).unwrap_or("");

@@ -112,7 +112,7 @@ fn validate_meta(obj: &Value, namespaced: bool, name_kind: NameKind, errs: &mut 
     // 256 KiB of keys and values in all (kubectl apply's last-applied copy counts).
     let mut size = 0;
     for (k, v) in get(obj, &["metadata", "annotations"]).and_then(Value::as_object).into_iter().flatten() {
-        for msg in label_key_errors(&k.to_lowercase()) {
+        for msg in label_key_errors(&k.to_ascii_lowercase()) {
             errs.push(FieldError::invalid("metadata.annotations", &json!(k), msg));
         }
         size += k.len() + v.as_str().map_or(0, str::len);
@@ -140,6 +140,7 @@ fn decoded_len(v: &Value) -> usize {
 }
 
 /// `ValidateConfigMap` and `ValidateSecret`: the values together within 1 MiB.
+#[inline(never)]
 fn validate_data_size(kind: &str, obj: &Value, errs: &mut Vec<FieldError>) {
     let values = |field: &str| get(obj, &[field]).and_then(Value::as_object).into_iter().flatten().map(|(_, v)| v);
     let size: usize = match kind {
@@ -223,6 +224,7 @@ fn quantity_of(v: &Value) -> Option<crate::foundation::quantity::Quantity> {
 /// `ValidateLimitRange` (`pkg/apis/core/validation`): one item per type, a known type,
 /// no defaults on a Pod item, a storage bound on a claim item, and the bounds in order
 /// (min <= default request <= default <= max, a ratio of at least 1 and at most max/min).
+#[inline(never)]
 fn validate_limit_range(obj: &Value, errs: &mut Vec<FieldError>) {
     let mut types = std::collections::BTreeSet::new();
     for (i, item) in get_array(obj, &["spec", "limits"]).iter().enumerate() {
@@ -478,6 +480,7 @@ fn validate_replicas(path: &str, obj: &Value, errs: &mut Vec<FieldError>) {
 /// Selector, template labels and template checks shared by Deployment, ReplicaSet,
 /// DaemonSet and StatefulSet (`ValidateDeploymentSpec`, `ValidateReplicaSetSpec`).
 /// `ValidateReplicationControllerSpec`: a plain, non-empty label map as the selector.
+#[inline(never)]
 fn validate_rc_template(obj: &Value, errs: &mut Vec<FieldError>) {
     let selector = get(obj, &["spec", "selector"]).and_then(Value::as_object);
     if selector.is_none_or(|m| m.is_empty()) {
@@ -525,7 +528,7 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
                     crate::foundation::status::FieldErrorKind::Invalid,
                     "spec.selector",
                     Some("v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}".into()),
-                    format!("empty selector is invalid for {}", kind.to_lowercase()),
+                    format!("empty selector is invalid for {}", kind.to_ascii_lowercase()),
                 ));
             } else if !crate::foundation::labels::selector_matches(Some(sel), labels) {
                 errs.push(FieldError::new(
@@ -557,6 +560,7 @@ fn validate_workload_template(kind: &str, obj: &Value, errs: &mut Vec<FieldError
 
 /// `validateJobSpec` (pkg/apis/batch/validation): counts, completion mode, the pod
 /// template and its restart policy.
+#[inline(never)]
 fn validate_job_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
     for f in ["parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes", "ttlSecondsAfterFinished"] {
         if let Some(n) = get_i64(spec, &[f]) {
@@ -591,6 +595,7 @@ fn validate_job_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
 /// time zone's form, the concurrency policy and the Job template. A zone kubeloop cannot
 /// compute passes, as it would on a cluster whose tz database has it; the controller says
 /// that it does not know it.
+#[inline(never)]
 fn validate_cronjob(obj: &Value, errs: &mut Vec<FieldError>) {
     let schedule = get_str(obj, &["spec", "schedule"]).unwrap_or("");
     let tz = get_str(obj, &["spec", "timeZone"]);
@@ -705,6 +710,7 @@ fn validate_strategy(obj: &Value, errs: &mut Vec<FieldError>) {
     }
 }
 
+#[inline(never)]
 fn validate_service(obj: &Value, errs: &mut Vec<FieldError>) {
     let ty = get(obj, &["spec", "type"]);
     let tys = ty.and_then(Value::as_str).unwrap_or("ClusterIP");
@@ -787,12 +793,7 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
             validate_replicas("spec.replicas", obj, &mut errs);
             validate_rc_template(obj, &mut errs);
         }
-        // ValidateResourceQuotaSpec: ValidateResourceQuantityValue on each hard limit.
-        "ResourceQuota" => {
-            for (r, q) in get(obj, &["spec", "hard"]).and_then(Value::as_object).into_iter().flatten() {
-                validate_nonnegative_quantity(&format!("spec.hard[{r}]"), q, &mut errs);
-            }
-        }
+        "ResourceQuota" => validate_resource_quota(obj, &mut errs),
         "LimitRange" => validate_limit_range(obj, &mut errs),
         "ConfigMap" | "Secret" => validate_data_size(kind, obj, &mut errs),
         "Service" => validate_service(obj, &mut errs),
@@ -840,6 +841,14 @@ pub fn validate(kind: &str, namespaced: bool, obj: &Value) -> Vec<FieldError> {
         _ => {}
     }
     errs
+}
+
+/// ValidateResourceQuotaSpec: ValidateResourceQuantityValue on each hard limit.
+#[inline(never)]
+fn validate_resource_quota(obj: &Value, errs: &mut Vec<FieldError>) {
+    for (r, q) in get(obj, &["spec", "hard"]).and_then(Value::as_object).into_iter().flatten() {
+        validate_nonnegative_quantity(&format!("spec.hard[{r}]"), q, errs);
+    }
 }
 
 /// Update-time checks: immutable fields (`ValidateObjectMetaUpdate`, selector
@@ -1162,6 +1171,7 @@ fn validate_class_name(field: &str, v: Option<&Value>, errs: &mut Vec<FieldError
     }
 }
 
+#[inline(never)]
 fn validate_pv_spec(obj: &Value, errs: &mut Vec<FieldError>) {
     let spec = get(obj, &["spec"]).unwrap_or(&Value::Null);
     validate_access_modes("spec", spec, "", errs);
@@ -1235,6 +1245,7 @@ fn validate_pv_spec(obj: &Value, errs: &mut Vec<FieldError>) {
 }
 
 /// `ValidatePersistentVolumeClaimSpec` (also a StatefulSet's volumeClaimTemplates').
+#[inline(never)]
 pub fn validate_pvc_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
     validate_access_modes(path, spec, "at least 1 access mode is required", errs);
     match get(spec, &["resources", "requests", "storage"]) {
@@ -1253,12 +1264,13 @@ pub fn validate_pvc_spec(path: &str, spec: &Value, errs: &mut Vec<FieldError>) {
     }
 }
 
+#[inline(never)]
 fn validate_storage_class(obj: &Value, errs: &mut Vec<FieldError>) {
     let provisioner = get_str(obj, &["provisioner"]).unwrap_or("");
     if provisioner.is_empty() {
         errs.push(FieldError::required("provisioner", ""));
     } else {
-        for msg in label_key_errors(&provisioner.to_lowercase()) {
+        for msg in label_key_errors(&provisioner.to_ascii_lowercase()) {
             errs.push(FieldError::invalid("provisioner", &json!(provisioner), msg));
         }
     }

@@ -746,6 +746,16 @@ impl Cluster {
         };
         let (command, output) = match &s.action {
             Action::Apply { text, file } => (format!("kubectl apply -f {file}"), crate::kubectl::apply_text(&mut self.api, &s.credentials, text, file)),
+            // The rest out of line: a first visit applies and does nothing else (crates/split).
+            _ => self.execute_more(s, &user),
+        };
+        self.record_output(user, command, output)
+    }
+
+    /// [`Cluster::execute`]'s steps other than an apply: the command and what it printed.
+    #[inline(never)]
+    fn execute_more(&mut self, s: &Step, user: &str) -> (String, Vec<String>) {
+        match &s.action {
             Action::ApplyServerSide { text, file } => (
                 format!("kubectl apply --server-side -f {file}"),
                 crate::kubectl::apply_server_side(&mut self.api, &s.credentials, text, file, "kubectl", false),
@@ -777,13 +787,13 @@ impl Cluster {
                 if let (Some(run), Ok(creds), false) = (attach, creds, out.iter().any(|l| crate::kubectl::is_error_line(l))) {
                     // A run that is already waiting is given up, as a new command would.
                     let heredoc = crate::kubectl::heredoc(cmd).1;
-                    self.start_run(user.clone(), format!("kubectl {cmd}"), creds, run, heredoc, 60_000);
+                    self.start_run(user.to_string(), format!("kubectl {cmd}"), creds, run, heredoc, 60_000);
                 }
                 (format!("kubectl {cmd}"), out)
             }
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("debug") => {
                 let line = self.kubeconfig.with_namespace(cmd);
-                (format!("kubectl {cmd}"), self.debug_line(user.clone(), &s.credentials, &line))
+                (format!("kubectl {cmd}"), self.debug_line(user.to_string(), &s.credentials, &line))
             }
             Action::Kubectl(cmd) if crate::kubectl::verb_of(cmd) == Some("attach") => {
                 let line = self.kubeconfig.with_namespace(cmd);
@@ -799,7 +809,7 @@ impl Cluster {
                 let (out, w) = crate::kubectl::run_in_waiting(&mut self.api, &s.credentials, &mut self.kubeconfig, cmd);
                 if let Some(w) = w {
                     self.push(w.deadline(), Task::WaitDeadline, false);
-                    self.waits.push((user.clone(), format!("kubectl {cmd}"), w));
+                    self.waits.push((user.to_string(), format!("kubectl {cmd}"), w));
                 }
                 (format!("kubectl {cmd}"), out)
             }
@@ -814,8 +824,8 @@ impl Cluster {
                 let out = if msg == f.describe() { vec![] } else { vec![msg] };
                 (format!("fault: {}", f.describe()), out)
             }
-        };
-        self.record_output(user, command, output)
+            Action::Apply { .. } => unreachable!("Cluster::execute applies"),
+        }
     }
 
     /// What a step printed, in the trace (as kubectl's or etcdctl's lines) and the outputs.

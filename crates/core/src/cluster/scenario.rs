@@ -160,6 +160,7 @@ pub fn fault(kind: &str, name: &str) -> Result<Fault, String> {
 pub const MAX_NODES: u64 = 5000;
 
 /// A node's capacity, labels and taints, as `nodes` and a node group's `template` give them.
+#[inline(never)]
 fn node_spec(name: &str, n: &Value, at: &str) -> Result<NodeSpec, String> {
     let mut ns = NodeSpec::worker(name, "", "4", "8Gi");
     ns.labels.clear();
@@ -185,6 +186,7 @@ fn node_spec(name: &str, n: &Value, at: &str) -> Result<NodeSpec, String> {
 }
 
 /// An image's `cpu` (`250m`, or `{from: 100m, to: 900m, at: 60s}`) and `memory` (`64Mi`).
+#[inline(never)]
 fn parse_load(img: &Value) -> Result<Option<crate::loops::kubelet::registry::Load>, String> {
     let q = |field: &str, v: &Value| -> Result<u64, String> {
         let text = match v {
@@ -222,6 +224,7 @@ fn parse_load(img: &Value) -> Result<Option<crate::loops::kubelet::registry::Loa
 
 /// `storageDrivers`: each driver's name (a CSI driver name, as `ValidateCSIDriverName`
 /// wants it), its times and its kind of volumes.
+#[inline(never)]
 fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> {
     let list = drivers.as_array().ok_or("spec.storageDrivers must be a list")?;
     let mut out: Vec<CsiDriverSpec> = Vec::new();
@@ -266,6 +269,7 @@ fn parse_storage_drivers(drivers: &Value) -> Result<Vec<CsiDriverSpec>, String> 
 
 /// An actor: `{name, serviceAccount: NS/NAME | user: NAME, replicas, list: RESOURCE,
 /// namespace, every, start}`.
+#[inline(never)]
 fn parse_actor(sc: &Scenario, a: &Value, i: usize) -> Result<crate::loops::actor::ActorSpec, String> {
     let at = format!("spec.actors[{i}]");
     let name = get_str(a, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
@@ -311,66 +315,13 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
     if let Some(s) = get(spec, &["seed"]) {
         sc.seed = Some(s.as_u64().ok_or("spec.seed must be a non-negative integer")?);
     }
+    // Each part of the spec is read out of line: crates/split keeps a first visit's download
+    // to the code it runs, and the page's example declares a seed and users only.
     if let Some(nodes) = get(spec, &["nodes"]).and_then(Value::as_array) {
-        let mut out = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for (i, n) in nodes.iter().enumerate() {
-            let name = get_str(n, &["name"]).ok_or_else(|| format!("spec.nodes[{i}].name is required"))?;
-            // `count: N` stands for N identical nodes named `name-1` … `name-N`.
-            let names: Vec<String> = match n.get("count") {
-                None | Some(Value::Null) => vec![name.to_string()],
-                Some(c) => match c.as_u64() {
-                    Some(c @ 1..=MAX_NODES) => (1..=c).map(|k| format!("{name}-{k}")).collect(),
-                    _ => return Err(format!("spec.nodes[{i}].count: Invalid value: {c}: must be an integer from 1 to {MAX_NODES}")),
-                },
-            };
-            let spec = node_spec(name, n, &format!("spec.nodes[{i}]"))?;
-            for name in names {
-                // What the API server would say of the Node this makes (`ValidateNodeName`).
-                if !crate::apiserver::validation::is_dns1123_subdomain(&name) {
-                    return Err(format!(
-                        "spec.nodes[{i}].name: Invalid value: {name:?}: a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"
-                    ));
-                }
-                if !seen.insert(name.clone()) {
-                    return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
-                }
-                let mut s = spec.clone();
-                s.name = name;
-                out.push(s);
-            }
-            if out.len() as u64 > MAX_NODES {
-                return Err(format!("spec.nodes: Too many: {} nodes: must have at most {MAX_NODES}", out.len()));
-            }
-        }
-        sc.nodes = Some(out);
+        parse_nodes(sc, nodes)?;
     }
     for (i, g) in get_array(spec, &["nodeGroups"]).iter().enumerate() {
-        let at = format!("spec.nodeGroups[{i}]");
-        let name = get_str(g, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
-        // Its nodes are named after it (`workers-1`), so it must make valid Node names.
-        if !crate::apiserver::validation::is_dns1123_subdomain(&format!("{name}-1")) {
-            return Err(format!(
-                "{at}.name: Invalid value: {name:?}: a node group's name must be a lowercase RFC 1123 subdomain (its Nodes are named after it)"
-            ));
-        }
-        if sc.node_groups.iter().any(|o| o.name == name) {
-            return Err(format!("{at}.name: Duplicate value: {name:?}"));
-        }
-        let count = |k: &str| -> Result<Option<usize>, String> {
-            match g.get(k) {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| format!("{at}.{k} must be a non-negative integer")),
-            }
-        };
-        let min = count("min")?.unwrap_or(0);
-        let max = count("max")?.ok_or_else(|| format!("{at}.max is required"))?;
-        if max < min || max == 0 {
-            return Err(format!("{at}.max: Invalid value: {max}: must be at least min ({min}) and at least 1"));
-        }
-        let boot = duration_field(g, "bootTime").map_err(|e| format!("{at}.{e}"))?.unwrap_or(90_000);
-        let template = node_spec(name, get(g, &["template"]).unwrap_or(&Value::Null), &format!("{at}.template"))?;
-        sc.node_groups.push(NodeGroup { name: name.to_string(), min, max, template, boot });
+        parse_node_group(sc, i, g)?;
     }
     if let Some(drivers) = get(spec, &["storageDrivers"]) {
         sc.storage_drivers = Some(parse_storage_drivers(drivers)?);
@@ -387,69 +338,149 @@ fn parse_spec(sc: &mut Scenario, spec: &Value, file: &str) -> Result<(), String>
         sc.users.push((name.to_string(), token, groups));
     }
     for (i, img) in get_array(spec, &["images"]).iter().enumerate() {
-        let name = get_str(img, &["name"]).ok_or_else(|| format!("spec.images[{i}].name is required"))?;
-        if img.get("missing").and_then(Value::as_bool) == Some(true) {
-            sc.registry.missing.insert(name.to_string());
-            continue;
-        }
-        let load = parse_load(img).map_err(|e| format!("spec.images[{i}].{e}"))?;
-        let only_load = img.as_object().is_some_and(|m| m.keys().all(|k| matches!(k.as_str(), "name" | "cpu" | "memory")));
-        if let (true, Some(l)) = (only_load, load) {
-            // Only a load: the image keeps what it does (its catalogue behaviour, if known).
-            sc.registry.load(name, l);
-            continue;
-        }
-        let mut b = Behaviour { load, ..Behaviour::default() };
-        if img.get("crash").and_then(Value::as_bool) == Some(true) {
-            b.crash_after_ms = Some(duration_field(img, "crashAfter")?.unwrap_or(3000));
-        }
-        b.never_ready = img.get("neverReady").and_then(Value::as_bool).unwrap_or(false);
-        b.ready_after_ms = duration_field(img, "readyAfter")?.unwrap_or(0);
-        b.unhealthy_after_ms = duration_field(img, "unhealthyAfter")?;
-        if let Some(p) = duration_field(img, "pullTime")? {
-            b.pull_ms = p;
-        }
-        b.ignores_sigterm = img.get("ignoresSigterm").and_then(Value::as_bool).unwrap_or(false);
-        b.logs = get_array(img, &["logs"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
-        sc.registry.declare(name, b);
+        parse_image(sc, i, img)?;
     }
     for (i, a) in get_array(spec, &["actors"]).iter().enumerate() {
         sc.actors.push(parse_actor(sc, a, i)?);
     }
     for (i, s) in get_array(spec, &["steps"]).iter().enumerate() {
-        let at = duration_field(s, "at")?.unwrap_or(0);
-        let credentials = if let Some(t) = get_str(s, &["token"]) {
-            Credentials::Token(t.to_string())
-        } else if let Some(u) = get_str(s, &["as"]) {
-            if u == "admin" {
-                Credentials::User(UserInfo::admin())
-            } else {
-                let tok =
-                    sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
-                Credentials::Token(tok)
-            }
-        } else {
-            Credentials::User(UserInfo::admin())
-        };
-        let action = if let Some(text) = get_str(s, &["apply"]) {
-            let file = format!("{file}#steps[{i}]");
-            match get(s, &["serverSide"]) {
-                None | Some(Value::Bool(false)) => Action::Apply { text: text.to_string(), file },
-                Some(Value::Bool(true)) => Action::ApplyServerSide { text: text.to_string(), file },
-                Some(_) => return Err(format!("spec.steps[{i}].serverSide: must be true or false")),
-            }
-        } else if let Some(cmd) = get_str(s, &["kubectl"]) {
-            Action::Kubectl(cmd.to_string())
-        } else if let Some(cmd) = get_str(s, &["etcdctl"]) {
-            Action::Etcdctl(cmd.to_string())
-        } else if let Some(f) = get(s, &["fault"]) {
-            Action::Fault(parse_fault(f).map_err(|e| format!("spec.steps[{i}].fault: {e}"))?)
-        } else {
-            return Err(format!("spec.steps[{i}] needs one of apply, kubectl, etcdctl or fault"));
-        };
-        sc.steps.push(Step { at, credentials, action });
+        let step = parse_step(sc, i, s, file)?;
+        sc.steps.push(step);
     }
     Ok(())
+}
+
+/// `spec.nodes`.
+#[inline(never)]
+fn parse_nodes(sc: &mut Scenario, nodes: &[Value]) -> Result<(), String> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let name = get_str(n, &["name"]).ok_or_else(|| format!("spec.nodes[{i}].name is required"))?;
+        // `count: N` stands for N identical nodes named `name-1` … `name-N`.
+        let names: Vec<String> = match n.get("count") {
+            None | Some(Value::Null) => vec![name.to_string()],
+            Some(c) => match c.as_u64() {
+                Some(c @ 1..=MAX_NODES) => (1..=c).map(|k| format!("{name}-{k}")).collect(),
+                _ => return Err(format!("spec.nodes[{i}].count: Invalid value: {c}: must be an integer from 1 to {MAX_NODES}")),
+            },
+        };
+        let spec = node_spec(name, n, &format!("spec.nodes[{i}]"))?;
+        for name in names {
+            // What the API server would say of the Node this makes (`ValidateNodeName`).
+            if !crate::apiserver::validation::is_dns1123_subdomain(&name) {
+                return Err(format!(
+                    "spec.nodes[{i}].name: Invalid value: {name:?}: a Node's name must be a lowercase RFC 1123 subdomain of at most 253 characters"
+                ));
+            }
+            if !seen.insert(name.clone()) {
+                return Err(format!("spec.nodes[{i}].name: Duplicate value: {name:?}"));
+            }
+            let mut s = spec.clone();
+            s.name = name;
+            out.push(s);
+        }
+        if out.len() as u64 > MAX_NODES {
+            return Err(format!("spec.nodes: Too many: {} nodes: must have at most {MAX_NODES}", out.len()));
+        }
+    }
+    sc.nodes = Some(out);
+    Ok(())
+}
+
+/// `spec.nodeGroups[i]`.
+#[inline(never)]
+fn parse_node_group(sc: &mut Scenario, i: usize, g: &Value) -> Result<(), String> {
+    let at = format!("spec.nodeGroups[{i}]");
+    let name = get_str(g, &["name"]).ok_or_else(|| format!("{at}.name is required"))?;
+    // Its nodes are named after it (`workers-1`), so it must make valid Node names.
+    if !crate::apiserver::validation::is_dns1123_subdomain(&format!("{name}-1")) {
+        return Err(format!("{at}.name: Invalid value: {name:?}: a node group's name must be a lowercase RFC 1123 subdomain (its Nodes are named after it)"));
+    }
+    if sc.node_groups.iter().any(|o| o.name == name) {
+        return Err(format!("{at}.name: Duplicate value: {name:?}"));
+    }
+    let count = |k: &str| -> Result<Option<usize>, String> {
+        match g.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or_else(|| format!("{at}.{k} must be a non-negative integer")),
+        }
+    };
+    let min = count("min")?.unwrap_or(0);
+    let max = count("max")?.ok_or_else(|| format!("{at}.max is required"))?;
+    if max < min || max == 0 {
+        return Err(format!("{at}.max: Invalid value: {max}: must be at least min ({min}) and at least 1"));
+    }
+    let boot = duration_field(g, "bootTime").map_err(|e| format!("{at}.{e}"))?.unwrap_or(90_000);
+    let template = node_spec(name, get(g, &["template"]).unwrap_or(&Value::Null), &format!("{at}.template"))?;
+    sc.node_groups.push(NodeGroup { name: name.to_string(), min, max, template, boot });
+    Ok(())
+}
+
+/// `spec.images[i]`.
+#[inline(never)]
+fn parse_image(sc: &mut Scenario, i: usize, img: &Value) -> Result<(), String> {
+    let name = get_str(img, &["name"]).ok_or_else(|| format!("spec.images[{i}].name is required"))?;
+    if img.get("missing").and_then(Value::as_bool) == Some(true) {
+        sc.registry.missing.insert(name.to_string());
+        return Ok(());
+    }
+    let load = parse_load(img).map_err(|e| format!("spec.images[{i}].{e}"))?;
+    let only_load = img.as_object().is_some_and(|m| m.keys().all(|k| matches!(k.as_str(), "name" | "cpu" | "memory")));
+    if let (true, Some(l)) = (only_load, load) {
+        // Only a load: the image keeps what it does (its catalogue behaviour, if known).
+        sc.registry.load(name, l);
+        return Ok(());
+    }
+    let mut b = Behaviour { load, ..Behaviour::default() };
+    if img.get("crash").and_then(Value::as_bool) == Some(true) {
+        b.crash_after_ms = Some(duration_field(img, "crashAfter")?.unwrap_or(3000));
+    }
+    b.never_ready = img.get("neverReady").and_then(Value::as_bool).unwrap_or(false);
+    b.ready_after_ms = duration_field(img, "readyAfter")?.unwrap_or(0);
+    b.unhealthy_after_ms = duration_field(img, "unhealthyAfter")?;
+    if let Some(p) = duration_field(img, "pullTime")? {
+        b.pull_ms = p;
+    }
+    b.ignores_sigterm = img.get("ignoresSigterm").and_then(Value::as_bool).unwrap_or(false);
+    b.logs = get_array(img, &["logs"]).iter().filter_map(Value::as_str).map(str::to_string).collect();
+    sc.registry.declare(name, b);
+    Ok(())
+}
+
+/// `spec.steps[i]`.
+#[inline(never)]
+fn parse_step(sc: &Scenario, i: usize, s: &Value, file: &str) -> Result<Step, String> {
+    let at = duration_field(s, "at")?.unwrap_or(0);
+    let credentials = if let Some(t) = get_str(s, &["token"]) {
+        Credentials::Token(t.to_string())
+    } else if let Some(u) = get_str(s, &["as"]) {
+        if u == "admin" {
+            Credentials::User(UserInfo::admin())
+        } else {
+            let tok = sc.users.iter().find(|(n, _, _)| n == u).map(|(_, t, _)| t.clone()).ok_or_else(|| format!("spec.steps[{i}].as: unknown user {u:?}"))?;
+            Credentials::Token(tok)
+        }
+    } else {
+        Credentials::User(UserInfo::admin())
+    };
+    let action = if let Some(text) = get_str(s, &["apply"]) {
+        let file = format!("{file}#steps[{i}]");
+        match get(s, &["serverSide"]) {
+            None | Some(Value::Bool(false)) => Action::Apply { text: text.to_string(), file },
+            Some(Value::Bool(true)) => Action::ApplyServerSide { text: text.to_string(), file },
+            Some(_) => return Err(format!("spec.steps[{i}].serverSide: must be true or false")),
+        }
+    } else if let Some(cmd) = get_str(s, &["kubectl"]) {
+        Action::Kubectl(cmd.to_string())
+    } else if let Some(cmd) = get_str(s, &["etcdctl"]) {
+        Action::Etcdctl(cmd.to_string())
+    } else if let Some(f) = get(s, &["fault"]) {
+        Action::Fault(parse_fault(f).map_err(|e| format!("spec.steps[{i}].fault: {e}"))?)
+    } else {
+        return Err(format!("spec.steps[{i}] needs one of apply, kubectl, etcdctl or fault"));
+    };
+    Ok(Step { at, credentials, action })
 }
 
 /// Read one file's text into the scenario. Plain manifests become an apply at time 0.

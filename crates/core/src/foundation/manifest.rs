@@ -237,15 +237,8 @@ fn build(text: &str) -> Result<(Value, Option<NonFinite>), YamlError> {
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
                 Some(Open::Seq { anchor, items, nodes }) => (Value::Array(items), anchor, nodes),
                 Some(Open::Map { anchor, mut entries, mut lines, nodes, merges, .. }) => {
-                    // Explicit keys win over merged ones; earlier merges over later ones.
-                    for m in merges.iter().flat_map(|m| if let Value::Array(a) = m { a.clone() } else { vec![m.clone()] }) {
-                        let Value::Object(from) = m else { return Err(err(line, col, "map merge requires map or sequence of maps as the value".into())) };
-                        for (k, v) in from.iter() {
-                            if !lines.contains_key(k.as_str()) {
-                                lines.insert(k.to_string(), line);
-                                entries.push((k.to_string(), v.clone()));
-                            }
-                        }
+                    if !merges.is_empty() {
+                        merge_keys(&merges, &mut entries, &mut lines, line).map_err(|m| err(line, col, m.into()))?;
                     }
                     // One sort for the whole mapping: inserting key by key would be quadratic.
                     (Value::Object(entries.into_iter().collect()), anchor, nodes)
@@ -299,6 +292,27 @@ fn build(text: &str) -> Result<(Value, Option<NonFinite>), YamlError> {
         }
     }
     Ok((root.unwrap_or(Value::Null), non_finite_seen))
+}
+
+/// The merge keys (`<<`) of a mapping that ends at `line`: explicit keys win over merged
+/// ones, earlier merges over later ones (out of line: most manifests have none).
+#[inline(never)]
+fn merge_keys(
+    merges: &[Value],
+    entries: &mut Vec<(String, Value)>,
+    lines: &mut std::collections::HashMap<String, usize>,
+    line: usize,
+) -> Result<(), &'static str> {
+    for m in merges.iter().flat_map(|m| if let Value::Array(a) = m { a.clone() } else { vec![m.clone()] }) {
+        let Value::Object(from) = m else { return Err("map merge requires map or sequence of maps as the value") };
+        for (k, v) in from.iter() {
+            if !lines.contains_key(k.as_str()) {
+                lines.insert(k.to_string(), line);
+                entries.push((k.to_string(), v.clone()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A scalar as the YAML 1.2 core schema resolves it: untagged quoted and block scalars, and

@@ -218,7 +218,7 @@ fn probe(p: &Value) -> String {
         let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
         let path = get_str(h, &["path"]).unwrap_or("");
         let slash = if !path.is_empty() && !path.starts_with('/') { "/" } else { "" };
-        let scheme = get_str(h, &["scheme"]).unwrap_or("").to_lowercase();
+        let scheme = get_str(h, &["scheme"]).unwrap_or("").to_ascii_lowercase();
         format!("http-get {scheme}://{host}:{}{slash}{path} {attrs}", int_or_string(h.get("port")))
     } else if let Some(t) = p.get("tcpSocket") {
         format!("tcp-socket {}:{} {attrs}", get_str(t, &["host"]).unwrap_or(""), int_or_string(t.get("port")))
@@ -1377,7 +1377,7 @@ fn volume_node_affinity(o: &mut String, pv: &Value) {
             if j > 0 {
                 o.push_str("    \t");
             }
-            let mut text = format!("{} {}", get_str(e, &["key"]).unwrap_or(""), get_str(e, &["operator"]).unwrap_or("").to_lowercase());
+            let mut text = format!("{} {}", get_str(e, &["key"]).unwrap_or(""), get_str(e, &["operator"]).unwrap_or("").to_ascii_lowercase());
             let values: Vec<&str> = get_array(e, &["values"]).iter().filter_map(Value::as_str).collect();
             if !values.is_empty() {
                 text.push_str(&format!(" [{}]", values.join(", ")));

@@ -117,7 +117,9 @@ pub(super) fn drain(api: &mut ApiServer, creds: &Credentials, f: &Flags) -> Vec<
             groups.sort_stable_by_key(|(m, _)| rank(m));
             let errs: Vec<String> = groups
                 .into_iter()
-                .map(|(m, pods)| if m.to_lowercase().starts_with("cannot delete") { format!("{m}: {pods}") } else { format!("cannot delete {m}: {pods}") })
+                .map(
+                    |(m, pods)| if m.to_ascii_lowercase().starts_with("cannot delete") { format!("{m}: {pods}") } else { format!("cannot delete {m}: {pods}") },
+                )
                 .collect();
             let err = if errs.len() == 1 { errs[0].clone() } else { format!("[{}]", errs.join(", ")) };
             out.push(format!("error: unable to drain node {n:?} due to error: {err}, continuing command..."));

@@ -48,7 +48,7 @@ pub(super) fn events(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
     }
     let types: Vec<String> = match f.get("--types") {
         Some(t) => {
-            let ts: Vec<String> = t.split(',').filter(|s| !s.is_empty()).map(str::to_lowercase).collect();
+            let ts: Vec<String> = t.split(',').filter(|s| !s.is_empty()).map(str::to_ascii_lowercase).collect();
             if ts.iter().any(|t| t != "normal" && t != "warning") {
                 return vec!["error: valid --types are Normal or Warning".into()];
             }
@@ -81,7 +81,7 @@ pub(super) fn events(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
                     && get_str(e, &["involvedObject", "apiVersion"]) == Some(av.as_str())
             })
         })
-        .filter(|e| types.is_empty() || types.contains(&get_str(e, &["type"]).unwrap_or("").to_lowercase()))
+        .filter(|e| types.is_empty() || types.contains(&get_str(e, &["type"]).unwrap_or("").to_ascii_lowercase()))
         .collect();
     if items.is_empty() {
         return vec![if f.all_namespaces { "No events found.".to_string() } else { format!("No events found in {ns} namespace.") }];

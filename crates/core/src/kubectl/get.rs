@@ -268,7 +268,7 @@ fn get_typed(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &str, qual
             let keys: Vec<&str> =
                 f.values.iter().filter(|(k, _)| k == "--label-columns").flat_map(|(_, v)| v.split(',')).map(str::trim).filter(|k| !k.is_empty()).collect();
             for key in &keys {
-                header.push(key.rsplit('/').next().unwrap_or(key).to_uppercase());
+                header.push(key.rsplit('/').next().unwrap_or(key).to_ascii_uppercase());
             }
             for (row, o) in rows.iter_mut().zip(&objects) {
                 let labels = api::labels(o);

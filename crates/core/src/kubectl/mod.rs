@@ -74,9 +74,9 @@ use top::top;
 pub fn kind_prefix(r: ResourceId) -> String {
     let res = &RESOURCES[r];
     if res.group.is_empty() {
-        res.kind.to_lowercase()
+        res.kind.to_ascii_lowercase()
     } else {
-        format!("{}.{}", res.kind.to_lowercase(), res.group)
+        format!("{}.{}", res.kind.to_ascii_lowercase(), res.group)
     }
 }
 

@@ -313,7 +313,7 @@ pub(super) fn expose(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
         },
         "Deployment" | "ReplicaSet" => {
             let sel = &obj["spec"]["selector"];
-            let what = kind.to_lowercase();
+            let what = kind.to_ascii_lowercase();
             if get_array(sel, &["matchExpressions"]).is_empty() {
                 match sel["matchLabels"].as_object().filter(|m| !m.is_empty()) {
                     Some(m) => Ok((m.clone(), container_ports(&obj["spec"]["template"]["spec"]))),
@@ -364,7 +364,7 @@ pub(super) fn expose(api: &mut ApiServer, creds: &Credentials, f: &Flags, ns: &s
             let protocol = f.get("--protocol").map(str::to_string).or(proto.clone()).unwrap_or_else(|| "TCP".into());
             let mut e = json!({"port": n, "protocol": protocol.clone(), "targetPort": target.clone().unwrap_or_else(|| json!(n))});
             if many_protocols(*n) {
-                e["name"] = json!(format!("port-{n}-{}", protocol.to_lowercase()));
+                e["name"] = json!(format!("port-{n}-{}", protocol.to_ascii_lowercase()));
             } else if ports.len() > 1 {
                 e["name"] = json!(format!("port-{}", i + 1));
             }

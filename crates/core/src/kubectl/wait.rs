@@ -197,7 +197,7 @@ fn ns_of(r: ResourceId, ns: &str) -> String {
 
 /// `--for`'s value, as kubectl's `conditionFuncFor` reads it.
 fn condition(s: &str) -> Result<For, String> {
-    let lower = s.to_lowercase();
+    let lower = s.to_ascii_lowercase();
     if lower == "delete" {
         return Ok(For::Delete);
     }

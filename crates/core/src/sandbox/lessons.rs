@@ -22,6 +22,17 @@ use serde::Deserialize;
 /// The lessons the page offers, in the order it lists them.
 pub const LESSONS: &str = include_str!("lessons.yaml");
 
+/// A lesson as the list of lessons shows it, known without reading the lessons' bodies
+/// (the page downloads those when a lesson is first opened).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub id: &'static str,
+    pub group: Group,
+    pub title: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/lesson_index.rs"));
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Group {

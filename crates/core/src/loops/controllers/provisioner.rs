@@ -192,6 +192,7 @@ impl CsiProvisioner {
         cx.every(delay, timer);
     }
 
+    #[inline(never)]
     fn process_claim(&mut self, cx: &mut Cx, key: &(String, String)) {
         let Some(claim) = self.claims.get(&key.0, &key.1).map(|c| (**c).clone()) else { return };
         let Some(driver) = self.should_provision(&claim) else { return };
@@ -261,6 +262,7 @@ impl CsiProvisioner {
             .then(|| driver.to_string())
     }
 
+    #[inline(never)]
     fn process_volume(&mut self, cx: &mut Cx, name: &str) {
         let Some(v) = self.volumes.get("", name).map(|v| (**v).clone()) else { return };
         let Some(driver) = self.should_delete(&v) else { return };

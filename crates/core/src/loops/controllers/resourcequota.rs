@@ -53,6 +53,7 @@ impl Default for ResourceQuotaController {
 /// Whether an update of a counted object can lower a quota's usage (the quota monitor's
 /// `UpdateFunc` filter): a pod leaving the charged state, a Service changing type, a
 /// claim's allocated storage changing.
+#[inline(never)]
 fn replenishes(r: ResourceId, d: &Delta, now: Millis) -> bool {
     let Some(old) = &d.old else { return false };
     match r {
@@ -90,6 +91,7 @@ impl ResourceQuotaController {
         out
     }
 
+    #[inline(never)]
     fn queue_namespace(&mut self, ns: &str) {
         let names: Vec<String> = self.quotas.list(Some(ns)).map(|q| api::name(q).to_string()).collect();
         for n in names {

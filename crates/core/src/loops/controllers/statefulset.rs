@@ -968,7 +968,7 @@ impl StatefulSetController {
     }
 
     fn pod_event(&self, cx: &mut Cx, set: &Value, verb: &str, pod: &str, err: Option<&str>) {
-        let title = format!("{}{}", &verb[..1].to_uppercase(), &verb[1..]);
+        let title = format!("{}{}", &verb[..1].to_ascii_uppercase(), &verb[1..]);
         match err {
             None => cx.event(
                 &self.source,

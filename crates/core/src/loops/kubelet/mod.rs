@@ -1668,7 +1668,7 @@ impl Kubelets {
         let spec = &rt.ctrs[i].spec;
         let port = probe_port(get(h, &["port"]), spec);
         let path = get_str(h, &["path"]).unwrap_or("/").to_string();
-        let scheme = get_str(h, &["scheme"]).unwrap_or("HTTP").to_lowercase();
+        let scheme = get_str(h, &["scheme"]).unwrap_or("HTTP").to_ascii_lowercase();
         let url = format!("{scheme}://{ip}:{port}{path}");
         match self.backend(now, &ip, port, &path) {
             Ok((code, _)) if (200..400).contains(&code) => (code, String::new()),
@@ -1838,6 +1838,14 @@ impl Kubelets {
             let _ = d;
             return (400.min(grace.max(1)), 0);
         }
+        self.sigterm_process(now, ni, key, i, grace)
+    }
+
+    /// SIGTERM to the container's shell process: a trap that exits soon, or nothing until
+    /// the grace period ends (out of line: crates/split keeps a first visit's download to
+    /// what it runs).
+    #[inline(never)]
+    fn sigterm_process(&mut self, now: Millis, ni: usize, key: &Key, i: usize, grace: Millis) -> (Millis, i64) {
         let trapped = self.in_container(now, ni, key, i, None, |host, proc| proc.as_mut().and_then(|p| p.sigterm(host))).flatten();
         match trapped {
             Some(code) => (100.min(grace.max(1)), code as i64),

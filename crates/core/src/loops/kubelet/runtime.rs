@@ -291,7 +291,7 @@ fn service_env(svc: &Value, out: &mut Vec<(String, String)>) {
     if ip.is_empty() || ip == "None" {
         return;
     }
-    let name = api::name(svc).to_uppercase().replace('-', "_");
+    let name = api::name(svc).to_ascii_uppercase().replace('-', "_");
     let ports = get_array(svc, &["spec", "ports"]);
     let Some(first) = ports.first() else { return };
     let port_of = |p: &Value| get_i64(p, &["port"]).unwrap_or(0);
@@ -299,16 +299,16 @@ fn service_env(svc: &Value, out: &mut Vec<(String, String)>) {
     out.push((format!("{name}_SERVICE_PORT"), port_of(first).to_string()));
     for p in ports {
         if let Some(pn) = get_str(p, &["name"]) {
-            out.push((format!("{name}_SERVICE_PORT_{}", pn.to_uppercase().replace('-', "_")), port_of(p).to_string()));
+            out.push((format!("{name}_SERVICE_PORT_{}", pn.to_ascii_uppercase().replace('-', "_")), port_of(p).to_string()));
         }
     }
     let proto = |p: &Value| get_str(p, &["protocol"]).unwrap_or("TCP").to_string();
-    out.push((format!("{name}_PORT"), format!("{}://{ip}:{}", proto(first).to_lowercase(), port_of(first))));
+    out.push((format!("{name}_PORT"), format!("{}://{ip}:{}", proto(first).to_ascii_lowercase(), port_of(first))));
     for p in ports {
         let (pr, n) = (proto(p), port_of(p));
         let prefix = format!("{name}_PORT_{n}_{pr}");
-        out.push((prefix.clone(), format!("{}://{ip}:{n}", pr.to_lowercase())));
-        out.push((format!("{prefix}_PROTO"), pr.to_lowercase()));
+        out.push((prefix.clone(), format!("{}://{ip}:{n}", pr.to_ascii_lowercase())));
+        out.push((format!("{prefix}_PROTO"), pr.to_ascii_lowercase()));
         out.push((format!("{prefix}_PORT"), n.to_string()));
         out.push((format!("{prefix}_ADDR"), ip.to_string()));
     }

@@ -1074,30 +1074,7 @@ impl Scheduler {
         }
         self.next_start = (start + processed) % total;
         if feasible.is_empty() {
-            let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-            for (_, s) in &statuses {
-                for r in &s.reasons {
-                    *counts.entry(r.clone()).or_default() += 1;
-                }
-            }
-            let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
-            parts.sort_stable();
-            let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
-            match self.preempt(cx, &pod, &cy.req, &statuses) {
-                Ok(Some(node)) => {
-                    cx.trace(
-                        Flow::Pending,
-                        "preemption",
-                        obj.clone(),
-                        "pending",
-                        "",
-                        format!("preempting lower-priority pods on {node}; nominated node {node}"),
-                    );
-                }
-                Ok(None) => {}
-                Err(m) => msg = format!("{msg} {m}"),
-            }
-            self.fail(cx, &pod, &key, msg);
+            self.unschedulable(cx, &pod, &key, &cy.req, &statuses, &obj);
             return;
         }
         let chosen = if feasible.len() == 1 {
@@ -1133,6 +1110,37 @@ impl Scheduler {
         self.bind(cx, &key, &node);
     }
 
+    /// No node fits the pod: try preemption, then fail the cycle (out of line, as a first
+    /// visit never runs it: crates/split).
+    #[inline(never)]
+    fn unschedulable(&mut self, cx: &mut Cx, pod: &Object, key: &Key, req: &Requests, statuses: &[(usize, NodeStatus)], obj: &str) {
+        let total = self.live.len();
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, s) in statuses {
+            for r in &s.reasons {
+                *counts.entry(r.clone()).or_default() += 1;
+            }
+        }
+        let mut parts: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        parts.sort_stable();
+        let mut msg = format!("0/{total} nodes are available: {}.", parts.join(", "));
+        match self.preempt(cx, pod, req, statuses) {
+            Ok(Some(node)) => {
+                cx.trace(
+                    Flow::Pending,
+                    "preemption",
+                    obj.to_string(),
+                    "pending",
+                    "",
+                    format!("preempting lower-priority pods on {node}; nominated node {node}"),
+                );
+            }
+            Ok(None) => {}
+            Err(m) => msg = format!("{msg} {m}"),
+        }
+        self.fail(cx, pod, key, msg);
+    }
+
     /// Bind the pod to its node (DefaultBinder).
     fn bind(&mut self, cx: &mut Cx, key: &Key, node: &str) {
         let obj = format!("Pod/{}/{}", key.0, key.1);
@@ -1156,6 +1164,7 @@ impl Scheduler {
 
     /// VolumeBinding's Reserve and PreBind: assume the pod on the node, pre-bind the chosen
     /// volumes and mark the claims to provision, then wait for the claims to be bound.
+    #[inline(never)]
     fn pre_bind_volumes(&mut self, cx: &mut Cx, key: &Key, pod: &Object, claims: &PodClaims, ni: usize) {
         let node = self.infos[ni].name.clone();
         let obj = format!("Pod/{}/{}", key.0, key.1);

@@ -777,6 +777,89 @@ impl Process {
         self.vars.insert(name, Var { value: value.into(), array: None, exported });
     }
 
+    /// [`Process::step`] for the operations of loops, cases, pipes and functions.
+    #[inline(never)]
+    fn control(&mut self, op: Op, prog: &Arc<Program>, depth: usize, pc: usize, host: &mut dyn Host) {
+        match op {
+            Op::ForInit { slot, words } => {
+                let items = match words {
+                    Some(w) => {
+                        let mut out = Vec::new();
+                        for word in prog.words.get(w).map(Vec::as_slice).unwrap_or(&[]) {
+                            out.extend(self.expand(word, host, true));
+                        }
+                        out
+                    }
+                    None => self.args.clone(),
+                };
+                if let Some(s) = self.frames[depth - 1].slots.get_mut(slot) {
+                    *s = Some((items, 0));
+                }
+            }
+            Op::ForNext { slot, var, end } => {
+                let next = self.frames[depth - 1].slots.get_mut(slot).and_then(|s| s.as_mut()).and_then(|(items, i)| {
+                    let v = items.get(*i).cloned();
+                    *i += 1;
+                    v
+                });
+                match next {
+                    Some(v) => self.set_var(&var, v),
+                    None => self.frames[depth - 1].pc = end,
+                }
+            }
+            Op::CaseSubject { slot, word } => {
+                let w = prog.single.get(word).cloned().unwrap_or_default();
+                let s = self.expand(&w, host, false).join(" ");
+                let subjects = &mut self.frames[depth - 1].subjects;
+                if subjects.len() <= slot {
+                    subjects.resize(slot + 1, String::new());
+                }
+                subjects[slot] = s;
+            }
+            Op::CaseTest { slot, words, next } => {
+                let subject = self.frames[depth - 1].subjects.get(slot).cloned().unwrap_or_default();
+                let pats = prog.words.get(words).cloned().unwrap_or_default();
+                let hit = pats.iter().any(|p| {
+                    let pat = self.pattern(p, host);
+                    glob_match(&pat, &subject)
+                });
+                if !hit {
+                    self.frames[depth - 1].pc = next;
+                }
+            }
+            Op::PipeStart => {
+                self.saved.push((self.fds.clone(), self.stdin.clone()));
+                self.captures.push(String::new());
+                self.fds[1] = Sink::Capture(self.captures.len() - 1);
+            }
+            Op::PipeNext(last) => {
+                if let Some(i) = self.captures.len().checked_sub(1) {
+                    let text = std::mem::take(&mut self.captures[i]);
+                    self.stdin = Some(text);
+                }
+                if last {
+                    if let Some((fds, _)) = self.saved.last() {
+                        self.fds[1] = fds[1].clone();
+                    }
+                }
+            }
+            Op::Function { name, end } => {
+                self.funcs.insert(name, (Arc::clone(prog), pc + 1));
+                self.frames[depth - 1].pc = end;
+            }
+            Op::Return => {
+                let f = self.frames.pop().expect("a frame exists");
+                while self.saved.len() > f.depth {
+                    self.restore();
+                }
+                if let Some(a) = f.saved_args {
+                    self.args = a;
+                }
+            }
+            _ => unreachable!("Process::step runs the other operations"),
+        }
+    }
+
     fn step(&mut self, host: &mut dyn Host, budget: usize) -> Outcome {
         if let Some(code) = self.exited {
             return Outcome::Exit(code);
@@ -824,52 +907,6 @@ impl Process {
                 Op::JmpOk(_) | Op::JmpFail(_) => {}
                 Op::Not => self.status = i32::from(self.status == 0),
                 Op::Status(s) => self.status = s,
-                Op::ForInit { slot, words } => {
-                    let items = match words {
-                        Some(w) => {
-                            let mut out = Vec::new();
-                            for word in prog.words.get(w).map(Vec::as_slice).unwrap_or(&[]) {
-                                out.extend(self.expand(word, host, true));
-                            }
-                            out
-                        }
-                        None => self.args.clone(),
-                    };
-                    if let Some(s) = self.frames[depth - 1].slots.get_mut(slot) {
-                        *s = Some((items, 0));
-                    }
-                }
-                Op::ForNext { slot, var, end } => {
-                    let next = self.frames[depth - 1].slots.get_mut(slot).and_then(|s| s.as_mut()).and_then(|(items, i)| {
-                        let v = items.get(*i).cloned();
-                        *i += 1;
-                        v
-                    });
-                    match next {
-                        Some(v) => self.set_var(&var, v),
-                        None => self.frames[depth - 1].pc = end,
-                    }
-                }
-                Op::CaseSubject { slot, word } => {
-                    let w = prog.single.get(word).cloned().unwrap_or_default();
-                    let s = self.expand(&w, host, false).join(" ");
-                    let subjects = &mut self.frames[depth - 1].subjects;
-                    if subjects.len() <= slot {
-                        subjects.resize(slot + 1, String::new());
-                    }
-                    subjects[slot] = s;
-                }
-                Op::CaseTest { slot, words, next } => {
-                    let subject = self.frames[depth - 1].subjects.get(slot).cloned().unwrap_or_default();
-                    let pats = prog.words.get(words).cloned().unwrap_or_default();
-                    let hit = pats.iter().any(|p| {
-                        let pat = self.pattern(p, host);
-                        glob_match(&pat, &subject)
-                    });
-                    if !hit {
-                        self.frames[depth - 1].pc = next;
-                    }
-                }
                 Op::Redirect(i) => {
                     let redirs = prog.redirs.get(i).cloned().unwrap_or_default();
                     self.saved.push((self.fds.clone(), self.stdin.clone()));
@@ -878,36 +915,17 @@ impl Process {
                     }
                 }
                 Op::Restore => self.restore(),
-                Op::PipeStart => {
-                    self.saved.push((self.fds.clone(), self.stdin.clone()));
-                    self.captures.push(String::new());
-                    self.fds[1] = Sink::Capture(self.captures.len() - 1);
-                }
-                Op::PipeNext(last) => {
-                    if let Some(i) = self.captures.len().checked_sub(1) {
-                        let text = std::mem::take(&mut self.captures[i]);
-                        self.stdin = Some(text);
-                    }
-                    if last {
-                        if let Some((fds, _)) = self.saved.last() {
-                            self.fds[1] = fds[1].clone();
-                        }
-                    }
-                }
+                // Loops, cases, pipes and functions out of line: crates/split keeps a first
+                // visit's download to what it runs.
+                op @ (Op::ForInit { .. }
+                | Op::ForNext { .. }
+                | Op::CaseSubject { .. }
+                | Op::CaseTest { .. }
+                | Op::PipeStart
+                | Op::PipeNext(_)
+                | Op::Function { .. }
+                | Op::Return) => self.control(op, &prog, depth, pc, host),
                 Op::PipeEnd => self.restore_pipe(),
-                Op::Function { name, end } => {
-                    self.funcs.insert(name, (Arc::clone(&prog), pc + 1));
-                    self.frames[depth - 1].pc = end;
-                }
-                Op::Return => {
-                    let f = self.frames.pop().expect("a frame exists");
-                    while self.saved.len() > f.depth {
-                        self.restore();
-                    }
-                    if let Some(a) = f.saved_args {
-                        self.args = a;
-                    }
-                }
                 Op::Simple(i, errexit) => {
                     let Some(simple) = prog.simples.get(i) else { continue };
                     match self.simple(simple, host) {
