@@ -16,7 +16,8 @@
 //!   NAME` shows where in the function named NAME: each stretch, whether it ran, its bytes
 //!   and the functions it calls.
 //! * `split IN KEEP PRIMARY REST` writes PRIMARY, IN with every function whose name is not
-//!   listed in KEEP (and that is worth moving) replaced by a stub, and REST, a module that
+//!   listed in KEEP (a line ending in `*` lists every name it starts; and that is worth
+//!   moving) replaced by a stub, and REST, a module that
 //!   holds those functions. A stub loads REST (through the page's `kubeloopLoadRest`
 //!   import) the first time one runs, then calls the function through the function table,
 //!   where REST's element segment put it. REST imports what it uses from PRIMARY's exports
@@ -550,13 +551,15 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     let Some(table0) = m.defined_tables.first().filter(|_| m.tables.len() == m.defined_tables.len()) else {
         return Err("the function table is imported; the split needs it defined".into());
     };
+    // A listed name ending in `*` keeps every function whose name starts with the rest.
+    let prefixes: Vec<&str> = keep.iter().filter_map(|k| k.strip_suffix('*')).collect();
     // The functions that could move (not listed, no data or element segment instructions),
     // with what each uses.
     let mut movable: BTreeMap<u32, Refs> = BTreeMap::new();
     for (i, body) in m.bodies.iter().enumerate() {
         let index = m.func_imports + i as u32;
         // A function with no name cannot be found in the list: it stays.
-        let listed = m.names.get(&index).is_none_or(|n| keep.contains(*n));
+        let listed = m.names.get(&index).is_none_or(|n| keep.contains(*n) || prefixes.iter().any(|p| n.starts_with(p)));
         if listed || Some(index) == m.start {
             continue;
         }
@@ -588,11 +591,11 @@ fn split(m: &Module, keep: &BTreeSet<String>) -> Result<(Vec<u8>, Vec<u8>, usize
     }
     let moved = movable;
     let found = m.names.values().filter(|n| keep.contains(**n)).count();
-    if found * 10 < keep.len() * 9 {
+    if found * 10 < (keep.len() - prefixes.len()) * 9 {
         eprintln!(
             "kubeloop-split: warning: only {found} of the {} functions listed to keep are in this build: \
              the list is out of date (run scripts/split-profile)",
-            keep.len()
+            keep.len() - prefixes.len()
         );
     }
     let base = table0.ty.initial as u32;
@@ -801,6 +804,8 @@ mod tests {
     fn moves_what_is_not_kept_behind_a_stub_and_a_table_slot() {
         let data = page();
         let m = Module::parse(&data).unwrap();
+        let (_, _, none) = split(&m, &BTreeSet::from(["kept".to_string(), "mov*".to_string()])).unwrap();
+        assert_eq!(none, 0, "a name ending in * keeps every function it starts");
         let keep = BTreeSet::from(["kept".to_string()]);
         let (p, r, moved) = split(&m, &keep).unwrap();
         assert_eq!(moved, 2, "`moved`, and `tiny`, which only `moved` calls; `helper` is too small for a stub");
@@ -862,5 +867,54 @@ mod tests {
         let m = Module::parse(&data).unwrap();
         let err = split(&m, &BTreeSet::new()).err().unwrap();
         assert!(err.to_string().contains("does not import kubeloopLoadRest"), "{err}");
+    }
+
+    #[test]
+    fn marks_each_stretch_and_reports_what_did_not_run() {
+        // `kept` is straight-line code; give it a branch: `if` ... `end` in the middle.
+        let mut m = Out::new();
+        let mut types = TypeSection::new();
+        types.ty().function([ValType::I32], []);
+        m.section(&types);
+        let mut funcs = FunctionSection::new();
+        funcs.function(0);
+        m.section(&funcs);
+        let mut memories = MemorySection::new();
+        memories.memory(MemoryType { minimum: 1, maximum: None, memory64: false, shared: false, page_size_log2: None });
+        m.section(&memories);
+        let mut code = CodeSection::new();
+        let mut f = Function::new([]);
+        f.instruction(&Instruction::LocalGet(0))
+            .instruction(&Instruction::If(wasm_encoder::BlockType::Empty))
+            .instruction(&Instruction::LocalGet(0))
+            .instruction(&Instruction::Drop)
+            .instruction(&Instruction::End)
+            .instruction(&Instruction::End);
+        code.function(&f);
+        m.section(&code);
+        let mut names = NameSection::new();
+        let mut map = NameMap::new();
+        map.append(0, "branchy");
+        names.functions(&map);
+        m.section(&names);
+        let data = m.finish();
+        let module = Module::parse(&data).unwrap();
+        let points = mark_points(&module.bodies[0]).unwrap();
+        assert_eq!(points.len(), 3, "the start, inside the `if`, and after its `end`");
+        let marked = instrument(&module, true).unwrap();
+        let mut features = wasmparser::WasmFeatures::default();
+        features.insert(wasmparser::WasmFeatures::MULTI_MEMORY);
+        wasmparser::Validator::new_with_features(features).validate_all(&marked).unwrap();
+        // A run that never took the branch: the `if`'s body is cold.
+        let report = cold(&module, &[1, 0, 1], 10).unwrap();
+        assert!(report.starts_with("1 functions ran:"), "{report}");
+        let row = report.lines().nth(1).unwrap();
+        let cold_bytes: usize = row.split_whitespace().next().unwrap().parse().unwrap();
+        assert_eq!(cold_bytes, 4, "local.get 0 (two bytes), drop, end: {report}");
+        assert!(row.ends_with("branchy"));
+        // A run that never called it reports nothing.
+        assert!(cold(&module, &[0, 0, 0], 10).unwrap().starts_with("0 functions ran"));
+        let stretches = cold_stretches(&module, &[1, 0, 1], "branchy").unwrap();
+        assert_eq!(stretches.lines().filter(|l| l.trim_start().starts_with("cold")).count(), 1, "{stretches}");
     }
 }

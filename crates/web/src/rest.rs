@@ -49,7 +49,9 @@ export function kubeloopLoadRest(now) {
     if (request.status !== 200) throw new Error(`HTTP ${request.status}`);
     text = request.responseText;
   } catch (e) {
-    throw new Error(`kubeloop: the rest of the page's code (${where}) did not load: ${e.message || e}`);
+    // Which function needed it (the split keeps function indices): the wasm frames.
+    const frames = (new Error().stack || '').split('\n').filter((l) => l.includes('wasm-function')).slice(0, 3).map((l) => l.trim()).join(' < ');
+    throw new Error(`kubeloop: the rest of the page's code (${where}) did not load: ${e.message || e}${frames ? ` (needed by ${frames})` : ''}`);
   }
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i) & 0xff;

@@ -694,6 +694,7 @@ pub fn external_attacher_policy() -> Vec<Value> {
 /// The cluster autoscaler's identity, installed when the cluster has node groups: the
 /// ClusterRole the upstream Helm chart grants (`charts/cluster-autoscaler/templates/
 /// clusterrole.yaml`, `role.yaml`) bound to `kube-system:cluster-autoscaler`.
+#[inline(never)]
 pub fn cluster_autoscaler_policy() -> Vec<Value> {
     let sa = json!({"kind": "ServiceAccount", "name": "cluster-autoscaler", "namespace": "kube-system"});
     let mut status_rule = rule(&[""], &["configmaps"], &["delete", "get", "update"]);

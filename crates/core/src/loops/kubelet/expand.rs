@@ -50,6 +50,7 @@ impl Kubelets {
 
     /// NodeExpandVolume for one claim of a pod on node `ni`, if its disk is larger than its
     /// file system.
+    #[inline(never)]
     pub(super) fn node_expand(&mut self, cx: &mut Cx, ni: usize, key: &Key, claim_name: &str) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let Some(claim) = self.pvcs.get(&key.0, claim_name).map(|c| (**c).clone()) else { return };

@@ -789,6 +789,7 @@ impl Kubelets {
 
     /// The node status update (`nodestatus.VolumesInUse`): report the volumes in use, then
     /// let the mounts that waited for it go on.
+    #[inline(never)]
     fn report_in_use(&mut self, cx: &mut Cx, ni: usize) {
         self.nodes[ni].status_pending = false;
         if self.nodes[ni].down {
@@ -969,6 +970,7 @@ impl Kubelets {
     /// waits (`operation_generator.go` failures with exponential back-off; the populator's
     /// errors reported by each pod sync, `WaitForAttachAndMount`; attachments awaited
     /// without an event).
+    #[inline(never)]
     fn volumes_blocked(&mut self, cx: &mut Cx, ni: usize, key: &Key, pod: &Object, c: &VolumeCheck) {
         let node_name = self.nodes[ni].name.clone();
         let src = self.nodes[ni].source.clone();
@@ -1362,6 +1364,7 @@ impl Kubelets {
         }
     }
 
+    #[inline(never)]
     fn image_backoff(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, backoff: Millis) {
         let Some(pod) = self.pods.get(&key.0, &key.1).cloned() else { return };
         let node_name = self.nodes[ni].name.clone();
@@ -1972,6 +1975,7 @@ impl Kubelets {
         }
     }
 
+    #[inline(never)]
     fn restart_container(&mut self, cx: &mut Cx, ni: usize, key: &Key, i: usize, instance: u64) {
         let Some(rt) = self.nodes[ni].pods.get_mut(key) else { return };
         let c = &mut rt.ctrs[i];

@@ -6,267 +6,348 @@ use crate::foundation::sim::{civil_from_days, epoch, Millis};
 use crate::foundation::sort::Sort;
 
 /// Shell builtins (`exit`, `export`, `set`, `cd`, `test`, `echo`, …).
+/// Each builtin's work is a function of its own: every command goes through this match, and
+/// the builtins a first visit's containers never run leave its download (crates/split).
 pub fn builtin(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Option<Flow> {
     let args = &argv[1..];
     Some(match argv[0].as_str() {
         ":" | "true" => Flow::Status(0),
         "false" => Flow::Status(1),
         "exit" => {
-            let code = match args.first() {
-                None => p.status(),
-                Some(a) => match a.parse::<i64>() {
-                    Ok(n) => (n & 255) as i32,
-                    Err(_) => {
-                        let msg = format!("{}: exit: Illegal number: {a}\n", p.me_name());
-                        p.err(&msg, host);
-                        2
-                    }
-                },
-            };
-            Flow::Exit(code)
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let code = match args.first() {
+                    None => p.status(),
+                    Some(a) => match a.parse::<i64>() {
+                        Ok(n) => (n & 255) as i32,
+                        Err(_) => {
+                            let msg = format!("{}: exit: Illegal number: {a}\n", p.me_name());
+                            p.err(&msg, host);
+                            2
+                        }
+                    },
+                };
+                Flow::Exit(code)
+            }
+            run(p, host, argv)
         }
         "return" => Flow::Return(args.first().and_then(|a| a.parse::<i64>().ok()).map(|n| (n & 255) as i32).unwrap_or(p.status())),
         "echo" => {
-            let mut newline = true;
-            let mut escapes = p.flavour == Flavour::Dash;
-            let mut k = 0;
-            while let Some(a) = args.get(k) {
-                if a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| "neE".contains(c)) {
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let mut newline = true;
+                let mut escapes = p.flavour == Flavour::Dash;
+                let mut k = 0;
+                while let Some(a) = args.get(k) {
+                    if a.len() > 1 && a.starts_with('-') && a[1..].chars().all(|c| "neE".contains(c)) {
+                        for c in a[1..].chars() {
+                            match c {
+                                'n' => newline = false,
+                                'e' => escapes = true,
+                                _ => escapes = false,
+                            }
+                        }
+                        k += 1;
+                    } else {
+                        break;
+                    }
+                }
+                let mut text = args[k..].join(" ");
+                if escapes {
+                    let (t, stop) = unescape(&text);
+                    text = t;
+                    if stop {
+                        newline = false;
+                    }
+                }
+                if newline {
+                    text.push('\n');
+                }
+                p.out(&text, host);
+                Flow::Status(0)
+            }
+            run(p, host, argv)
+        }
+        "printf" => {
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let Some(fmt) = args.first() else {
+                    p.err("printf: usage: printf format [arguments]\n", host);
+                    return Flow::Status(2);
+                };
+                let out = printf(fmt, &args[1..]);
+                p.out(&out, host);
+                Flow::Status(0)
+            }
+            run(p, host, argv)
+        }
+        "export" | "readonly" | "local" | "declare" | "typeset" => {
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    match a.split_once('=') {
+                        Some((k, v)) => {
+                            if argv[0] == "export" {
+                                p.export(k, Some(v.to_string()));
+                            } else {
+                                p.set_var(k, v.to_string());
+                            }
+                        }
+                        None if argv[0] == "export" => p.export(a, None),
+                        None => {
+                            if p.var(a).is_none() {
+                                p.set_var(a, String::new());
+                            }
+                        }
+                    }
+                }
+                Flow::Status(0)
+            }
+            run(p, host, argv)
+        }
+        "unset" => {
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    p.unset(a);
+                }
+                Flow::Status(0)
+            }
+            run(p, host, argv)
+        }
+        "set" => {
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let mut k = 0;
+                while let Some(a) = args.get(k) {
+                    let on = a.starts_with('-');
+                    if !(on || a.starts_with('+')) || a == "--" {
+                        break;
+                    }
+                    if &a[1..] == "o" {
+                        k += 2;
+                        continue;
+                    }
                     for c in a[1..].chars() {
                         match c {
-                            'n' => newline = false,
-                            'e' => escapes = true,
-                            _ => escapes = false,
+                            'e' => p.errexit = on,
+                            'x' => p.xtrace = on,
+                            _ => {}
                         }
                     }
                     k += 1;
-                } else {
-                    break;
                 }
-            }
-            let mut text = args[k..].join(" ");
-            if escapes {
-                let (t, stop) = unescape(&text);
-                text = t;
-                if stop {
-                    newline = false;
-                }
-            }
-            if newline {
-                text.push('\n');
-            }
-            p.out(&text, host);
-            Flow::Status(0)
-        }
-        "printf" => {
-            let Some(fmt) = args.first() else {
-                p.err("printf: usage: printf format [arguments]\n", host);
-                return Some(Flow::Status(2));
-            };
-            let out = printf(fmt, &args[1..]);
-            p.out(&out, host);
-            Flow::Status(0)
-        }
-        "export" | "readonly" | "local" | "declare" | "typeset" => {
-            for a in args.iter().filter(|a| !a.starts_with('-')) {
-                match a.split_once('=') {
-                    Some((k, v)) => {
-                        if argv[0] == "export" {
-                            p.export(k, Some(v.to_string()));
-                        } else {
-                            p.set_var(k, v.to_string());
-                        }
-                    }
-                    None if argv[0] == "export" => p.export(a, None),
-                    None => {
-                        if p.var(a).is_none() {
-                            p.set_var(a, String::new());
-                        }
+                if args.is_empty() {
+                    let vars = p.all_vars();
+                    for (k, v) in vars {
+                        let line = format!("{k}='{v}'\n");
+                        p.out(&line, host);
                     }
                 }
+                Flow::Status(0)
             }
-            Flow::Status(0)
-        }
-        "unset" => {
-            for a in args.iter().filter(|a| !a.starts_with('-')) {
-                p.unset(a);
-            }
-            Flow::Status(0)
-        }
-        "set" => {
-            let mut k = 0;
-            while let Some(a) = args.get(k) {
-                let on = a.starts_with('-');
-                if !(on || a.starts_with('+')) || a == "--" {
-                    break;
-                }
-                if &a[1..] == "o" {
-                    k += 2;
-                    continue;
-                }
-                for c in a[1..].chars() {
-                    match c {
-                        'e' => p.errexit = on,
-                        'x' => p.xtrace = on,
-                        _ => {}
-                    }
-                }
-                k += 1;
-            }
-            if args.is_empty() {
-                let vars = p.all_vars();
-                for (k, v) in vars {
-                    let line = format!("{k}='{v}'\n");
-                    p.out(&line, host);
-                }
-            }
-            Flow::Status(0)
+            run(p, host, argv)
         }
         "shift" => {
-            let n = args.first().and_then(|a| a.parse().ok()).unwrap_or(1);
-            Flow::Status(if p.shift(n) { 0 } else { 1 })
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let n = args.first().and_then(|a| a.parse().ok()).unwrap_or(1);
+                Flow::Status(if p.shift(n) { 0 } else { 1 })
+            }
+            run(p, host, argv)
         }
         "cd" => {
-            let dir = args.first().cloned().or_else(|| p.var("HOME").map(str::to_string)).unwrap_or_else(|| "/".into());
-            let abs = p.abs(&dir);
-            match host.kind(&abs) {
-                Some(true) => {
-                    p.set_cwd(abs.clone());
-                    p.set_var("PWD", abs);
-                    Flow::Status(0)
-                }
-                other => {
-                    let why = if other == Some(false) { "Not a directory" } else { "No such file or directory" };
-                    let msg = match p.flavour {
-                        Flavour::Busybox => format!("{}: cd: can't cd to {dir}: {why}\n", p.me_name()),
-                        Flavour::Dash => format!("{}: 1: cd: can't cd to {dir}\n", p.me_name()),
-                        Flavour::Bash => format!("{}: line 1: cd: {dir}: {why}\n", p.me_name()),
-                    };
-                    p.err(&msg, host);
-                    Flow::Status(if p.flavour == Flavour::Dash { 2 } else { 1 })
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let dir = args.first().cloned().or_else(|| p.var("HOME").map(str::to_string)).unwrap_or_else(|| "/".into());
+                let abs = p.abs(&dir);
+                match host.kind(&abs) {
+                    Some(true) => {
+                        p.set_cwd(abs.clone());
+                        p.set_var("PWD", abs);
+                        Flow::Status(0)
+                    }
+                    other => {
+                        let why = if other == Some(false) { "Not a directory" } else { "No such file or directory" };
+                        let msg = match p.flavour {
+                            Flavour::Busybox => format!("{}: cd: can't cd to {dir}: {why}\n", p.me_name()),
+                            Flavour::Dash => format!("{}: 1: cd: can't cd to {dir}\n", p.me_name()),
+                            Flavour::Bash => format!("{}: line 1: cd: {dir}: {why}\n", p.me_name()),
+                        };
+                        p.err(&msg, host);
+                        Flow::Status(if p.flavour == Flavour::Dash { 2 } else { 1 })
+                    }
                 }
             }
+            run(p, host, argv)
         }
         "pwd" => {
-            let line = format!("{}\n", p.cwd());
-            p.out(&line, host);
-            Flow::Status(0)
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, _argv: &[String]) -> Flow {
+                let line = format!("{}\n", p.cwd());
+                p.out(&line, host);
+                Flow::Status(0)
+            }
+            run(p, host, argv)
         }
         "read" => {
-            let names: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
-            // From an exec session's stream: one whole line, waiting for it if need be.
-            let input = if p.stdin_blocked() {
-                match p.take_line() {
-                    Some(l) => l,
-                    None => return Some(Flow::Wait),
-                }
-            } else {
-                match p.take_stdin() {
-                    Some(i) => i,
-                    None => return Some(Flow::Status(1)),
-                }
-            };
-            let (line, rest) = match input.split_once('\n') {
-                Some((l, r)) => (l.to_string(), Some(r.to_string())),
-                None => (input.clone(), None),
-            };
-            if let Some(r) = rest.filter(|r| !r.is_empty()) {
-                p.set_stdin(r);
-            }
-            if input.is_empty() {
-                return Some(Flow::Status(1));
-            }
-            let mut words: Vec<&str> = line.split_whitespace().collect();
-            let names = if names.is_empty() { vec![] } else { names };
-            for (k, n) in names.iter().enumerate() {
-                let v = if k + 1 == names.len() {
-                    std::mem::take(&mut words).join(" ")
-                } else if words.is_empty() {
-                    String::new()
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let names: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+                // From an exec session's stream: one whole line, waiting for it if need be.
+                let input = if p.stdin_blocked() {
+                    match p.take_line() {
+                        Some(l) => l,
+                        None => return Flow::Wait,
+                    }
                 } else {
-                    words.remove(0).to_string()
+                    match p.take_stdin() {
+                        Some(i) => i,
+                        None => return Flow::Status(1),
+                    }
                 };
-                p.set_var(n, v);
+                let (line, rest) = match input.split_once('\n') {
+                    Some((l, r)) => (l.to_string(), Some(r.to_string())),
+                    None => (input.clone(), None),
+                };
+                if let Some(r) = rest.filter(|r| !r.is_empty()) {
+                    p.set_stdin(r);
+                }
+                if input.is_empty() {
+                    return Flow::Status(1);
+                }
+                let mut words: Vec<&str> = line.split_whitespace().collect();
+                let names = if names.is_empty() { vec![] } else { names };
+                for (k, n) in names.iter().enumerate() {
+                    let v = if k + 1 == names.len() {
+                        std::mem::take(&mut words).join(" ")
+                    } else if words.is_empty() {
+                        String::new()
+                    } else {
+                        words.remove(0).to_string()
+                    };
+                    p.set_var(n, v);
+                }
+                if names.is_empty() {
+                    p.set_var("REPLY", line);
+                }
+                Flow::Status(0)
             }
-            if names.is_empty() {
-                p.set_var("REPLY", line);
-            }
-            Flow::Status(0)
+            run(p, host, argv)
         }
         "trap" => {
-            if args.len() >= 2 {
-                for sig in &args[1..] {
-                    let name = match sig.trim_start_matches("SIG") {
-                        "15" | "TERM" => "TERM",
-                        "2" | "INT" => "INT",
-                        "0" | "EXIT" => "EXIT",
-                        other => other,
-                    };
-                    p.set_trap(name.to_string(), args[0].clone());
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                if args.len() >= 2 {
+                    for sig in &args[1..] {
+                        let name = match sig.trim_start_matches("SIG") {
+                            "15" | "TERM" => "TERM",
+                            "2" | "INT" => "INT",
+                            "0" | "EXIT" => "EXIT",
+                            other => other,
+                        };
+                        p.set_trap(name.to_string(), args[0].clone());
+                    }
                 }
+                Flow::Status(0)
             }
-            Flow::Status(0)
+            run(p, host, argv)
         }
         "wait" => Flow::Status(0),
         "exec" => {
-            if args.is_empty() {
-                return Some(Flow::Status(0));
-            }
-            let base = args[0].rsplit('/').next().unwrap_or(&args[0]).to_string();
-            if let Some(d) = host.daemon(args) {
-                return Some(p.serve(d, host));
-            }
-            match applet(p, host, &base, args) {
-                Some(Flow::Status(s)) => Flow::Exit(s),
-                Some(other) => other,
-                None => {
-                    let msg = format!("{}: exec: {}: not found\n", p.me_name(), args[0]);
-                    p.err(&msg, host);
-                    Flow::Exit(127)
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                if args.is_empty() {
+                    return Flow::Status(0);
+                }
+                let base = args[0].rsplit('/').next().unwrap_or(&args[0]).to_string();
+                if let Some(d) = host.daemon(args) {
+                    return p.serve(d, host);
+                }
+                match applet(p, host, &base, args) {
+                    Some(Flow::Status(s)) => Flow::Exit(s),
+                    Some(other) => other,
+                    None => {
+                        let msg = format!("{}: exec: {}: not found\n", p.me_name(), args[0]);
+                        p.err(&msg, host);
+                        Flow::Exit(127)
+                    }
                 }
             }
+            run(p, host, argv)
         }
         "." | "source" => {
-            let Some(f) = args.first() else { return Some(Flow::Status(0)) };
-            match host.read(&p.abs(f)) {
-                Ok(text) => script(p, host, &text, f, args[1..].to_vec()),
-                Err(e) => {
-                    let msg = format!("{}: .: can't open '{f}': {}\n", p.me_name(), e.text());
-                    p.err(&msg, host);
-                    Flow::Status(2)
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let Some(f) = args.first() else { return Flow::Status(0) };
+                match host.read(&p.abs(f)) {
+                    Ok(text) => script(p, host, &text, f, args[1..].to_vec()),
+                    Err(e) => {
+                        let msg = format!("{}: .: can't open '{f}': {}\n", p.me_name(), e.text());
+                        p.err(&msg, host);
+                        Flow::Status(2)
+                    }
                 }
             }
+            run(p, host, argv)
         }
         "eval" => {
-            let text = args.join(" ");
-            script(p, host, &text, "eval", p.positional().to_vec())
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let text = args.join(" ");
+                script(p, host, &text, "eval", p.positional().to_vec())
+            }
+            run(p, host, argv)
         }
         "test" | "[" | "[[" => {
-            let mut a: Vec<String> = args.to_vec();
-            let close = if argv[0] == "[" { "]" } else { "]]" };
-            if argv[0] != "test" {
-                if a.last().map(String::as_str) != Some(close) {
-                    let msg = format!("{}: missing '{close}'\n", argv[0]);
-                    p.err(&msg, host);
-                    return Some(Flow::Status(2));
+            #[inline(never)]
+            fn run(p: &mut Process, host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let mut a: Vec<String> = args.to_vec();
+                let close = if argv[0] == "[" { "]" } else { "]]" };
+                if argv[0] != "test" {
+                    if a.last().map(String::as_str) != Some(close) {
+                        let msg = format!("{}: missing '{close}'\n", argv[0]);
+                        p.err(&msg, host);
+                        return Flow::Status(2);
+                    }
+                    a.pop();
                 }
-                a.pop();
-            }
-            match test(&a, p, host) {
-                Ok(b) => Flow::Status(if b { 0 } else { 1 }),
-                Err(e) => {
-                    let msg = format!("{}: {e}\n", p.me_name());
-                    p.err(&msg, host);
-                    Flow::Status(2)
+                match test(&a, p, host) {
+                    Ok(b) => Flow::Status(if b { 0 } else { 1 }),
+                    Err(e) => {
+                        let msg = format!("{}: {e}\n", p.me_name());
+                        p.err(&msg, host);
+                        Flow::Status(2)
+                    }
                 }
             }
+            run(p, host, argv)
         }
         "let" => {
-            let mut last = 0;
-            for a in args {
-                last = super::arith(a, p).unwrap_or(0);
+            #[inline(never)]
+            fn run(p: &mut Process, _host: &mut dyn Host, argv: &[String]) -> Flow {
+                let args = &argv[1..];
+                let mut last = 0;
+                for a in args {
+                    last = super::arith(a, p).unwrap_or(0);
+                }
+                Flow::Status(i32::from(last == 0))
             }
-            Flow::Status(i32::from(last == 0))
+            run(p, host, argv)
         }
         _ => return None,
     })
@@ -1411,7 +1492,7 @@ fn text_tool(p: &mut Process, host: &mut dyn Host, name: &str, args: &[String]) 
             let mut hits = 0;
             for (f, c) in &inputs {
                 for l in c.lines() {
-                    let m = if icase { regex_lite(&pat.to_lowercase(), &l.to_lowercase()) } else { regex_lite(&pat, l) };
+                    let m = if icase { regex_lite(&pat.to_ascii_lowercase(), &l.to_ascii_lowercase()) } else { regex_lite(&pat, l) };
                     if m != invert {
                         hits += 1;
                         if !quiet && !count {
