@@ -1149,6 +1149,22 @@ fn tutorial_commands_run_expose_events_and_cluster_info_print_as_the_real_kubect
     // kubectl events for one object, by type, and for a namespace with none (once real-a's
     // container has started, so that both commands see the same events).
     s.until(&["events", "--for", "pod/real-a"], 60, |o| o.contains("Container started"));
+    // The rollouts that set env and set resources began must be over, or a scaling event
+    // may land between the two reads.
+    s.until(
+        &[
+            "get",
+            "deployment",
+            "checkout",
+            "-o",
+            "jsonpath={.metadata.generation} {.status.observedGeneration} {.status.replicas} {.status.updatedReplicas} {.status.availableReplicas}",
+        ],
+        60,
+        |o| {
+            let f: Vec<&str> = o.split(' ').collect();
+            f.len() == 5 && f[0] == f[1] && f[2..].iter().all(|n| *n == "2")
+        },
+    );
     for cmd in ["events --for deployment/checkout", "events --for pod/real-a --types=Normal", "events -n kube-public", "events --types=Warning -n kube-system"]
     {
         let args: Vec<&str> = cmd.split(' ').collect();
