@@ -314,6 +314,10 @@ struct App {
     tick_posted: f64,
     /// While the timeline shows the past: the live sandbox and editor text, put aside.
     live: Option<(Sandbox, String)>,
+    /// While the timeline shows the past: earlier states of the live run, by time, to replay
+    /// from when the timeline moves back (copying one is far cheaper than replaying the run
+    /// from its start).
+    checkpoints: Vec<Sandbox>,
     /// A large cluster's view: its box, and where it is scrolled to, how wide and high.
     nodes_ref: NodeRef,
     nodes_box: (f64, f64, f64),
@@ -506,14 +510,34 @@ impl App {
             let text = self.text.clone();
             let live = std::mem::replace(&mut self.sb, Sandbox::new("", None));
             self.live = Some((live, text));
+            self.checkpoints.clear();
         }
         let (live, _) = self.live.as_ref().expect("put aside above");
-        // Forward within the past runs on from where it is; backward replays the run.
-        let same_run = self.sb.seed == live.seed && self.sb.setup == live.setup && self.sb.log.len() <= live.log.len();
-        if t >= self.sb.cluster.now && same_run {
+        // Forward within the past runs on from where it is; backward replays the run from
+        // the latest checkpoint before `t`, or from its start. Each state moved from is kept
+        // as a checkpoint, and so is the start.
+        let of_this_run = |sb: &Sandbox| sb.seed == live.seed && sb.setup == live.setup && sb.log.len() <= live.log.len();
+        if t >= self.sb.cluster.now && of_this_run(&self.sb) {
+            if t > self.sb.cluster.now && wants_checkpoint(&self.checkpoints, &self.sb) {
+                keep_checkpoint(&mut self.checkpoints, self.sb.clone());
+            }
             live.replay_into(&mut self.sb, t);
         } else {
-            self.sb = live.rewound(t);
+            let mut past = match self.checkpoints.iter().rev().find(|c| c.cluster.now <= t && of_this_run(c)) {
+                Some(c) => c.clone(),
+                None => {
+                    let start = live.rewound(0);
+                    if wants_checkpoint(&self.checkpoints, &start) {
+                        keep_checkpoint(&mut self.checkpoints, start.clone());
+                    }
+                    start
+                }
+            };
+            live.replay_into(&mut past, t);
+            let left = std::mem::replace(&mut self.sb, past);
+            if of_this_run(&left) && wants_checkpoint(&self.checkpoints, &left) {
+                keep_checkpoint(&mut self.checkpoints, left);
+            }
         }
         self.text = self.sb.text.clone();
         self.record = None;
@@ -522,6 +546,7 @@ impl App {
 
     /// Leave the past: the live run again, as it was left.
     fn back_to_now(&mut self) {
+        self.checkpoints.clear();
         if let Some((live, text)) = self.live.take() {
             self.text = text;
             self.show(live);
@@ -531,6 +556,7 @@ impl App {
     /// Acting while the timeline shows the past goes on from there: the run after it is
     /// dropped, as in any replay from a link.
     fn branch(&mut self) {
+        self.checkpoints.clear();
         if self.live.take().is_some() {
             self.notice = Some(format!(
                 "You acted at t = {:.1} s, in the past: the run goes on from there, and what came after it was dropped.",
@@ -1456,6 +1482,68 @@ impl App {
     }
 }
 
+/// Checkpoints kept while the timeline shows the past, and the store size past which a
+/// state is not kept (a large cluster's copy would hold much memory for little gain).
+const CHECKPOINTS: usize = 16;
+const CHECKPOINT_STORE_BYTES: u64 = 8 << 20;
+
+/// Whether a state of the run shown in the past is worth keeping: a small cluster's, at a
+/// moment no checkpoint holds yet.
+fn wants_checkpoint(checkpoints: &[Sandbox], sb: &Sandbox) -> bool {
+    sb.cluster.api.store.bytes() <= CHECKPOINT_STORE_BYTES && checkpoints.binary_search_by_key(&sb.cluster.now, |c| c.cluster.now).is_err()
+}
+
+/// Keep a state among the checkpoints, ordered by time; past the limit, the one closest to
+/// its neighbours goes.
+fn keep_checkpoint(checkpoints: &mut Vec<Sandbox>, sb: Sandbox) {
+    let Err(i) = checkpoints.binary_search_by_key(&sb.cluster.now, |c| c.cluster.now) else { return };
+    checkpoints.insert(i, sb);
+    if checkpoints.len() > CHECKPOINTS {
+        let at = |i: usize| checkpoints[i].cluster.now;
+        let crowded = (1..checkpoints.len() - 1).min_by_key(|&i| at(i + 1) - at(i - 1)).unwrap_or(0);
+        checkpoints.remove(crowded);
+    }
+}
+
+/// One row of the records pane. A row is drawn again only when its record or its selection
+/// changed: on each frame most rows of the pane are the same (a few new records arrive at the
+/// top), and neither building nor comparing them again is needed.
+#[derive(Properties)]
+struct RecordRowProps {
+    i: usize,
+    selected: bool,
+    record: Record,
+    on_select: Callback<usize>,
+}
+
+impl PartialEq for RecordRowProps {
+    // The callback only ever sends `SelectRecord(i)`: it does not decide whether to redraw.
+    fn eq(&self, other: &Self) -> bool {
+        self.i == other.i && self.selected == other.selected && self.record == other.record
+    }
+}
+
+#[function_component]
+fn RecordRow(p: &RecordRowProps) -> Html {
+    let r = &p.record;
+    let i = p.i;
+    let onclick = p.on_select.reform(move |_: MouseEvent| i);
+    let on_select = p.on_select.clone();
+    let onkeydown = Callback::from(move |e: KeyboardEvent| {
+        if e.key() == "Enter" || e.key() == " " {
+            e.prevent_default();
+            on_select.emit(i);
+        }
+    });
+    let class = classes!("rec-row", "rec", r.result, p.selected.then_some("selected"));
+    html! {
+        <div {class} role="row" tabindex="0" aria-selected={p.selected.to_string()} {onclick} {onkeydown}>
+            <span role="cell">{ format!("{:.3}s", r.t as f64 / 1000.0) }</span><span role="cell">{ r.stage }</span><span role="cell">{ &r.component }</span>
+            <span role="cell">{ &r.object }</span><span role="cell">{ &r.resource_version }</span><span role="cell">{ r.result }</span><span role="cell" class="msg">{ &r.message }</span>
+        </div>
+    }
+}
+
 impl Component for App {
     type Message = Msg;
     type Properties = ();
@@ -1547,6 +1635,7 @@ impl Component for App {
             apply_id: serde_json::Value::Null,
             tick_posted: 0.0,
             live: None,
+            checkpoints: Vec::new(),
             nodes_ref: NodeRef::default(),
             nodes_box: (0.0, 960.0, 480.0),
             nodes_measured: false,
@@ -2254,15 +2343,9 @@ impl App {
             .zip(trace.records())
             .filter(|(i, r)| r.flow == flow && (self.background || !diagram::background(r)) && in_journey(*i))
             .collect();
+        let on_select = ctx.link().callback(Msg::SelectRecord);
         let shown = mine.iter().rev().take(RECORDS_LISTED).map(|(i, r)| {
-            let i = *i;
-            let class = classes!("rec", r.result, (self.record == Some(i)).then_some("selected"));
-            html! {
-                <tr key={i} {class} onclick={ctx.link().callback(move |_| Msg::SelectRecord(i))} tabindex="0">
-                    <td>{ format!("{:.3}s", r.t as f64 / 1000.0) }</td><td>{ r.stage }</td><td>{ &r.component }</td>
-                    <td>{ &r.object }</td><td>{ &r.resource_version }</td><td>{ r.result }</td><td class="msg">{ &r.message }</td>
-                </tr>
-            }
+            html! { <RecordRow key={*i} i={*i} selected={self.record == Some(*i)} record={(*r).clone()} on_select={on_select.clone()} /> }
         });
         let at = self
             .record
@@ -2279,10 +2362,12 @@ impl App {
                 if trace.records_base() > 0 {
                     <p class="hint">{ format!("The page keeps the latest {} trace records of the run; the {} before them are no longer kept.", kubeloop_core::sandbox::PAGE_TRACE_WINDOW, trace.records_base()) }</p>
                 }
-                <table>
-                    <thead><tr><th>{ "t" }</th><th>{ "stage" }</th><th>{ "component" }</th><th>{ "object" }</th><th>{ "rv" }</th><th>{ "result" }</th><th>{ "message" }</th></tr></thead>
-                    <tbody>{ for shown }</tbody>
-                </table>
+                <div class="rec-table" role="table" aria-label={format!("records of step {}", flow.as_str())}>
+                    <div role="rowgroup"><div class="rec-row" role="row">
+                        { for ["t", "stage", "component", "object", "rv", "result", "message"].into_iter().map(|h| html! { <span role="columnheader">{ h }</span> }) }
+                    </div></div>
+                    <div role="rowgroup">{ for shown }</div>
+                </div>
                 if let Some((r, o)) = at {
                     <h3>{ format!("{} as stored at resourceVersion {}", r.object, r.resource_version) }</h3>
                     <pre class="yaml" tabindex="0">{ kubeloop_core::kubectl::goyaml::to_yaml(&o) }</pre>

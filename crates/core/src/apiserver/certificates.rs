@@ -85,6 +85,7 @@ pub fn prepare_for_create(obj: &mut Value, user: &UserInfo) {
 /// The strategies' `PrepareForUpdate`. The main resource keeps spec and status; `status`
 /// keeps spec and the Approved and Denied conditions; `approval` takes only the
 /// conditions. `status` and `approval` stamp condition times the client left out.
+#[inline(never)]
 pub fn prepare_for_update(sub: &str, old: &Value, new: &mut Value, now: &str) {
     let keep = |new: &mut Value, field: &str| match old.get(field) {
         Some(v) => api::set(new, &[field], v.clone()),

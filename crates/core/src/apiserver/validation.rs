@@ -920,6 +920,7 @@ pub fn validate_update(kind: &str, old: &Value, new: &Value) -> Vec<FieldError> 
 /// existing one may be neither removed nor changed), and each is a container without
 /// what an ephemeral one may not have, named apart from every other container, targeting
 /// one that exists (`validateEphemeralContainers`).
+#[inline(never)]
 pub fn validate_ephemeral_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let list = |v: &Value| get_array(v, &["spec", "ephemeralContainers"]).to_vec();
@@ -1004,6 +1005,7 @@ fn validate_statefulset_update(old: &Value, new: &Value, errs: &mut Vec<FieldErr
 /// a label selector; for the structs (`core.PodTemplateSpec`, `batch.PodFailurePolicy`,
 /// `batch.SuccessPolicy`) the API server prints Go's `%#v` dump, pointers as memory
 /// addresses, which kubeloop shortens to the type name and `{...}`.
+#[inline(never)]
 fn validate_job_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     let spec = |o: &Value, f: &str| get(o, &["spec", f]).filter(|v| !v.is_null()).cloned();
     let immutable = |errs: &mut Vec<FieldError>, f: &str, go_type: Option<&str>| {
@@ -1299,6 +1301,7 @@ fn storage_quantity(o: &Value, path: &[&str]) -> Option<i64> {
 
 /// `ValidatePersistentVolumeUpdate`: the volume source and the volume mode are fixed.
 /// (Upstream appends a `cmp.Diff` of the two sources to the message; kubeloop does not.)
+#[inline(never)]
 fn validate_pv_update(old: &Value, new: &Value, errs: &mut Vec<FieldError>) {
     let source = |o: &Value| -> Vec<Option<Value>> { PV_SOURCES.iter().map(|s| get(o, &["spec", s]).cloned()).collect() };
     if source(old) != source(new) {

@@ -1124,6 +1124,15 @@ mod tests {
         assert_eq!(objects(&moved), at_40s);
         sb.replay_into(&mut moved, sb.cluster.now);
         assert_eq!(objects(&moved), objects(&sb));
+        // So does a copy of a past state (the page's timeline replays from such copies),
+        // record for record, and the state it was copied from stays where it was.
+        let checkpoint = sb.rewound(10_000);
+        let mut copy = checkpoint.clone();
+        sb.replay_into(&mut copy, 40_000);
+        assert_eq!(objects(&copy), at_40s);
+        assert_eq!(copy.cluster.api.trace.records(), past.cluster.api.trace.records());
+        assert_eq!((checkpoint.cluster.now, checkpoint.log.len()), (10_000, 0));
+        assert_ne!(objects(&checkpoint), at_40s);
     }
 
     #[test]

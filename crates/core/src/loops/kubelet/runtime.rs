@@ -96,6 +96,7 @@ const NGINX_50X: &str = "<!DOCTYPE html>\n<html>\n<head>\n<title>Error</title>\n
 const NGINX_404: &str = "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
 
 /// A downward API field (`metadata.name`, `metadata.labels['app']`, `status.podIP`, ...).
+#[inline(never)]
 pub fn field_ref(pod: &Value, path: &str, host_ip: &str, pod_ip: &str) -> Option<String> {
     let map_text = |m: Option<&Value>| -> String {
         m.and_then(Value::as_object)
@@ -124,6 +125,7 @@ pub fn field_ref(pod: &Value, path: &str, host_ip: &str, pod_ip: &str) -> Option
 
 /// `resourceFieldRef`: a container's request or limit in units of `divisor` (rounded up);
 /// a missing limit reads as the node's allocatable.
+#[inline(never)]
 pub fn resource_ref(pod: &Value, r: &Value, node_alloc: &Value) -> Option<String> {
     let res = get_str(r, &["resource"])?;
     let cname = get_str(r, &["containerName"]);

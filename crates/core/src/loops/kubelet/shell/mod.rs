@@ -505,6 +505,7 @@ pub struct Process {
 
 impl Process {
     /// A shell running `program` as `$0` with positional `args`, in an environment.
+    #[inline(never)]
     pub fn new(program: Program, arg0: &str, args: Vec<String>, env: &[(String, String)], flavour: Flavour) -> Process {
         Process::running(Arc::new(program), arg0, args, env, flavour)
     }
