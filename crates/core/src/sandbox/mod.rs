@@ -566,11 +566,19 @@ impl Sandbox {
     /// A link decoded and its sandbox set up, to be replayed a slice at a time with
     /// [`Opening::go_on`] (the page replays a long link between frames).
     pub fn opening(fragment: &str, base: &str, bounds: Replay) -> Result<Opening, String> {
-        let s = decode_share(fragment, bounds.longest)?;
+        let link = Sandbox::decode_link(fragment, base, bounds.longest)?;
+        let sb = Sandbox::new(&link.setup, Some(link.seed));
+        Ok(Opening { sb, log: link.log.into(), end: link.end, user: link.user, tasks: bounds.tasks, bound: bounds.tasks, running: false })
+    }
+
+    /// What a link says, decoded and checked, with each editor text rebuilt from its edits
+    /// (the set-up's from `base`), before any cluster is made: at most `longest` of
+    /// simulated time.
+    pub fn decode_link(fragment: &str, base: &str, longest: Millis) -> Result<Link, String> {
+        let s = decode_share(fragment, longest)?;
         let setup = s.setup.apply_to(base)?;
-        let sb = Sandbox::new(&setup, Some(s.seed));
-        let mut previous = setup;
-        let mut log = std::collections::VecDeque::with_capacity(s.log.len());
+        let mut previous = setup.clone();
+        let mut log = Vec::with_capacity(s.log.len());
         for d in s.log {
             let what = match d.what {
                 Wire::Apply(e) => {
@@ -582,10 +590,21 @@ impl Sandbox {
                 Wire::Etcdctl(line) => Did::Etcdctl(line),
                 Wire::Stdin(text) => Did::Stdin(text),
             };
-            log.push_back(Done { t: d.t, user: d.user, what });
+            log.push(Done { t: d.t, user: d.user, what });
         }
-        Ok(Opening { sb, log, end: s.t, user: s.user, tasks: bounds.tasks, bound: bounds.tasks, running: false })
+        Ok(Link { setup, seed: s.seed, log, end: s.t, user: s.user })
     }
+}
+
+/// A share link decoded: the set-up text and seed a sandbox is made from, what was done,
+/// the moment the link was made and the user then chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Link {
+    pub setup: String,
+    pub seed: u64,
+    pub log: Vec<Done>,
+    pub end: Millis,
+    pub user: String,
 }
 
 /// A share link being replayed: its actions not yet done, and the moment it was shared.
@@ -1133,6 +1152,20 @@ mod tests {
         assert_eq!(copy.cluster.api.trace.records(), past.cluster.api.trace.records());
         assert_eq!((checkpoint.cluster.now, checkpoint.log.len()), (10_000, 0));
         assert_ne!(objects(&checkpoint), at_40s);
+    }
+
+    #[test]
+    fn a_link_decodes_to_its_set_up_and_log_before_any_cluster_is_made() {
+        let mut sb = Sandbox::new(APP, Some(5));
+        sb.advance(3_000);
+        sb.apply(&APP.replace("replicas: 2", "replicas: 3"));
+        sb.advance(1_000);
+        sb.kubectl("scale deployment web --replicas=1");
+        let link = Sandbox::decode_link(&sb.share(), "", crate::foundation::sim::MAX_RUN).unwrap();
+        assert_eq!((link.setup.as_str(), link.seed, link.end, link.user.as_str()), (APP, 5, 4_000, "admin"));
+        assert_eq!(link.log, sb.log);
+        let err = Sandbox::decode_link(&sb.share(), "", 2_000).unwrap_err();
+        assert!(err.contains("kubeloop replays links of at most"), "{err}");
     }
 
     #[test]
