@@ -833,9 +833,18 @@ await test('a StatefulSet comes up in order, a Job completes, a kind nothing run
   if (!/^7 (StatefulSet|Job|ReplicaSet) ctrl$/.test(step7)) throw new Error(`step 7 reads ${step7}`);
   await page.getByRole('tab', { name: 'Terminal' }).click();
   const input = page.getByLabel('kubectl command');
-  await input.fill('get statefulsets,jobs');
-  await input.press('Enter');
-  await page.locator('.term-out').getByText(/statefulset\.apps\/db\s+2\/2/).waitFor();
+  // A pod shows Ready a moment before its controller has counted it in the StatefulSet's
+  // status: the command is run again until the status says so.
+  for (let tries = 0; ; tries++) {
+    await input.fill('get statefulsets,jobs');
+    await input.press('Enter');
+    try {
+      await page.locator('.term-out').getByText(/statefulset\.apps\/db\s+2\/2/).waitFor({ timeout: 2000 });
+      break;
+    } catch (e) {
+      if (tries === 10) throw e;
+    }
+  }
   await page.locator('.term-out').getByText(/job\.batch\/once\s+Complete\s+1\/1/).waitFor();
 });
 

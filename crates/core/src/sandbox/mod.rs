@@ -173,6 +173,36 @@ impl Sandbox {
         self.apply_text(text);
     }
 
+    /// Apply, on a copy that is then dropped, every object applied from the editor again
+    /// with an annotation changed, and run the copy a second on: the path of an edit (a
+    /// PATCH through admission and validation of an update, the controllers' answer) runs
+    /// once without touching this run. The page does it when idle after loading, so that the
+    /// browser has compiled that code before the person's first edit. What became of each
+    /// document of the copy's apply is returned.
+    pub fn rehearse_edit(&self) -> Vec<DocStatus> {
+        let docs: Vec<String> = self
+            .applied
+            .values()
+            .map(|o| {
+                let mut o = o.clone();
+                if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                    let notes = meta.entry("annotations").or_insert_with(|| Value::Object(Default::default()));
+                    if let Some(notes) = notes.as_object_mut() {
+                        notes.insert("kubeloop.dev/rehearsal", Value::from("1"));
+                    }
+                }
+                o.to_string()
+            })
+            .collect();
+        if docs.is_empty() {
+            return Vec::new();
+        }
+        let mut copy = self.clone();
+        copy.apply_text(&docs.join("\n---\n"));
+        copy.advance(1000);
+        copy.docs
+    }
+
     fn apply_text(&mut self, text: &str) {
         let creds = self.credentials();
         let mut docs = Vec::new();
@@ -1113,6 +1143,31 @@ mod tests {
         let b = serde_json::to_string(&copy.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
         assert_eq!(a, b);
         assert_eq!(copy.text, sb.text);
+    }
+
+    #[test]
+    fn rehearsing_an_edit_updates_every_applied_object_on_a_copy_only() {
+        // The page's example: RBAC, an admission policy with CEL, a webhook, Deployments.
+        let objects = |sb: &Sandbox| serde_json::to_string(&sb.cluster.objects().iter().map(|o| &**o).collect::<Vec<_>>()).unwrap();
+        let example = include_str!("../../../../web/checkout.yaml");
+        let mut sb = Sandbox::new(example, Some(7));
+        sb.advance(3_000);
+        let (before, records) = (objects(&sb), sb.cluster.api.trace.records().len());
+        let docs = sb.rehearse_edit();
+        assert_eq!(docs.len(), sb.applied.len());
+        assert!(docs.len() >= 8, "{} documents", docs.len());
+        // Each went through the API server as an update, and was accepted.
+        for d in &docs {
+            assert!(d.sent && d.result.ends_with(" configured"), "{}: {}", d.object, d.result);
+        }
+        // This run is as it was, and goes on as one that never rehearsed.
+        assert_eq!(objects(&sb), before);
+        assert_eq!(sb.cluster.api.trace.records().len(), records);
+        let mut other = Sandbox::new(example, Some(7));
+        other.advance(3_000);
+        sb.advance(5_000);
+        other.advance(5_000);
+        assert_eq!(objects(&sb), objects(&other));
     }
 
     #[test]
