@@ -125,6 +125,24 @@ await test('the rest of the code loads in the background, or when first needed',
   if (asked.length !== 2 || asked[1] !== 'xhr') throw new Error(`requests for the rest: ${asked.join(', ')}`);
 });
 
+await test('the first edit is rehearsed on a copy once the rest of the code has loaded', async (page) => {
+  // The page applies every object of the editor again, with an annotation changed, on a copy
+  // of its sandbox, so that the browser has compiled that path before the person's first
+  // edit; the page says how many documents the copy sent to its API server. The run itself
+  // is untouched.
+  await page.goto(base);
+  await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });
+  const applied = await page.locator('.results li.ok').filter({ hasNotText: 'cluster set-up' }).count();
+  if (applied < 8) throw new Error(`${applied} documents applied`);
+  await page.waitForFunction((n) => document.documentElement.dataset.rehearsed === String(n), applied, { timeout: 10000 });
+  await page.getByRole('tab', { name: 'Terminal' }).click();
+  const input = page.getByLabel('kubectl command');
+  await input.fill('get deployments,services,validatingadmissionpolicies -A -o yaml');
+  await input.press('Enter');
+  await page.locator('.term-out').getByText(/kind: ValidatingAdmissionPolicy/).first().waitFor();
+  if ((await page.locator('.term-out').innerText()).includes('kubeloop.dev/rehearsal')) throw new Error('the rehearsal reached the run');
+});
+
 await test('changing replicas adds pods and moves the counters', async (page) => {
   await page.goto(base);
   await readyCheckout(page).nth(1).waitFor({ timeout: 20000 });

@@ -819,10 +819,16 @@ impl App {
     /// the first time it is called, so the first change a session applied (a PATCH through
     /// admission, CEL and validation of an update, then the controllers' answer) cost
     /// several milliseconds more than the next ones, and missed its frame.
+    /// The page's `data-rehearsed` attribute says how many documents the copy sent to its API
+    /// server (soon after loading, an update may still be refused: a webhook's backend not
+    /// yet running, say).
     #[inline(never)]
     fn rehearse_an_edit(&self) {
         if self.sb.cluster.api.store.bytes() <= CHECKPOINT_STORE_BYTES {
-            self.sb.rehearse_edit();
+            let sent = self.sb.rehearse_edit().iter().filter(|d| d.sent).count();
+            if let Some(root) = window().document().and_then(|d| d.document_element()) {
+                let _ = root.set_attribute("data-rehearsed", &sent.to_string());
+            }
         }
     }
 
