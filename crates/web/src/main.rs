@@ -820,8 +820,8 @@ impl App {
     /// admission, CEL and validation of an update, then the controllers' answer) cost
     /// several milliseconds more than the next ones, and missed its frame.
     /// The page's `data-rehearsed` attribute says how many documents the copy sent to its API
-    /// server (soon after loading, an update may still be refused: a webhook's backend not
-    /// yet running, say).
+    /// server (sent, not accepted: the editor may hold what admission refuses). A cluster
+    /// too large to keep as a checkpoint is not copied for this either.
     #[inline(never)]
     fn rehearse_an_edit(&self) {
         if self.sb.cluster.api.store.bytes() <= CHECKPOINT_STORE_BYTES {
